@@ -1,0 +1,167 @@
+//! Reaching the daemon, starting it when none answers (DESIGN §12).
+//!
+//! An autostarted `agentd` gets the same socket and data directory and is
+//! detached (own process group, no terminal, output to `agentd.log` in the
+//! data directory). Readiness is learned the way systemd learns it: the
+//! daemon sends `READY=1` to `$NOTIFY_SOCKET`, a datagram socket that
+//! agentctl binds for the occasion, so there is no polling.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use agentd_shared::client::agent_client;
+use agentd_shared::paths;
+use agentd_shared::proto::agent_service_client::AgentServiceClient;
+use tokio::net::UnixDatagram;
+use tonic::transport::Channel;
+
+use crate::exit::{Failure, UNREACHABLE};
+
+/// How long a starting daemon may take to report ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+
+pub type Client = AgentServiceClient<Channel>;
+
+/// Which daemon to talk to, and whether to start it.
+pub struct Target {
+    pub socket: PathBuf,
+    pub data_dir: PathBuf,
+    autostart: bool,
+}
+
+impl Target {
+    pub fn new(socket: Option<&Path>, data_dir: Option<&Path>, autostart: bool) -> Target {
+        Target {
+            socket: paths::absolute(&paths::socket_path(socket)),
+            data_dir: paths::absolute(&paths::data_dir(data_dir)),
+            autostart,
+        }
+    }
+
+    /// A connected client, starting the daemon first if needed and allowed.
+    pub async fn client(&self) -> Result<Client, Failure> {
+        match agent_client(&self.socket).await {
+            Ok(c) => return Ok(c),
+            Err(e) if !self.autostart => {
+                return Err(Failure::new(
+                    UNREACHABLE,
+                    format!("{e}\n(start it with `agentd`, or drop --no-autostart)"),
+                ));
+            }
+            Err(_) => {}
+        }
+        self.start_daemon().await?;
+        agent_client(&self.socket)
+            .await
+            .map_err(|e| Failure::new(UNREACHABLE, format!("agentd started but {e}")))
+    }
+
+    async fn start_daemon(&self) -> Result<(), Failure> {
+        let unreachable = |m: String| Failure::new(UNREACHABLE, m);
+        let exe = daemon_executable();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.data_dir)
+            .map_err(|e| unreachable(format!("cannot create {}: {e}", self.data_dir.display())))?;
+        let log_path = self.data_dir.join("agentd.log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| unreachable(format!("cannot open {}: {e}", log_path.display())))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| unreachable(format!("cannot open {}: {e}", log_path.display())))?;
+
+        let notify_dir = tempfile_dir()
+            .map_err(|e| unreachable(format!("cannot create a readiness socket: {e}")))?;
+        let notify_path = notify_dir.join("notify.sock");
+        let notify = UnixDatagram::bind(&notify_path)
+            .map_err(|e| unreachable(format!("cannot create a readiness socket: {e}")))?;
+
+        let mut child = tokio::process::Command::new(&exe)
+            .arg("--socket")
+            .arg(&self.socket)
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .env("NOTIFY_SOCKET", &notify_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log_err))
+            // Its own process group: a Ctrl-C aimed at this agentctl must not
+            // reach the daemon.
+            .process_group(0)
+            .spawn()
+            .map_err(|e| {
+                unreachable(format!(
+                    "no agentd answers on {} and starting {} failed: {e}",
+                    self.socket.display(),
+                    exe.display()
+                ))
+            })?;
+
+        let mut buf = [0u8; 512];
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(READY_TIMEOUT, wait_ready(&notify, &mut buf)) => match r {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(format!("waiting for agentd to be ready failed: {e}")),
+                Err(_) => Err(format!("agentd did not report ready within {}s", READY_TIMEOUT.as_secs())),
+            },
+            status = child.wait() => {
+                // It may have lost a race with another autostart: if a daemon
+                // answers now, use that one.
+                if agent_client(&self.socket).await.is_ok() {
+                    Ok(())
+                } else {
+                    let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                    Err(format!("agentd exited ({status}) before it was ready:\n{}", tail(&log_path)))
+                }
+            }
+        };
+        let _ = std::fs::remove_dir_all(&notify_dir);
+        outcome.map_err(unreachable)
+    }
+}
+
+async fn wait_ready(notify: &UnixDatagram, buf: &mut [u8]) -> std::io::Result<()> {
+    loop {
+        let n = notify.recv(buf).await?;
+        let msg = String::from_utf8_lossy(&buf[..n]);
+        if msg.lines().any(|l| l == "READY=1") {
+            return Ok(());
+        }
+    }
+}
+
+/// `agentd` next to this executable, else on PATH.
+fn daemon_executable() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("agentd")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("agentd"))
+}
+
+/// A private directory for the readiness socket.
+fn tempfile_dir() -> std::io::Result<PathBuf> {
+    let base = std::env::temp_dir();
+    for attempt in 0..100u32 {
+        let dir = base.join(format!("agentctl-{}-{attempt}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free temporary directory name"))
+}
+
+/// The last lines of the daemon's log, for an error message.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join("\n")
+}

@@ -1,0 +1,56 @@
+//! `agentctl log`: the transcript, paged from the daemon.
+
+use agentd_shared::proto as pb;
+
+use crate::autostart::Target;
+use crate::exit::{Failure, SUCCESS};
+use crate::render;
+use crate::transcript_view::TranscriptView;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Agent id, unique id prefix, or name.
+    id: String,
+    /// Print a JSON array of entries (content blocks in the Anthropic Messages format).
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
+    let mut client = target.client().await?;
+    // Resolve once, so every page reads the same agent.
+    let agent = client
+        .get_agent(pb::GetAgentRequest { id: args.id })
+        .await?
+        .into_inner();
+    let mut view = TranscriptView::with_user_text();
+    let mut json = Vec::new();
+    let mut from_seq = 0;
+    loop {
+        let page = client
+            .get_transcript(pb::GetTranscriptRequest {
+                id: agent.id.clone(),
+                from_seq,
+                limit: 0,
+            })
+            .await?
+            .into_inner();
+        for e in &page.entries {
+            if args.json {
+                json.push(render::entry_json(e));
+            } else {
+                view.entry(e);
+            }
+        }
+        if page.end || page.entries.is_empty() {
+            break;
+        }
+        from_seq = page.next_seq;
+    }
+    if args.json {
+        println!("{}", serde_json::Value::Array(json));
+    } else {
+        view.finish();
+    }
+    Ok(SUCCESS)
+}

@@ -1,0 +1,64 @@
+//! `agentctl show`
+
+use agentd_shared::proto as pb;
+
+use crate::autostart::Target;
+use crate::exit::{Failure, SUCCESS};
+use crate::render;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Agent id, unique id prefix, or name.
+    id: String,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
+    let mut client = target.client().await?;
+    let a = client
+        .get_agent(pb::GetAgentRequest { id: args.id })
+        .await?
+        .into_inner();
+    if args.json {
+        let mut v = render::agent_json(&a);
+        v["transcript_len"] = serde_json::json!(a.transcript_len);
+        println!("{v}");
+        return Ok(SUCCESS);
+    }
+    let u = a.usage.clone().unwrap_or_default();
+    let mut lines = vec![
+        ("id", a.id.clone()),
+        ("name", a.name.clone()),
+        ("description", a.description.clone()),
+        ("status", render::status_name(a.status).to_string()),
+        ("model", a.model.clone()),
+        ("cwd", a.cwd.clone()),
+        ("background", a.background.to_string()),
+        ("parent", a.parent_id.clone()),
+        ("created", render::rfc3339(a.created_at.as_ref())),
+        ("updated", render::rfc3339(a.updated_at.as_ref())),
+        ("turns", format!("{} of at most {}", a.turns, a.max_turns)),
+        ("tool calls", a.tool_uses.to_string()),
+        ("transcript", format!("{} entries", a.transcript_len)),
+        (
+            "usage",
+            format!(
+                "input {} · output {} · cache read {} · cache write {}",
+                u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens
+            ),
+        ),
+        ("can message", a.can_message.to_string()),
+        ("resume blocked", a.resume_blocked_reason.clone()),
+        ("error", a.error.clone()),
+    ];
+    lines.retain(|(_, v)| !v.is_empty());
+    for (k, v) in lines {
+        println!("{:<15}{v}", format!("{k}:"));
+    }
+    if !a.result.is_empty() {
+        println!("result:\n{}", a.result);
+    }
+    Ok(SUCCESS)
+}

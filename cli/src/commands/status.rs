@@ -1,0 +1,55 @@
+//! `agentctl status`: the daemon itself.
+
+use agentd_shared::proto as pb;
+use serde_json::json;
+
+use crate::autostart::Target;
+use crate::exit::{Failure, SUCCESS};
+use crate::render;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
+    let mut client = target.client().await?;
+    let s = client
+        .get_status(pb::GetStatusRequest {})
+        .await?
+        .into_inner();
+    let counts: serde_json::Map<String, serde_json::Value> = s
+        .agents
+        .iter()
+        .map(|c| (render::status_name(c.status).to_string(), json!(c.count)))
+        .collect();
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "version": s.version,
+                "client_version": agentd_shared::VERSION,
+                "socket": s.socket,
+                "data_dir": s.data_dir,
+                "pid": s.pid,
+                "uptime_secs": s.uptime_secs,
+                "agents": counts,
+                "agents_total": s.agents_total,
+            })
+        );
+        return Ok(SUCCESS);
+    }
+    println!("agentd {} (pid {})", s.version, s.pid);
+    println!("socket:   {}", s.socket);
+    println!("data dir: {}", s.data_dir);
+    println!("uptime:   {}", humantime::format_duration(std::time::Duration::from_secs(s.uptime_secs)));
+    let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    println!(
+        "agents:   {}{}",
+        s.agents_total,
+        if summary.is_empty() { String::new() } else { format!(" ({})", summary.join(", ")) }
+    );
+    Ok(SUCCESS)
+}

@@ -1,0 +1,97 @@
+//! `agentctl`: the command-line client of agentd. A thin shell over the v1
+//! API; every decision about agents is the daemon's.
+
+mod autostart;
+mod commands;
+mod exit;
+mod render;
+mod transcript_view;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use exit::Failure;
+
+/// Find, watch, steer and run AI coding agents supervised by agentd.
+#[derive(Debug, Parser)]
+#[command(name = "agentctl", version, propagate_version = true)]
+pub struct Cli {
+    /// Socket of the daemon [default: $AGENTD_SOCKET, $XDG_RUNTIME_DIR/agentd/agentd.sock, /tmp/agentd-<uid>/agentd.sock]
+    #[arg(long, global = true)]
+    socket: Option<PathBuf>,
+    /// Data directory passed to an autostarted daemon [default: $AGENTD_DATA_DIR, $XDG_STATE_HOME/agentd]
+    #[arg(long, global = true, hide = true)]
+    data_dir: Option<PathBuf>,
+    /// Fail with exit code 3 instead of starting agentd when none answers.
+    #[arg(long, global = true)]
+    no_autostart: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start an agent on a prompt; stream its output until it ends.
+    Run(commands::run::Args),
+    /// List agents (live ones and those that ended in the last day).
+    List(commands::list::Args),
+    /// Show one agent.
+    Show(commands::show::Args),
+    /// Print an agent's transcript.
+    Log(commands::log::Args),
+    /// Wait for an agent to end: exit 0 if it completed, 1 if not, 124 on timeout.
+    Wait(commands::wait::Args),
+    /// Cancel an agent.
+    Stop(commands::stop::Args),
+    /// Show the daemon's version, socket, data directory, uptime and agent counts.
+    Status(commands::status::Args),
+}
+
+/// Restores the default SIGPIPE action, so `agentctl log … | head` ends
+/// quietly like any Unix tool instead of failing on a closed pipe.
+#[allow(unsafe_code)]
+fn default_sigpipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL
+    // installs no handler code.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+}
+
+fn main() -> ExitCode {
+    default_sigpipe();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("agentctl: cannot start the runtime: {e}");
+            return ExitCode::from(exit::FAILURE);
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(Failure { code, message }) => {
+            if !message.is_empty() {
+                eprintln!("agentctl: {message}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<u8, Failure> {
+    let target = autostart::Target::new(cli.socket.as_deref(), cli.data_dir.as_deref(), !cli.no_autostart);
+    match cli.command {
+        Command::Run(args) => commands::run::run(&target, args).await,
+        Command::List(args) => commands::list::run(&target, args).await,
+        Command::Show(args) => commands::show::run(&target, args).await,
+        Command::Log(args) => commands::log::run(&target, args).await,
+        Command::Wait(args) => commands::wait::run(&target, args).await,
+        Command::Stop(args) => commands::stop::run(&target, args).await,
+        Command::Status(args) => commands::status::run(&target, args).await,
+    }
+}

@@ -1,0 +1,199 @@
+//! How agents and transcripts look on the terminal and as JSON.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agentd_shared::proto as pb;
+use serde_json::{Value, json};
+
+pub fn status_name(status: i32) -> &'static str {
+    match pb::AgentStatus::try_from(status).unwrap_or_default() {
+        pb::AgentStatus::Unspecified => "unknown",
+        pb::AgentStatus::Pending => "pending",
+        pb::AgentStatus::Running => "running",
+        pb::AgentStatus::Waiting => "waiting",
+        pb::AgentStatus::Paused => "paused",
+        pb::AgentStatus::Completed => "completed",
+        pb::AgentStatus::Failed => "failed",
+        pb::AgentStatus::Cancelled => "cancelled",
+        pb::AgentStatus::Interrupted => "interrupted",
+    }
+}
+
+fn permission_mode_name(mode: i32) -> &'static str {
+    match pb::PermissionMode::try_from(mode).unwrap_or_default() {
+        pb::PermissionMode::Unspecified => "default",
+        pb::PermissionMode::Default => "default",
+        pb::PermissionMode::AcceptEdits => "accept-edits",
+        pb::PermissionMode::Plan => "plan",
+        pb::PermissionMode::Bypass => "bypass",
+    }
+}
+
+pub fn system_time(ts: Option<&prost_types::Timestamp>) -> SystemTime {
+    match ts {
+        Some(t) if t.seconds >= 0 => {
+            UNIX_EPOCH + Duration::new(t.seconds as u64, t.nanos.max(0) as u32)
+        }
+        _ => UNIX_EPOCH,
+    }
+}
+
+pub fn rfc3339(ts: Option<&prost_types::Timestamp>) -> String {
+    humantime::format_rfc3339_millis(system_time(ts)).to_string()
+}
+
+fn null_if_empty(s: &str) -> Value {
+    if s.is_empty() { Value::Null } else { json!(s) }
+}
+
+pub fn usage_json(u: Option<&pb::Usage>) -> Value {
+    let u = u.cloned().unwrap_or_default();
+    json!({
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cache_read_input_tokens": u.cache_read_input_tokens,
+        "cache_creation_input_tokens": u.cache_creation_input_tokens,
+    })
+}
+
+/// The JSON of an agent, as `list --json` and `show --json` print it.
+pub fn agent_json(a: &pb::Agent) -> Value {
+    json!({
+        "id": a.id,
+        "short_id": a.short_id,
+        "name": null_if_empty(&a.name),
+        "description": a.description,
+        "subagent_type": null_if_empty(&a.subagent_type),
+        "status": status_name(a.status),
+        "background": a.background,
+        "parent_id": null_if_empty(&a.parent_id),
+        "model": a.model,
+        "cwd": a.cwd,
+        "created_at": rfc3339(a.created_at.as_ref()),
+        "updated_at": rfc3339(a.updated_at.as_ref()),
+        "turns": a.turns,
+        "tool_uses": a.tool_uses,
+        "max_turns": a.max_turns,
+        "permission_mode": permission_mode_name(a.permission_mode),
+        "usage": usage_json(a.usage.as_ref()),
+        "can_message": a.can_message,
+        "resume_blocked_reason": null_if_empty(&a.resume_blocked_reason),
+        "result": null_if_empty(&a.result),
+        "error": null_if_empty(&a.error),
+    })
+}
+
+pub fn role_name(role: i32) -> &'static str {
+    match pb::Role::try_from(role).unwrap_or_default() {
+        pb::Role::Unspecified => "unknown",
+        pb::Role::User => "user",
+        pb::Role::Assistant => "assistant",
+        pb::Role::System => "system",
+    }
+}
+
+/// Content blocks of an entry; bytes that are not JSON are shown as a string
+/// rather than dropped.
+pub fn content(e: &pb::TranscriptEntry) -> Value {
+    serde_json::from_slice(&e.content_json)
+        .unwrap_or_else(|_| json!(String::from_utf8_lossy(&e.content_json)))
+}
+
+/// The JSON of a transcript entry, as `log --json` prints it.
+pub fn entry_json(e: &pb::TranscriptEntry) -> Value {
+    let mut v = json!({
+        "seq": e.seq,
+        "role": role_name(e.role),
+        "content": content(e),
+        "created_at": rfc3339(e.created_at.as_ref()),
+    });
+    if e.role == pb::Role::Assistant as i32 {
+        v["usage"] = usage_json(e.usage.as_ref());
+        v["stop_reason"] = json!(e.stop_reason);
+    }
+    v
+}
+
+/// "42s", "5m", "3h", "2d".
+pub fn age(since: SystemTime, now: SystemTime) -> String {
+    let secs = now.duration_since(since).unwrap_or_default().as_secs();
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86400),
+    }
+}
+
+/// Cuts `s` to `max` characters, marking the cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Prints rows as left-aligned columns; the last column is not padded.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let last = cells.len().saturating_sub(1);
+        for (i, cell) in cells.iter().enumerate() {
+            if i == last {
+                out.push_str(cell);
+            } else {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_pick_the_largest_unit() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let ago = |s| now - Duration::from_secs(s);
+        assert_eq!(age(ago(5), now), "5s");
+        assert_eq!(age(ago(125), now), "2m");
+        assert_eq!(age(ago(7200), now), "2h");
+        assert_eq!(age(ago(3 * 86400), now), "3d");
+    }
+
+    #[test]
+    fn tables_align_columns() {
+        let t = table(&["ID", "NAME"], &[vec!["abc".into(), "x".into()]]);
+        assert_eq!(t, "ID   NAME\nabc  x\n");
+    }
+
+    #[test]
+    fn agent_json_uses_null_for_absent_fields() {
+        let a = pb::Agent {
+            id: "i".into(),
+            status: pb::AgentStatus::Completed as i32,
+            ..Default::default()
+        };
+        let v = agent_json(&a);
+        assert_eq!(v["status"], "completed");
+        assert!(v["parent_id"].is_null());
+        assert_eq!(v["usage"]["cache_read_input_tokens"], 0);
+        assert_eq!(v["created_at"], "1970-01-01T00:00:00.000Z");
+    }
+}

@@ -1,0 +1,138 @@
+//! Printing a transcript for people: assistant text as it streams, and one
+//! line per tool call with its outcome. Used by `run` (live) and `log`.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use agentd_shared::proto as pb;
+use agentd_shared::tool_summary::summarize;
+use serde_json::Value;
+
+use crate::render;
+
+/// Turns attach events or stored entries into terminal output. Text goes to
+/// stdout; tool lines go to stderr, so `agentctl run … > answer.txt` keeps
+/// only what the agent said.
+#[derive(Default)]
+pub struct TranscriptView {
+    /// tool_use id → (name, summary), to label results.
+    tools: HashMap<String, (String, String)>,
+    /// Text of the response in progress was already printed from deltas.
+    streamed: bool,
+    /// The last thing printed to stdout did not end a line.
+    open_line: bool,
+    /// Print user prompts too (for `log`, not for `run`).
+    show_user_text: bool,
+}
+
+impl TranscriptView {
+    /// A view that also prints the user's messages and daemon notes.
+    pub fn with_user_text() -> Self {
+        TranscriptView {
+            show_user_text: true,
+            ..Default::default()
+        }
+    }
+
+    pub fn delta(&mut self, d: &pb::ContentDelta) {
+        if let Some(pb::content_delta::Delta::Text(text)) = &d.delta {
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+            self.streamed = true;
+            self.open_line = !text.ends_with('\n');
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.open_line {
+            println!();
+            self.open_line = false;
+        }
+    }
+
+    pub fn entry(&mut self, e: &pb::TranscriptEntry) {
+        let blocks = match render::content(e) {
+            Value::Array(blocks) => blocks,
+            other => vec![other],
+        };
+        match pb::Role::try_from(e.role).unwrap_or_default() {
+            pb::Role::Assistant => {
+                for block in &blocks {
+                    match block["type"].as_str() {
+                        Some("text") if !self.streamed => {
+                            let text = block["text"].as_str().unwrap_or_default();
+                            print!("{text}");
+                            self.open_line = !text.ends_with('\n');
+                        }
+                        Some("tool_use") => {
+                            let name = block["name"].as_str().unwrap_or("?").to_string();
+                            let summary = summarize(&name, &block["input"]);
+                            let id = block["id"].as_str().unwrap_or_default().to_string();
+                            self.tools.insert(id, (name, summary));
+                        }
+                        _ => {}
+                    }
+                }
+                self.end_line();
+                self.streamed = false;
+            }
+            pb::Role::User => {
+                for block in &blocks {
+                    match block["type"].as_str() {
+                        Some("tool_result") => self.tool_result(block),
+                        Some("text") if self.show_user_text => {
+                            self.end_line();
+                            println!("> {}", block["text"].as_str().unwrap_or_default());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            pb::Role::System => {
+                if self.show_user_text {
+                    self.end_line();
+                    println!("[note] {}", serde_json::to_string(&blocks).unwrap_or_default());
+                }
+            }
+            pb::Role::Unspecified => {}
+        }
+        let _ = std::io::stdout().flush();
+    }
+
+    fn tool_result(&mut self, block: &Value) {
+        let id = block["tool_use_id"].as_str().unwrap_or_default();
+        let (name, summary) = self
+            .tools
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| ("tool".to_string(), id.to_string()));
+        let is_error = block["is_error"].as_bool().unwrap_or(false);
+        let text = match &block["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
+        let outcome = if is_error {
+            format!(
+                "error: {}",
+                render::clip(text.lines().next().unwrap_or(""), 120)
+            )
+        } else {
+            let lines = text.lines().count();
+            format!("ok ({lines} line{})", if lines == 1 { "" } else { "s" })
+        };
+        self.end_line();
+        let mark = if is_error { '✗' } else { '✓' };
+        eprintln!("{mark} {name}({summary}) → {outcome}");
+    }
+
+    /// Closes any open line before the program prints its verdict.
+    pub fn finish(&mut self) {
+        self.end_line();
+        let _ = std::io::stdout().flush();
+    }
+}

@@ -1,0 +1,72 @@
+//! The frozen parts of an agent's requests, rendered once at creation and
+//! stored (DESIGN §6): a later request, a revival or a fork reuses these
+//! bytes and never renders them again, so prompt caches keep matching.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::store::PromptContext;
+use crate::tools;
+
+/// Renders the system prompt and the tools array for a new top-level agent.
+pub fn render(cwd: &Path, now_ms: i64) -> PromptContext {
+    let date = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(now_ms.max(0) as u64),
+    )
+    .to_string();
+    let system = format!(
+        "You are a coding agent supervised by agentd. You work autonomously on the task in \
+the user's message, using the tools you are given, and finish with a concise final answer \
+that states what you did and what you found.\n\
+\n\
+Environment:\n\
+- Working directory: {cwd}\n\
+- Platform: {os}\n\
+- Started: {date}\n\
+\n\
+Guidelines:\n\
+- File tools take paths inside the working directory; relative paths resolve against it.\n\
+- Read a file before you edit it, and prefer Edit for small changes to existing files.\n\
+- Use Glob and Grep to find things rather than guessing paths.\n\
+- Bash runs non-interactively in the working directory; commands that wait for input will hang \
+until their timeout.\n\
+- When a tool returns an error, read the message and adjust; do not repeat the same call unchanged.\n\
+- Do not ask the user questions: nobody may be watching. Make reasonable assumptions and say \
+which ones you made.",
+        cwd = cwd.display(),
+        os = std::env::consts::OS,
+    );
+    let system_json = json!([{ "type": "text", "text": system }]);
+    let tools_json: Vec<Value> = tools::builtin_specs()
+        .into_iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "description": t.description,
+                "input_schema": t.input_schema,
+            })
+        })
+        .collect();
+    PromptContext {
+        system_json: serde_json::to_vec(&system_json).unwrap_or_default(),
+        tools_json: serde_json::to_vec(&tools_json).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendering_is_deterministic_and_declares_every_tool() {
+        let a = render(Path::new("/repo"), 1_700_000_000_000);
+        let b = render(Path::new("/repo"), 1_700_000_000_000);
+        assert_eq!(a, b);
+        let tools: Vec<Value> = serde_json::from_slice(&a.tools_json).unwrap();
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        assert_eq!(names, ["Bash", "Read", "Write", "Edit", "Glob", "Grep"]);
+        let system: Value = serde_json::from_slice(&a.system_json).unwrap();
+        assert!(system[0]["text"].as_str().unwrap().contains("/repo"));
+    }
+}

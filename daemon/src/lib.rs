@@ -1,0 +1,15 @@
+//! agentd: a per-user supervisor for AI coding agents.
+//!
+//! The daemon owns every agent's life: its record ([`store`]), its
+//! transcript, its model connection ([`model`]) and tools ([`tools`]), and
+//! runs its turn loop ([`agent`]). The [`supervisor`] keeps the live agents;
+//! the [`server`] exposes them over gRPC on a Unix socket.
+
+pub mod agent;
+pub mod config;
+pub mod error;
+pub mod model;
+pub mod server;
+pub mod store;
+pub mod supervisor;
+pub mod tools;

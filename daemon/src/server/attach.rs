@@ -1,0 +1,157 @@
+//! The attach stream: an agent's persisted transcript from a sequence
+//! number, then its live events, with no gap and no duplicate at the seam
+//! (see `supervisor::hub` for why subscribing first makes that hold).
+
+use std::sync::Arc;
+
+use agentd_shared::proto as pb;
+use futures::StreamExt;
+use tokio::sync::{broadcast, mpsc};
+use tonic::{Status, Streaming};
+
+use super::convert;
+use crate::error::AgentdError;
+use crate::supervisor::Supervisor;
+use crate::supervisor::hub::AgentEvent;
+
+/// Entries read from disk per batch while replaying history.
+const REPLAY_BATCH: usize = 256;
+
+type Events = mpsc::Sender<Result<pb::AttachEvent, Status>>;
+
+fn event(e: pb::attach_event::Event) -> Result<pb::AttachEvent, Status> {
+    Ok(pb::AttachEvent { event: Some(e) })
+}
+
+/// Reads the first request (which must be `start`) and returns the agent and
+/// starting sequence number.
+pub async fn read_start(
+    inbound: &mut Streaming<pb::AttachRequest>,
+) -> Result<(String, u64), Status> {
+    match inbound.message().await? {
+        Some(pb::AttachRequest {
+            request: Some(pb::attach_request::Request::Start(start)),
+        }) => Ok((start.id, start.from_seq)),
+        Some(_) => Err(Status::invalid_argument(
+            "the first message of an attach stream must be `start`",
+        )),
+        None => Err(Status::invalid_argument("the attach stream closed before `start`")),
+    }
+}
+
+/// Serves one attachment until the client goes away or the daemon stops.
+pub async fn serve(
+    sup: Arc<Supervisor>,
+    id: String,
+    from_seq: u64,
+    mut inbound: Streaming<pb::AttachRequest>,
+    out: Events,
+) {
+    let result = async {
+        let record = sup.resolve(&id)?;
+        let handle = sup.handle(&record)?;
+        let agent_id = record.uuid();
+        let len = sup.store().transcript_len(agent_id)?;
+        if out
+            .send(event(pb::attach_event::Event::Agent(convert::agent(&record, len))))
+            .await
+            .is_err()
+        {
+            return Ok(());
+        }
+        let shutdown = sup.shutdown_token();
+        let mut cursor = from_seq;
+        let mut first = true;
+        'resubscribe: loop {
+            let sub = handle.hub.subscribe();
+            let mut events = sub.events;
+            // History: everything persisted before the subscription.
+            while cursor < sub.next_seq {
+                let batch = sup
+                    .store()
+                    .transcript(agent_id, cursor, REPLAY_BATCH)?;
+                if batch.is_empty() {
+                    break;
+                }
+                for e in batch.iter().take_while(|e| e.seq < sub.next_seq) {
+                    cursor = e.seq + 1;
+                    if out
+                        .send(event(pb::attach_event::Event::Entry(convert::entry(e))))
+                        .await
+                        .is_err()
+                    {
+                        return Ok(());
+                    }
+                }
+            }
+            cursor = cursor.max(sub.next_seq);
+            // The response in progress, then the current status. After a
+            // lag only entries are guaranteed; deltas are best effort.
+            if first {
+                for d in &sub.partial {
+                    if out
+                        .send(event(pb::attach_event::Event::Delta(convert::delta(d))))
+                        .await
+                        .is_err()
+                    {
+                        return Ok(());
+                    }
+                }
+            }
+            first = false;
+            if out
+                .send(event(pb::attach_event::Event::Status(convert::status_change(&sub.status))))
+                .await
+                .is_err()
+            {
+                return Ok(());
+            }
+            loop {
+                let next = tokio::select! {
+                    e = events.recv() => e,
+                    req = inbound.next() => {
+                        match req {
+                            // The client half-closed or detached: stop.
+                            None | Some(Err(_)) => return Ok(()),
+                            Some(Ok(pb::AttachRequest { request: Some(pb::attach_request::Request::Detach(true)) })) => return Ok(()),
+                            Some(Ok(_)) => {
+                                return Err(AgentdError::not_yet(
+                                    "answering permissions, sending messages and backgrounding through attach",
+                                ));
+                            }
+                        }
+                    }
+                    _ = shutdown.cancelled() => {
+                        return Err(AgentdError::Unavailable("agentd is shutting down".into()));
+                    }
+                };
+                let ev = match next {
+                    Ok(AgentEvent::Entry(e)) => {
+                        if e.seq < cursor {
+                            continue;
+                        }
+                        cursor = e.seq + 1;
+                        pb::attach_event::Event::Entry(convert::entry(&e))
+                    }
+                    Ok(AgentEvent::Delta(d)) => pb::attach_event::Event::Delta(convert::delta(&d)),
+                    Ok(AgentEvent::Tool(t)) => pb::attach_event::Event::Tool(convert::tool(&t)),
+                    Ok(AgentEvent::Status(s)) => {
+                        pb::attach_event::Event::Status(convert::status_change(&s))
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::debug!(agent = %agent_id, skipped = n, "attach client lagged; resubscribing");
+                        continue 'resubscribe;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                };
+                if out.send(event(ev)).await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    .await;
+    if let Err(e) = result {
+        let _ = out.send(Err(Status::from(e))).await;
+    }
+}

@@ -1,0 +1,107 @@
+//! The daemon's server: opens the store, recovers, binds the socket, serves
+//! the v1 API plus gRPC health and reflection, and shuts down gracefully.
+
+mod attach;
+mod convert;
+pub mod peer_auth;
+pub mod socket;
+mod service;
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::PathBuf;
+
+use agentd_shared::proto::agent_service_server::AgentServiceServer;
+use anyhow::Context;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_stream::wrappers::UnixListenerStream;
+
+use crate::config::Config;
+use crate::store::Store;
+use crate::supervisor::{DaemonInfo, Supervisor};
+
+/// Largest request the daemon decodes; larger prompts get our own clear
+/// INVALID_ARGUMENT rather than a transport error.
+const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+
+pub struct ServeOptions {
+    pub socket: PathBuf,
+    pub data_dir: PathBuf,
+    pub config: Config,
+}
+
+/// Runs the daemon until SIGTERM or SIGINT.
+pub async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&opts.data_dir)
+        .with_context(|| format!("cannot create data directory {}", opts.data_dir.display()))?;
+    // Bind first: if another daemon serves this socket, say so before
+    // touching the store it holds.
+    let listener = socket::bind(&opts.socket)?;
+    let store = Store::open(&opts.data_dir)?;
+    let sup = Supervisor::new(
+        store,
+        opts.config,
+        DaemonInfo {
+            socket: opts.socket.clone(),
+            data_dir: opts.data_dir.clone(),
+        },
+    );
+    let interrupted = sup.recover().await?;
+    if interrupted > 0 {
+        tracing::info!(interrupted, "agents that were live when agentd last stopped are now interrupted");
+    }
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<AgentServiceServer<service::AgentApi>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(agentd_shared::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("building the reflection service")?;
+    let api = AgentServiceServer::new(service::AgentApi::new(sup.clone()))
+        .max_decoding_message_size(MAX_REQUEST_BYTES);
+
+    let uid = nix::unistd::getuid().as_raw();
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let stopping = sup.clone();
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
+    let shutdown = async move {
+        tokio::select! {
+            _ = sigterm.recv() => tracing::info!("SIGTERM: shutting down"),
+            _ = sigint.recv() => tracing::info!("SIGINT: shutting down"),
+        }
+        // Agents get their grace period while the server drains requests;
+        // streams end as soon as the supervisor's shutdown token fires.
+        tokio::spawn(async move {
+            stopping.shutdown().await;
+            let _ = stopped_tx.send(());
+        });
+    };
+
+    // Ready: the store is open and recovery has run (systemd Type=notify,
+    // and agentctl's autostart, listen for this).
+    let _ = sd_notify::notify(true, &[sd_notify::NotifyState::Ready]);
+    tracing::info!(socket = %opts.socket.display(), data_dir = %opts.data_dir.display(), version = agentd_shared::VERSION, "agentd ready");
+
+    let served = tonic::transport::Server::builder()
+        .layer(peer_auth::PeerUidLayer::new(uid))
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(api)
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        .await;
+    let _ = stopped_rx.await;
+    if let Err(e) = std::fs::remove_file(&opts.socket)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(error = %e, "could not remove the socket");
+    }
+    served.context("serving the API")?;
+    tracing::info!("agentd stopped");
+    Ok(())
+}

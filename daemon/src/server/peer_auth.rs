@@ -1,0 +1,83 @@
+//! Every request's peer must run as the daemon's own user (DESIGN §11).
+//! The socket's file mode is the first fence; this check, on the kernel's
+//! SO_PEERCRED of the connection, is the one that does not depend on it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tonic::Status;
+use tonic::transport::server::UdsConnectInfo;
+use tower::{Layer, Service};
+
+#[derive(Debug, Clone, Copy)]
+pub struct PeerUidLayer {
+    uid: u32,
+}
+
+impl PeerUidLayer {
+    pub fn new(uid: u32) -> Self {
+        PeerUidLayer { uid }
+    }
+}
+
+impl<S> Layer<S> for PeerUidLayer {
+    type Service = PeerUid<S>;
+
+    fn layer(&self, inner: S) -> PeerUid<S> {
+        PeerUid {
+            inner,
+            uid: self.uid,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PeerUid<S> {
+    inner: S,
+    uid: u32,
+}
+
+type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
+
+impl<S, B> Service<http::Request<B>> for PeerUid<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<tonic::body::Body>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<S::Response, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let cred = req
+            .extensions()
+            .get::<UdsConnectInfo>()
+            .and_then(|info| info.peer_cred);
+        match cred {
+            Some(cred) if cred.uid() == self.uid => Box::pin(self.inner.call(req)),
+            other => {
+                let (uid, pid) = match other {
+                    Some(c) => (Some(c.uid()), c.pid()),
+                    None => (None, None),
+                };
+                tracing::warn!(
+                    peer_uid = ?uid,
+                    peer_pid = ?pid,
+                    method = %req.uri().path(),
+                    "refused a request from another user"
+                );
+                let status = Status::permission_denied(format!(
+                    "agentd serves only uid {}; this connection comes from {}",
+                    self.uid,
+                    uid.map_or("an unknown uid".to_string(), |u| format!("uid {u}"))
+                ));
+                Box::pin(async move { Ok(status.into_http()) })
+            }
+        }
+    }
+}

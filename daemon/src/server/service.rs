@@ -1,0 +1,231 @@
+//! The v1 `AgentService`: decodes requests, calls the supervisor, encodes
+//! answers. No agent logic lives here.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use agentd_shared::proto as pb;
+use agentd_shared::proto::agent_service_server::AgentService;
+use futures::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::{attach, convert};
+use crate::error::AgentdError;
+use crate::supervisor::{NewAgent, Supervisor};
+
+/// Transcript page size when the client names none, and the most it may ask.
+const DEFAULT_PAGE: u32 = 500;
+const MAX_PAGE: u32 = 5000;
+
+pub struct AgentApi {
+    sup: Arc<Supervisor>,
+}
+
+impl AgentApi {
+    pub fn new(sup: Arc<Supervisor>) -> Self {
+        AgentApi { sup }
+    }
+
+    fn wire(&self, record: &crate::store::AgentRecord) -> Result<pb::Agent, AgentdError> {
+        let len = self.sup.store().transcript_len(record.uuid())?;
+        Ok(convert::agent(record, len))
+    }
+}
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl AgentService for AgentApi {
+    async fn get_status(
+        &self,
+        _req: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::DaemonStatus>, Status> {
+        let counts = self.sup.counts()?;
+        let info = self.sup.info();
+        Ok(Response::new(pb::DaemonStatus {
+            version: agentd_shared::VERSION.to_string(),
+            socket: info.socket.display().to_string(),
+            data_dir: info.data_dir.display().to_string(),
+            uptime_secs: self.sup.uptime().as_secs(),
+            pid: std::process::id(),
+            agents_total: counts.values().sum(),
+            agents: counts
+                .into_iter()
+                .map(|(s, count)| pb::StatusCount {
+                    status: convert::status(s) as i32,
+                    count,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn create_agent(
+        &self,
+        req: Request<pb::CreateAgentRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        let r = req.into_inner();
+        let record = self
+            .sup
+            .create(NewAgent {
+                prompt: r.prompt,
+                model: r.model,
+                name: r.name,
+                description: r.description,
+                cwd: r.cwd,
+                background: r.background,
+                permission_mode: convert::permission_mode_from_wire(r.permission_mode),
+                max_turns: r.max_turns,
+                subagent_type: r.subagent_type,
+                isolation: r.isolation,
+            })
+            .await?;
+        Ok(Response::new(self.wire(&record)?))
+    }
+
+    async fn fork_agent(
+        &self,
+        _req: Request<pb::ForkAgentRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        Err(AgentdError::not_yet("ForkAgent").into())
+    }
+
+    async fn list_agents(
+        &self,
+        req: Request<pb::ListAgentsRequest>,
+    ) -> Result<Response<pb::ListAgentsResponse>, Status> {
+        let r = req.into_inner();
+        if !r.parent_id.is_empty() {
+            return Err(AgentdError::not_yet("listing children by parent").into());
+        }
+        let agents = self
+            .sup
+            .list(r.all)?
+            .iter()
+            .map(|rec| convert::agent(rec, 0))
+            .collect();
+        Ok(Response::new(pb::ListAgentsResponse { agents }))
+    }
+
+    async fn get_agent(
+        &self,
+        req: Request<pb::GetAgentRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        let record = self.sup.resolve(&req.into_inner().id)?;
+        Ok(Response::new(self.wire(&record)?))
+    }
+
+    async fn wait_agent(
+        &self,
+        req: Request<pb::WaitAgentRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        let record = self.sup.wait(&req.into_inner().id).await?;
+        Ok(Response::new(self.wire(&record)?))
+    }
+
+    async fn send_message(
+        &self,
+        _req: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        Err(AgentdError::not_yet("SendMessage").into())
+    }
+
+    type AttachStream = BoxStream<pb::AttachEvent>;
+
+    async fn attach(
+        &self,
+        req: Request<Streaming<pb::AttachRequest>>,
+    ) -> Result<Response<Self::AttachStream>, Status> {
+        let mut inbound = req.into_inner();
+        let (id, from_seq) = attach::read_start(&mut inbound).await?;
+        // Resolve before answering so an unknown id is the call's status.
+        self.sup.resolve(&id)?;
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        tokio::spawn(attach::serve(self.sup.clone(), id, from_seq, inbound, tx));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn background(
+        &self,
+        _req: Request<pb::BackgroundRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        Err(AgentdError::not_yet("Background").into())
+    }
+
+    async fn pause_agent(
+        &self,
+        _req: Request<pb::PauseAgentRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        Err(AgentdError::not_yet("PauseAgent").into())
+    }
+
+    async fn cancel_agent(
+        &self,
+        req: Request<pb::CancelAgentRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        let record = self.sup.cancel(&req.into_inner().id).await?;
+        Ok(Response::new(self.wire(&record)?))
+    }
+
+    async fn remove_agent(
+        &self,
+        _req: Request<pb::RemoveAgentRequest>,
+    ) -> Result<Response<pb::RemoveAgentResponse>, Status> {
+        Err(AgentdError::not_yet("RemoveAgent").into())
+    }
+
+    async fn get_transcript(
+        &self,
+        req: Request<pb::GetTranscriptRequest>,
+    ) -> Result<Response<pb::GetTranscriptResponse>, Status> {
+        let r = req.into_inner();
+        let record = self.sup.resolve(&r.id)?;
+        let limit = match r.limit {
+            0 => DEFAULT_PAGE,
+            n => n.min(MAX_PAGE),
+        };
+        let id = record.uuid();
+        let entries = self
+            .sup
+            .store()
+            .transcript(id, r.from_seq, limit as usize)
+            .map_err(AgentdError::from)?;
+        let len = self.sup.store().transcript_len(id).map_err(AgentdError::from)?;
+        let next_seq = entries.last().map_or(r.from_seq, |e| e.seq + 1);
+        Ok(Response::new(pb::GetTranscriptResponse {
+            end: next_seq >= len,
+            next_seq,
+            entries: entries.iter().map(convert::entry).collect(),
+        }))
+    }
+
+    type WatchStream = BoxStream<pb::WatchEvent>;
+
+    async fn watch(
+        &self,
+        _req: Request<pb::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        Err(AgentdError::not_yet("Watch").into())
+    }
+
+    async fn list_worktrees(
+        &self,
+        _req: Request<pb::ListWorktreesRequest>,
+    ) -> Result<Response<pb::ListWorktreesResponse>, Status> {
+        Err(AgentdError::not_yet("ListWorktrees").into())
+    }
+
+    async fn prune_worktrees(
+        &self,
+        _req: Request<pb::PruneWorktreesRequest>,
+    ) -> Result<Response<pb::PruneWorktreesResponse>, Status> {
+        Err(AgentdError::not_yet("PruneWorktrees").into())
+    }
+
+    async fn get_usage(
+        &self,
+        _req: Request<pb::GetUsageRequest>,
+    ) -> Result<Response<pb::UsageReport>, Status> {
+        Err(AgentdError::not_yet("GetUsage").into())
+    }
+}

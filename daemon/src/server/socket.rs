@@ -1,0 +1,121 @@
+//! Binding the daemon's Unix socket safely (DESIGN §11): the directory is
+//! created 0700, the socket is 0600 from the moment it exists, a stale
+//! socket file is replaced, and a live one means another daemon serves it.
+
+use std::io::ErrorKind;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::sys::stat::{Mode, umask};
+use tokio::net::UnixListener;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    #[error("another agentd is already serving on {0}; stop it first (agentctl status shows it)")]
+    InUse(PathBuf),
+    #[error("{0} exists and is not a socket; refusing to replace it")]
+    NotASocket(PathBuf),
+    #[error("socket directory {path} belongs to uid {owner}, not to uid {me}; refusing to use it")]
+    ForeignDirectory { path: PathBuf, owner: u32, me: u32 },
+    #[error("cannot prepare socket {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SocketError + '_ {
+    move |source| SocketError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Creates `dir` (and missing parents) as 0700. An existing directory must
+/// belong to us; its mode is left as the user set it.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), SocketError> {
+    match std::fs::metadata(dir) {
+        Ok(meta) => {
+            let me = nix::unistd::getuid().as_raw();
+            if meta.uid() != me && meta.uid() != 0 {
+                return Err(SocketError::ForeignDirectory {
+                    path: dir.to_path_buf(),
+                    owner: meta.uid(),
+                    me,
+                });
+            }
+            if meta.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(dir = %dir.display(), mode = format!("{:o}", meta.permissions().mode() & 0o777), "socket directory is accessible to other users; the socket itself is 0600 and peers are checked by uid");
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io_err(dir)),
+        Err(e) => Err(io_err(dir)(e)),
+    }
+}
+
+/// Binds the listener at `path`.
+pub fn bind(path: &Path) -> Result<UnixListener, SocketError> {
+    if let Some(dir) = path.parent() {
+        ensure_private_dir(dir)?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            match std::os::unix::net::UnixStream::connect(path) {
+                Ok(_) => return Err(SocketError::InUse(path.to_path_buf())),
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    tracing::info!(socket = %path.display(), "replacing a stale socket");
+                    std::fs::remove_file(path).map_err(io_err(path))?;
+                }
+                Err(e) => return Err(io_err(path)(e)),
+            }
+        }
+        Ok(_) => return Err(SocketError::NotASocket(path.to_path_buf())),
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(path)(e)),
+    }
+    // The umask makes the socket 0600 at creation: there is no window in
+    // which another user could connect before a chmod.
+    let old = umask(Mode::from_bits_truncate(0o177));
+    let bound = UnixListener::bind(path);
+    umask(old);
+    let listener = bound.map_err(io_err(path))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io_err(path))?;
+    Ok(listener)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bind_creates_a_private_dir_and_replaces_stale_sockets() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("run/agentd/agentd.sock");
+        let listener = bind(&path).unwrap();
+        let dir_mode = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+        let sock_mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(sock_mode & 0o777, 0o600);
+        // Live: refused.
+        assert!(matches!(bind(&path), Err(SocketError::InUse(_))));
+        drop(listener);
+        // Stale (file left, nobody listening): replaced.
+        assert!(path.exists());
+        let _again = bind(&path).unwrap();
+    }
+
+    #[test]
+    fn a_regular_file_is_never_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("agentd.sock");
+        std::fs::write(&path, "precious").unwrap();
+        assert!(matches!(bind(&path), Err(SocketError::NotASocket(_))));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious");
+    }
+}

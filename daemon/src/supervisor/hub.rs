@@ -1,0 +1,177 @@
+//! One agent's event hub: the seam between what is on disk and what is live.
+//!
+//! Attach must deliver every transcript entry from a sequence number on with
+//! no gap and no duplicate, plus the response still streaming. The turn loop
+//! persists an entry first and publishes it second; subscribing takes the
+//! same (short, never held across I/O) lock as publishing, so a subscriber
+//! learns exactly which entries it must read from disk (`< next_seq`) and
+//! receives every later one live.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{broadcast, watch};
+
+use crate::model::StreamDelta;
+use crate::store::{Status, TranscriptEntry};
+
+/// Live events buffered per subscriber before it is considered lagging.
+const EVENT_BUFFER: usize = 4096;
+
+/// A tool call starting or finishing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEvent {
+    pub tool_use_id: String,
+    pub name: String,
+    pub finished: bool,
+    pub summary: String,
+    pub is_error: bool,
+}
+
+/// The agent's state as clients see it change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusSnapshot {
+    pub status: Status,
+    pub result: String,
+    pub error: String,
+    pub turns: u32,
+}
+
+#[derive(Debug, Clone)]
+pub enum AgentEvent {
+    /// Persisted (durable) before it was published.
+    Entry(Arc<TranscriptEntry>),
+    Delta(StreamDelta),
+    Tool(ToolEvent),
+    Status(StatusSnapshot),
+}
+
+struct HubState {
+    next_seq: u64,
+    /// Deltas of the response in progress, replayed to new subscribers.
+    partial: Vec<StreamDelta>,
+}
+
+pub struct Hub {
+    state: Mutex<HubState>,
+    events: broadcast::Sender<AgentEvent>,
+    status: watch::Sender<StatusSnapshot>,
+}
+
+/// What a new subscriber starts from.
+pub struct Subscription {
+    pub events: broadcast::Receiver<AgentEvent>,
+    /// Entries below this are on disk and will not be published again.
+    pub next_seq: u64,
+    pub partial: Vec<StreamDelta>,
+    pub status: StatusSnapshot,
+}
+
+impl Hub {
+    pub fn new(next_seq: u64, status: StatusSnapshot) -> Hub {
+        Hub {
+            state: Mutex::new(HubState {
+                next_seq,
+                partial: Vec::new(),
+            }),
+            events: broadcast::channel(EVENT_BUFFER).0,
+            status: watch::channel(status).0,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HubState> {
+        // A poisoned lock only means a publisher panicked mid-push; the state
+        // (a counter and a buffer) is still usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn subscribe(&self) -> Subscription {
+        let state = self.lock();
+        Subscription {
+            events: self.events.subscribe(),
+            next_seq: state.next_seq,
+            partial: state.partial.clone(),
+            status: self.status.borrow().clone(),
+        }
+    }
+
+    /// Publishes an entry that is already durable.
+    pub fn publish_entry(&self, entry: Arc<TranscriptEntry>) {
+        let mut state = self.lock();
+        state.next_seq = entry.seq + 1;
+        state.partial.clear();
+        let _ = self.events.send(AgentEvent::Entry(entry));
+    }
+
+    pub fn publish_delta(&self, delta: StreamDelta) {
+        let mut state = self.lock();
+        state.partial.push(delta.clone());
+        let _ = self.events.send(AgentEvent::Delta(delta));
+    }
+
+    /// Forgets the response in progress (it failed and will not be persisted).
+    pub fn discard_partial(&self) {
+        self.lock().partial.clear();
+    }
+
+    pub fn publish_tool(&self, event: ToolEvent) {
+        let _state = self.lock();
+        let _ = self.events.send(AgentEvent::Tool(event));
+    }
+
+    pub fn publish_status(&self, snapshot: StatusSnapshot) {
+        let _state = self.lock();
+        self.status.send_replace(snapshot.clone());
+        let _ = self.events.send(AgentEvent::Status(snapshot));
+    }
+
+    pub fn status(&self) -> StatusSnapshot {
+        self.status.borrow().clone()
+    }
+
+    pub fn watch_status(&self) -> watch::Receiver<StatusSnapshot> {
+        self.status.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(status: Status) -> StatusSnapshot {
+        StatusSnapshot {
+            status,
+            result: String::new(),
+            error: String::new(),
+            turns: 0,
+        }
+    }
+
+    fn entry(seq: u64) -> Arc<TranscriptEntry> {
+        Arc::new(TranscriptEntry {
+            seq,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn subscriber_sees_entries_after_its_snapshot_exactly_once() {
+        let hub = Hub::new(0, snapshot(Status::Running));
+        hub.publish_entry(entry(0));
+        hub.publish_delta(StreamDelta::Text {
+            index: 0,
+            text: "par".into(),
+        });
+        let mut sub = hub.subscribe();
+        assert_eq!(sub.next_seq, 1);
+        assert_eq!(sub.partial.len(), 1);
+        hub.publish_entry(entry(1));
+        match sub.events.try_recv().unwrap() {
+            AgentEvent::Entry(e) => assert_eq!(e.seq, 1),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(sub.events.try_recv().is_err());
+        // The partial response was persisted as entry 1: new subscribers
+        // must not see it twice.
+        assert!(hub.subscribe().partial.is_empty());
+    }
+}

@@ -1,0 +1,666 @@
+//! `Bash`: runs a shell command in the agent's working directory.
+
+use std::collections::VecDeque;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::time::Instant;
+
+use super::paths::{optional_u64, required_str};
+use super::{ToolContext, ToolOutput, ToolSpec};
+
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// The most characters of output returned to the model.
+const MAX_OUTPUT_CHARS: usize = 30_000;
+/// Bytes kept from the start and from the end of each stream while the command
+/// runs; the middle of a longer stream is only counted. At least
+/// `MAX_OUTPUT_CHARS / 2` characters fit in either half, so whatever is dropped
+/// here would be cut by the final truncation anyway.
+const CAPTURE_BYTES: usize = 64 * 1024;
+/// After the shell exits, how long to wait for background processes it left
+/// behind to close the output pipes before returning without them.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
+/// After killing the process group, how long to collect the remaining output.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
+const READ_CHUNK: usize = 16 * 1024;
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "Bash",
+        description: "Runs a command with `bash -c` in the agent's working directory and returns \
+its output.\n\
+\n\
+- stdout comes first, then stderr (marked with a `[stderr]` line when both are present). \
+Output longer than 30000 characters is shortened: the beginning and the end are kept and the \
+number of characters left out is reported.\n\
+- A non-zero exit status makes the result an error that starts with `Exit code N`.\n\
+- stdin is not connected, so interactive commands (editors, pagers, prompts) cannot be used; \
+pass flags such as `--yes` or `--no-pager` instead.\n\
+- The command runs in its own process group. `timeout` is in milliseconds (default 120000, \
+at most 600000); when it expires, or the agent is cancelled, the whole group is killed and \
+the output so far is returned.\n\
+- Each call starts a fresh shell: `cd`, variables and aliases do not carry over to the next \
+call. Chain dependent steps with `&&`.\n\
+- Processes started in the background with `&` keep running after the command returns; \
+redirect their output to a file, or the result will not wait for it.\n\
+- Prefer the Read, Write, Edit, Glob and Grep tools for looking at and changing files.",
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "The shell command to run."
+                },
+                "timeout": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_MS,
+                    "description": "How long the command may run, in milliseconds (default 120000, at most 600000)."
+                },
+                "description": {
+                    "type": "string",
+                    "description": "A few words on what the command does, shown to people watching the agent."
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+pub async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
+    match run_inner(input, ctx).await {
+        Ok(output) | Err(output) => output,
+    }
+}
+
+async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let command = required_str(input, "command")?;
+    let timeout_ms = match optional_u64(input, "timeout")? {
+        None => DEFAULT_TIMEOUT_MS,
+        Some(0) => {
+            return Err(ToolOutput::error(format!(
+                "`timeout` must be between 1 and {MAX_TIMEOUT_MS} milliseconds."
+            )));
+        }
+        Some(ms) => ms.min(MAX_TIMEOUT_MS),
+    };
+    match tokio::fs::metadata(&ctx.cwd).await {
+        Ok(meta) if meta.is_dir() => {}
+        _ => {
+            return Err(ToolOutput::error(format!(
+                "The agent's working directory {} does not exist or is not a directory.",
+                ctx.cwd.display()
+            )));
+        }
+    }
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolOutput::error(
+            "The command was not run: the agent was cancelled.",
+        ));
+    }
+
+    let mut child = spawn(command, &ctx.cwd)
+        .map_err(|e| ToolOutput::error(format!("Failed to start the shell: {e}")))?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        kill_group(&mut child);
+        return Err(ToolOutput::error(
+            "Failed to capture the command's output.",
+        ));
+    };
+    let mut pipes = Pipes::new(stdout, stderr);
+
+    let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
+    tokio::pin!(deadline);
+    // Armed once the shell has exited.
+    let drain = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
+    tokio::pin!(drain);
+    let mut status: Option<ExitStatus> = None;
+
+    let outcome = loop {
+        if let Some(status) = status {
+            if !pipes.open() {
+                break Outcome::Exited(status);
+            }
+        }
+        let open = pipes.open();
+        tokio::select! {
+            () = pipes.read_chunk(), if open => {}
+            waited = child.wait(), if status.is_none() => match waited {
+                Ok(exit) => {
+                    status = Some(exit);
+                    drain.as_mut().reset(Instant::now() + DRAIN_AFTER_EXIT);
+                }
+                Err(e) => break Outcome::WaitFailed(e),
+            },
+            () = &mut drain, if status.is_some() => {
+                if let Some(status) = status {
+                    break Outcome::Exited(status);
+                }
+            }
+            () = &mut deadline => match status {
+                Some(status) => break Outcome::Exited(status),
+                None => break Outcome::TimedOut,
+            },
+            () = ctx.cancel.cancelled() => match status {
+                Some(status) => break Outcome::Exited(status),
+                None => break Outcome::Cancelled,
+            },
+        }
+    };
+
+    match outcome {
+        Outcome::Exited(status) => {
+            let output = pipes.render();
+            Ok(match (status.code(), status.signal()) {
+                (Some(0), _) => ToolOutput::ok(output),
+                (Some(code), _) => ToolOutput::error(format!("Exit code {code}\n{output}")),
+                (None, Some(signal)) => ToolOutput::error(format!(
+                    "Killed by signal {signal}{}\n{output}",
+                    signal_name(signal)
+                )),
+                (None, None) => ToolOutput::error(format!("Exited abnormally\n{output}")),
+            })
+        }
+        Outcome::TimedOut => {
+            kill_group(&mut child);
+            pipes.drain_for(DRAIN_AFTER_KILL).await;
+            reap(&mut child).await;
+            Err(ToolOutput::error(format!(
+                "The command timed out after {timeout_ms} ms and was killed, together with its \
+process group.\nOutput before the timeout:\n{}",
+                pipes.render()
+            )))
+        }
+        Outcome::Cancelled => {
+            kill_group(&mut child);
+            pipes.drain_for(DRAIN_AFTER_KILL).await;
+            reap(&mut child).await;
+            Err(ToolOutput::error(format!(
+                "The command was cancelled and killed, together with its process group.\n\
+Output before cancellation:\n{}",
+                pipes.render()
+            )))
+        }
+        Outcome::WaitFailed(e) => {
+            kill_group(&mut child);
+            reap(&mut child).await;
+            Err(ToolOutput::error(format!(
+                "Lost track of the command: {e}\n{}",
+                pipes.render()
+            )))
+        }
+    }
+}
+
+enum Outcome {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+    WaitFailed(std::io::Error),
+}
+
+/// Starts `bash -c command`, or `sh -c command` where bash is not installed.
+fn spawn(command: &str, cwd: &Path) -> std::io::Result<Child> {
+    let build = |shell: &str| {
+        let mut cmd = Command::new(shell);
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        cmd
+    };
+    match build("bash").spawn() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => build("sh").spawn(),
+        result => result,
+    }
+}
+
+/// Kills the child's whole process group (its pgid is its pid).
+fn kill_group(child: &mut Child) {
+    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    let _ = child.start_kill();
+}
+
+/// Waits briefly for a killed child so it does not linger as a zombie.
+async fn reap(child: &mut Child) {
+    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+}
+
+fn signal_name(signal: i32) -> String {
+    Signal::try_from(signal)
+        .map(|s| format!(" ({})", s.as_str()))
+        .unwrap_or_default()
+}
+
+/// The command's stdout and stderr, read concurrently so that neither pipe can
+/// fill up and block the command.
+struct Pipes {
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    out: Capture,
+    err: Capture,
+    out_open: bool,
+    err_open: bool,
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
+}
+
+impl Pipes {
+    fn new(stdout: ChildStdout, stderr: ChildStderr) -> Self {
+        Self {
+            stdout,
+            stderr,
+            out: Capture::default(),
+            err: Capture::default(),
+            out_open: true,
+            err_open: true,
+            out_buf: vec![0; READ_CHUNK],
+            err_buf: vec![0; READ_CHUNK],
+        }
+    }
+
+    fn open(&self) -> bool {
+        self.out_open || self.err_open
+    }
+
+    /// Reads one chunk from whichever pipe is ready. Cancel safe: a chunk is
+    /// stored in the same poll that reads it.
+    async fn read_chunk(&mut self) {
+        tokio::select! {
+            read = self.stdout.read(&mut self.out_buf), if self.out_open => match read {
+                Ok(0) | Err(_) => self.out_open = false,
+                Ok(n) => self.out.push(&self.out_buf[..n]),
+            },
+            read = self.stderr.read(&mut self.err_buf), if self.err_open => match read {
+                Ok(0) | Err(_) => self.err_open = false,
+                Ok(n) => self.err.push(&self.err_buf[..n]),
+            },
+            else => std::future::pending::<()>().await,
+        }
+    }
+
+    /// Reads until both pipes are closed or `limit` has passed.
+    async fn drain_for(&mut self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, async {
+            while self.open() {
+                self.read_chunk().await;
+            }
+        })
+        .await;
+    }
+
+    /// The output for the model: stdout, then stderr, shortened in the middle
+    /// to [`MAX_OUTPUT_CHARS`].
+    fn render(&self) -> String {
+        let (out, out_omitted) = self.out.text();
+        let (err, err_omitted) = self.err.text();
+        let out = out.trim_end_matches(['\n', '\r']);
+        let err = err.trim_end_matches(['\n', '\r']);
+        let combined = match (out.is_empty(), err.is_empty()) {
+            (true, true) => String::new(),
+            (false, true) => out.to_string(),
+            (true, false) => err.to_string(),
+            (false, false) => format!("{out}\n[stderr]\n{err}"),
+        };
+        let text = truncate_middle(&combined, MAX_OUTPUT_CHARS, out_omitted + err_omitted);
+        if text.is_empty() {
+            "(no output)".to_string()
+        } else {
+            text
+        }
+    }
+}
+
+/// One output stream: its first and last [`CAPTURE_BYTES`] bytes and how many
+/// characters were dropped between them.
+#[derive(Default)]
+struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    omitted_chars: usize,
+}
+
+/// Whether `byte` starts a UTF-8 character (is not a continuation byte).
+fn starts_char(byte: u8) -> bool {
+    byte & 0xC0 != 0x80
+}
+
+impl Capture {
+    fn push(&mut self, mut data: &[u8]) {
+        if self.head.len() < CAPTURE_BYTES {
+            let n = (CAPTURE_BYTES - self.head.len()).min(data.len());
+            self.head.extend_from_slice(&data[..n]);
+            data = &data[n..];
+        }
+        if data.is_empty() {
+            return;
+        }
+        if data.len() >= CAPTURE_BYTES {
+            self.omitted_chars += self.tail.iter().filter(|b| starts_char(**b)).count();
+            self.tail.clear();
+            let (dropped, kept) = data.split_at(data.len() - CAPTURE_BYTES);
+            self.omitted_chars += dropped.iter().filter(|b| starts_char(**b)).count();
+            data = kept;
+        }
+        self.tail.extend(data);
+        if self.tail.len() > CAPTURE_BYTES {
+            let excess = self.tail.len() - CAPTURE_BYTES;
+            self.omitted_chars += self.tail.drain(..excess).filter(|b| starts_char(*b)).count();
+        }
+    }
+
+    /// The captured text (head and tail joined) and the number of characters
+    /// omitted between them.
+    fn text(&self) -> (String, usize) {
+        let mut bytes = self.head.clone();
+        bytes.extend(self.tail.iter());
+        (String::from_utf8_lossy(&bytes).into_owned(), self.omitted_chars)
+    }
+}
+
+/// Shortens `text` to `max_chars` by keeping its beginning and end, with a
+/// marker giving the number of characters left out (plus `already_omitted`,
+/// characters dropped earlier).
+fn truncate_middle(text: &str, max_chars: usize, already_omitted: usize) -> String {
+    let total = text.chars().count();
+    if total <= max_chars {
+        if already_omitted == 0 {
+            return text.to_string();
+        }
+        return format!("{text}\n\n[... {already_omitted} characters omitted ...]");
+    }
+    let keep_head = max_chars / 2;
+    let keep_tail = max_chars - keep_head;
+    let head_end = text
+        .char_indices()
+        .nth(keep_head)
+        .map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(total - keep_tail)
+        .map_or(text.len(), |(i, _)| i);
+    let omitted = total - max_chars + already_omitted;
+    format!(
+        "{}\n\n[... {omitted} characters omitted ...]\n\n{}",
+        &text[..head_end],
+        &text[tail_start..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext {
+            cwd: dir.to_path_buf(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    async fn bash(ctx: &ToolContext, command: &str) -> ToolOutput {
+        run(&json!({ "command": command }), ctx).await
+    }
+
+    #[tokio::test]
+    async fn returns_stdout() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bash(&ctx(dir.path()), "echo hello; echo world").await;
+        assert_eq!(out, ToolOutput::ok("hello\nworld"));
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("marker.txt"), "").unwrap();
+        let out = bash(&ctx(dir.path()), "ls").await;
+        assert_eq!(out, ToolOutput::ok("marker.txt"));
+    }
+
+    #[tokio::test]
+    async fn labels_stderr_when_both_streams_have_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bash(&ctx(dir.path()), "echo out; echo err >&2").await;
+        assert_eq!(out, ToolOutput::ok("out\n[stderr]\nerr"));
+        let out = bash(&ctx(dir.path()), "echo only-err >&2").await;
+        assert_eq!(out, ToolOutput::ok("only-err"));
+    }
+
+    #[tokio::test]
+    async fn non_zero_exit_is_an_error_with_the_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bash(&ctx(dir.path()), "echo failing; exit 3").await;
+        assert!(out.is_error);
+        assert_eq!(out.content, "Exit code 3\nfailing");
+    }
+
+    #[tokio::test]
+    async fn death_by_signal_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bash(&ctx(dir.path()), "kill -TERM $$").await;
+        assert!(out.is_error);
+        assert!(out.content.contains("signal 15 (SIGTERM)"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn empty_output_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(bash(&ctx(dir.path()), "true").await, ToolOutput::ok("(no output)"));
+        let out = bash(&ctx(dir.path()), "false").await;
+        assert_eq!(out, ToolOutput::error("Exit code 1\n(no output)"));
+    }
+
+    #[tokio::test]
+    async fn stdin_is_not_connected() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = std::time::Instant::now();
+        let out = bash(&ctx(dir.path()), "cat; echo done").await;
+        assert_eq!(out, ToolOutput::ok("done"));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn missing_or_mistyped_command_is_a_tool_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run(&json!({}), &ctx(dir.path())).await;
+        assert!(out.is_error && out.content.contains("`command` is required"), "{}", out.content);
+        let out = run(&json!({"command": 5}), &ctx(dir.path())).await;
+        assert!(out.is_error && out.content.contains("`command`"), "{}", out.content);
+        let out = run(&json!({"command": "true", "timeout": "soon"}), &ctx(dir.path())).await;
+        assert!(out.is_error && out.content.contains("`timeout`"), "{}", out.content);
+        let out = run(&json!({"command": "true", "timeout": 0}), &ctx(dir.path())).await;
+        assert!(out.is_error && out.content.contains("`timeout`"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_command_and_keeps_partial_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = std::time::Instant::now();
+        let out = run(
+            &json!({"command": "echo partial; sleep 30", "timeout": 300}),
+            &ctx(dir.path()),
+        )
+        .await;
+        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+        assert!(out.is_error);
+        assert!(out.content.contains("timed out after 300 ms"), "{}", out.content);
+        assert!(out.content.contains("partial"), "{}", out.content);
+    }
+
+    /// Whether the process `pid` has exited (it is gone or a zombie).
+    fn is_dead(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            // The state follows the parenthesized command name.
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        }
+    }
+
+    async fn wait_dead(pid: i32) -> bool {
+        for _ in 0..100 {
+            if is_dead(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        // A grandchild in the background, and a foreground child that outlives
+        // the timeout; both must die.
+        let command = "sleep 30 & echo $! > bg.pid; sleep 30";
+        let started = std::time::Instant::now();
+        let out = run(&json!({"command": command, "timeout": 300}), &ctx(dir.path())).await;
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(out.is_error && out.content.contains("timed out"), "{}", out.content);
+        let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(wait_dead(pid).await, "background process {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn cancellation_kills_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let cancel = ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            cancel.cancel();
+        });
+        let started = std::time::Instant::now();
+        let out = bash(&ctx, "echo $$ > sh.pid; echo before; sleep 30").await;
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(out.is_error);
+        assert!(out.content.contains("cancelled"), "{}", out.content);
+        assert!(out.content.contains("before"), "{}", out.content);
+        let pid: i32 = std::fs::read_to_string(dir.path().join("sh.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(wait_dead(pid).await, "shell {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn already_cancelled_does_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        ctx.cancel.cancel();
+        let out = bash(&ctx, "touch ran").await;
+        assert!(out.is_error);
+        assert!(!dir.path().join("ran").exists());
+    }
+
+    #[tokio::test]
+    async fn background_processes_do_not_hold_up_the_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = std::time::Instant::now();
+        let out = bash(&ctx(dir.path()), "sleep 3 & echo started").await;
+        assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+        assert_eq!(out, ToolOutput::ok("started"));
+    }
+
+    fn seq_output(n: u32) -> String {
+        (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join("\n")
+    }
+
+    fn omitted_count(content: &str) -> usize {
+        let start = content.find("[... ").unwrap() + 5;
+        let end = content[start..].find(' ').unwrap() + start;
+        content[start..end].parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn long_output_keeps_head_and_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bash(&ctx(dir.path()), "seq 1 100000").await;
+        assert!(!out.is_error);
+        let full = seq_output(100_000);
+        assert!(out.content.starts_with("1\n2\n3\n"));
+        assert!(out.content.ends_with("99999\n100000"));
+        assert_eq!(omitted_count(&out.content), full.len() - MAX_OUTPUT_CHARS);
+        let marker_len = out.content.len() - MAX_OUTPUT_CHARS;
+        assert!(marker_len < 100, "{marker_len}");
+        assert!(full.starts_with(&out.content[..MAX_OUTPUT_CHARS / 2]));
+        assert!(full.ends_with(&out.content[out.content.len() - MAX_OUTPUT_CHARS / 2..]));
+    }
+
+    #[tokio::test]
+    async fn huge_output_is_counted_exactly_without_keeping_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bash(&ctx(dir.path()), "seq 1 1000000").await;
+        let full = seq_output(1_000_000);
+        assert!(out.content.starts_with("1\n2\n"));
+        assert!(out.content.ends_with("999999\n1000000"));
+        assert_eq!(omitted_count(&out.content), full.len() - MAX_OUTPUT_CHARS);
+    }
+
+    #[tokio::test]
+    async fn large_stdout_and_stderr_do_not_deadlock() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = "head -c 1000000 /dev/zero | tr '\\0' e >&2; echo >&2; \
+                       head -c 1000000 /dev/zero | tr '\\0' o; echo; echo end >&2";
+        let out = run(&json!({"command": command, "timeout": 20000}), &ctx(dir.path())).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.starts_with("ooooo"));
+        assert!(out.content.ends_with("eeee\nend"));
+        assert_eq!(omitted_count(&out.content), 2_000_000 + "\n[stderr]\n".len() + "\nend".len() - MAX_OUTPUT_CHARS);
+    }
+
+    #[test]
+    fn capture_counts_multibyte_characters() {
+        let mut capture = Capture::default();
+        let text = "é".repeat(CAPTURE_BYTES * 2);
+        for chunk in text.as_bytes().chunks(1000) {
+            capture.push(chunk);
+        }
+        let (kept, omitted) = capture.text();
+        assert_eq!(kept.chars().count() + omitted, text.chars().count());
+        assert!(kept.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn truncate_middle_keeps_short_text() {
+        assert_eq!(truncate_middle("abc", 10, 0), "abc");
+        assert_eq!(truncate_middle("abcdefghij", 4, 0), "ab\n\n[... 6 characters omitted ...]\n\nij");
+    }
+
+    #[test]
+    fn spec_is_well_formed() {
+        let spec = spec();
+        assert_eq!(spec.name, "Bash");
+        assert_eq!(spec.input_schema["required"], json!(["command"]));
+        assert_eq!(spec.input_schema["additionalProperties"], json!(false));
+        let keys: Vec<_> = spec.input_schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, ["command", "timeout", "description"]);
+    }
+}

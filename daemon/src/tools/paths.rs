@@ -1,0 +1,377 @@
+//! Keeping file tools inside the agent's working directory, and reading the
+//! fields of a tool's JSON input.
+//!
+//! Every path a file tool touches goes through [`resolve_contained`], which
+//! returns the path the tool must then use. The returned path is made of a
+//! canonical (symlink-free) existing prefix that lies under the canonical root,
+//! followed by components that did not exist when it was checked and contain no
+//! `..`, so neither `..` nor a symlink can lead a tool outside the root.
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use super::ToolOutput;
+
+/// How many symlinks whose targets do not exist may be followed by hand while
+/// resolving one path (the kernel's limit for ordinary lookups is 40 too).
+const MAX_DANGLING_LINKS: usize = 40;
+
+/// Resolves `given` (relative to `root`, or absolute) to the path a file tool
+/// should use, refusing anything outside `root`.
+///
+/// `..` components are removed lexically, then the longest existing ancestor is
+/// canonicalized (resolving symlinks) and must lie under the canonicalized
+/// root. The part of the path that does not exist yet is kept as is, so a file
+/// about to be created resolves fine. A dangling symlink is followed to its
+/// target, which must be inside the root as well.
+pub fn resolve_contained(root: &Path, given: &str) -> Result<PathBuf, String> {
+    if given.is_empty() {
+        return Err("The path is empty.".to_string());
+    }
+    let canonical_root = std::fs::canonicalize(root).map_err(|e| {
+        format!(
+            "The agent's working directory {} cannot be resolved: {e}",
+            root.display()
+        )
+    })?;
+    let given_path = Path::new(given);
+    let joined = if given_path.is_absolute() {
+        given_path.to_path_buf()
+    } else {
+        canonical_root.join(given_path)
+    };
+    let resolved = resolve_existing_prefix(&normalize_lexically(&joined))?;
+    if resolved.starts_with(&canonical_root) {
+        Ok(resolved)
+    } else {
+        Err(format!(
+            "{given} is outside the agent's working directory {}; file tools can only access paths inside it.",
+            root.display()
+        ))
+    }
+}
+
+/// Removes `.` and `..` components without touching the file system. `..` at
+/// the root stays at the root.
+fn normalize_lexically(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    out
+}
+
+/// Canonicalizes the longest existing ancestor of the absolute, normalized
+/// `path` and appends the rest. Dangling symlinks are replaced by their target.
+fn resolve_existing_prefix(path: &Path) -> Result<PathBuf, String> {
+    let mut current = path.to_path_buf();
+    'restart: for _ in 0..=MAX_DANGLING_LINKS {
+        let mut existing = current.clone();
+        // Components that do not exist, innermost first.
+        let mut missing: Vec<OsString> = Vec::new();
+        loop {
+            if let Ok(canonical) = std::fs::canonicalize(&existing) {
+                let mut resolved = canonical;
+                for name in missing.iter().rev() {
+                    resolved.push(name);
+                }
+                return Ok(resolved);
+            }
+            let is_symlink = std::fs::symlink_metadata(&existing)
+                .map(|m| m.file_type().is_symlink())
+                .unwrap_or(false);
+            if is_symlink {
+                // A symlink whose target does not exist (yet): creating a file
+                // through it would create its target, so resolve it by hand.
+                let target = std::fs::read_link(&existing)
+                    .map_err(|e| format!("Cannot read the symlink {}: {e}", existing.display()))?;
+                let parent = existing.parent().unwrap_or_else(|| Path::new("/"));
+                let parent = std::fs::canonicalize(parent).map_err(|e| {
+                    format!("Cannot resolve the directory {}: {e}", parent.display())
+                })?;
+                let mut next = normalize_lexically(&parent.join(target));
+                for name in missing.iter().rev() {
+                    next.push(name);
+                }
+                current = next;
+                continue 'restart;
+            }
+            match existing.file_name() {
+                Some(name) => {
+                    missing.push(name.to_os_string());
+                    existing.pop();
+                }
+                // Nothing exists, not even the file system root: give up.
+                None => return Err(format!("Cannot resolve the path {}.", path.display())),
+            }
+        }
+    }
+    Err(format!(
+        "Cannot resolve {}: too many levels of symbolic links.",
+        path.display()
+    ))
+}
+
+/// Resolves the path field `field` of a tool's input, turning a refusal into a
+/// tool error.
+pub(super) fn resolve_field(root: &Path, field: &str, given: &str) -> Result<PathBuf, ToolOutput> {
+    resolve_contained(root, given).map_err(|e| ToolOutput::error(format!("Invalid `{field}`: {e}")))
+}
+
+/// The JSON type of `value`, for error messages.
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The required string field `field`, which must not be empty.
+pub(super) fn required_str<'a>(input: &'a Value, field: &str) -> Result<&'a str, ToolOutput> {
+    let value = required_string(input, field)?;
+    if value.is_empty() {
+        return Err(ToolOutput::error(format!(
+            "`{field}` is required and must not be empty."
+        )));
+    }
+    Ok(value)
+}
+
+/// The required string field `field`, which may be empty.
+pub(super) fn required_string<'a>(input: &'a Value, field: &str) -> Result<&'a str, ToolOutput> {
+    match input.get(field) {
+        Some(Value::String(s)) => Ok(s),
+        None | Some(Value::Null) => Err(ToolOutput::error(format!(
+            "`{field}` is required but was not given."
+        ))),
+        Some(other) => Err(ToolOutput::error(format!(
+            "`{field}` is required and must be a string, not {}.",
+            type_name(other)
+        ))),
+    }
+}
+
+/// The optional string field `field`; an empty string counts as absent.
+pub(super) fn optional_str<'a>(input: &'a Value, field: &str) -> Result<Option<&'a str>, ToolOutput> {
+    match input.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(ToolOutput::error(format!(
+            "`{field}` must be a string, not {}.",
+            type_name(other)
+        ))),
+    }
+}
+
+/// The optional non-negative integer field `field`. Whole floats and numeric
+/// strings are accepted too, as models sometimes send them.
+pub(super) fn optional_u64(input: &Value, field: &str) -> Result<Option<u64>, ToolOutput> {
+    let invalid = |v: &Value| {
+        ToolOutput::error(format!(
+            "`{field}` must be a non-negative integer, got {v}."
+        ))
+    };
+    match input.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Number(n)) => {
+            if let Some(u) = n.as_u64() {
+                return Ok(Some(u));
+            }
+            match n.as_f64() {
+                Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 => Ok(Some(f as u64)),
+                _ => Err(invalid(v)),
+            }
+        }
+        Some(v @ Value::String(s)) => s.trim().parse().map(Some).map_err(|_| invalid(v)),
+        Some(v) => Err(invalid(v)),
+    }
+}
+
+/// The optional boolean field `field`; the strings "true" and "false" are
+/// accepted too.
+pub(super) fn optional_bool(input: &Value, field: &str) -> Result<Option<bool>, ToolOutput> {
+    match input.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s == "true" => Ok(Some(true)),
+        Some(Value::String(s)) if s == "false" => Ok(Some(false)),
+        Some(other) => Err(ToolOutput::error(format!(
+            "`{field}` must be a boolean (true or false), got {other}."
+        ))),
+    }
+}
+
+/// Whether `prefix` (the start of a file) looks like binary data: it contains
+/// a NUL byte.
+pub(super) fn looks_binary(prefix: &[u8]) -> bool {
+    prefix.contains(&0)
+}
+
+/// How much of the start of a file [`looks_binary`] inspects.
+pub(super) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn temp_root() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let canonical = std::fs::canonicalize(dir.path()).unwrap();
+        (dir, canonical)
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_root() {
+        let (_dir, root) = temp_root();
+        std::fs::write(root.join("a.txt"), "x").unwrap();
+        assert_eq!(resolve_contained(&root, "a.txt").unwrap(), root.join("a.txt"));
+        assert_eq!(resolve_contained(&root, "./a.txt").unwrap(), root.join("a.txt"));
+        assert_eq!(resolve_contained(&root, ".").unwrap(), root);
+    }
+
+    #[test]
+    fn a_new_file_inside_is_allowed() {
+        let (_dir, root) = temp_root();
+        assert_eq!(
+            resolve_contained(&root, "new/dir/file.rs").unwrap(),
+            root.join("new/dir/file.rs")
+        );
+        let abs = root.join("sub/x.txt");
+        assert_eq!(resolve_contained(&root, abs.to_str().unwrap()).unwrap(), abs);
+    }
+
+    #[test]
+    fn dotdot_inside_the_root_is_fine() {
+        let (_dir, root) = temp_root();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        assert_eq!(
+            resolve_contained(&root, "sub/../b.txt").unwrap(),
+            root.join("b.txt")
+        );
+    }
+
+    #[test]
+    fn dotdot_escapes_are_refused() {
+        let (_dir, root) = temp_root();
+        let err = resolve_contained(&root, "../x").unwrap_err();
+        assert!(err.contains("outside the agent's working directory"), "{err}");
+        assert!(err.contains(&root.display().to_string()), "{err}");
+        assert!(resolve_contained(&root, "sub/../../x").is_err());
+        assert!(resolve_contained(&root, "a/b/../../../etc/passwd").is_err());
+    }
+
+    #[test]
+    fn absolute_paths_outside_are_refused() {
+        let (_dir, root) = temp_root();
+        let err = resolve_contained(&root, "/etc/passwd").unwrap_err();
+        assert!(err.contains("outside"), "{err}");
+        assert!(resolve_contained(&root, "/").is_err());
+        // A sibling whose name merely starts with the root's name.
+        let sibling = format!("{}-other/file", root.display());
+        assert!(resolve_contained(&root, &sibling).is_err());
+    }
+
+    #[test]
+    fn symlinks_pointing_outside_are_refused() {
+        let (_dir, root) = temp_root();
+        let (_outside_dir, outside) = temp_root();
+        std::fs::write(outside.join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("link_dir")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), root.join("link_file")).unwrap();
+        assert!(resolve_contained(&root, "link_dir/secret").is_err());
+        assert!(resolve_contained(&root, "link_dir/new_file").is_err());
+        assert!(resolve_contained(&root, "link_file").is_err());
+    }
+
+    #[test]
+    fn dangling_symlinks_are_followed() {
+        let (_dir, root) = temp_root();
+        let (_outside_dir, outside) = temp_root();
+        std::os::unix::fs::symlink(outside.join("not_yet"), root.join("dangling_out")).unwrap();
+        assert!(resolve_contained(&root, "dangling_out").is_err());
+        std::os::unix::fs::symlink(root.join("target"), root.join("dangling_in")).unwrap();
+        assert_eq!(
+            resolve_contained(&root, "dangling_in").unwrap(),
+            root.join("target")
+        );
+        // A symlink loop is an error, not a hang.
+        std::os::unix::fs::symlink(root.join("loop_b"), root.join("loop_a")).unwrap();
+        std::os::unix::fs::symlink(root.join("loop_a"), root.join("loop_b")).unwrap();
+        assert!(resolve_contained(&root, "loop_a").is_err());
+    }
+
+    #[test]
+    fn symlinks_inside_resolve_to_their_target() {
+        let (_dir, root) = temp_root();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("alias")).unwrap();
+        assert_eq!(
+            resolve_contained(&root, "alias/f.txt").unwrap(),
+            root.join("real/f.txt")
+        );
+    }
+
+    #[test]
+    fn a_non_canonical_root_works() {
+        let (_dir, real) = temp_root();
+        let (_links, links) = temp_root();
+        let root_link = links.join("root");
+        std::os::unix::fs::symlink(&real, &root_link).unwrap();
+        assert_eq!(
+            resolve_contained(&root_link, "f.txt").unwrap(),
+            real.join("f.txt")
+        );
+        let abs = root_link.join("f.txt");
+        assert_eq!(
+            resolve_contained(&root_link, abs.to_str().unwrap()).unwrap(),
+            real.join("f.txt")
+        );
+    }
+
+    #[test]
+    fn empty_path_is_an_error() {
+        let (_dir, root) = temp_root();
+        assert!(resolve_contained(&root, "").is_err());
+    }
+
+    #[test]
+    fn input_fields() {
+        let input = json!({"s": "x", "e": "", "n": 5, "f": 3.0, "ns": "7", "neg": -1, "b": true, "bs": "false"});
+        assert_eq!(required_str(&input, "s").unwrap(), "x");
+        let err = required_str(&input, "missing").unwrap_err();
+        assert!(err.is_error && err.content.contains("`missing` is required"));
+        let err = required_str(&input, "e").unwrap_err();
+        assert!(err.content.contains("`e` is required"), "{}", err.content);
+        let err = required_str(&input, "n").unwrap_err();
+        assert!(err.content.contains("`n` is required") && err.content.contains("number"));
+        assert_eq!(required_string(&input, "e").unwrap(), "");
+        assert_eq!(optional_str(&input, "e").unwrap(), None);
+        assert!(optional_str(&input, "n").is_err());
+        assert_eq!(optional_u64(&input, "n").unwrap(), Some(5));
+        assert_eq!(optional_u64(&input, "f").unwrap(), Some(3));
+        assert_eq!(optional_u64(&input, "ns").unwrap(), Some(7));
+        assert_eq!(optional_u64(&input, "missing").unwrap(), None);
+        assert!(optional_u64(&input, "neg").is_err());
+        assert!(optional_u64(&input, "s").is_err());
+        assert_eq!(optional_bool(&input, "b").unwrap(), Some(true));
+        assert_eq!(optional_bool(&input, "bs").unwrap(), Some(false));
+        assert!(optional_bool(&input, "n").is_err());
+        // Input that is not an object at all.
+        assert!(required_str(&json!("text"), "s").is_err());
+    }
+}
