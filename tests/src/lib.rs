@@ -1,1 +1,272 @@
+//! End-to-end harness: runs the real `agentd` and `agentctl` binaries, each
+//! test with its own temporary socket, data directory, config and home.
 
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub mod script;
+
+/// The directory holding the workspace's built binaries (target/debug or
+/// target/release), found from the running test executable.
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test-binary>
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test binary lives in target/<profile>/deps")
+        .to_path_buf();
+    for name in ["agentd", "agentctl"] {
+        assert!(
+            dir.join(name).is_file(),
+            "{} is missing: build the binaries first (cargo build --workspace)",
+            dir.join(name).display()
+        );
+    }
+    dir
+}
+
+pub fn agentd_bin() -> PathBuf {
+    bin_dir().join("agentd")
+}
+
+pub fn agentctl_bin() -> PathBuf {
+    bin_dir().join("agentctl")
+}
+
+/// One test's private world: a temp root with the socket, data dir, a HOME
+/// and XDG config, and a project directory for agents to work in.
+pub struct Env {
+    pub root: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let root = tempfile::Builder::new()
+            .prefix("agentd-e2e-")
+            .tempdir()
+            .expect("tempdir");
+        let env = Env { root };
+        std::fs::create_dir_all(env.project()).expect("project dir");
+        std::fs::create_dir_all(env.home()).expect("home dir");
+        env
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.root.path().join("run/agentd.sock")
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.root.path().join("data")
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+
+    /// Where agents work by default.
+    pub fn project(&self) -> PathBuf {
+        self.root.path().join("project")
+    }
+
+    pub fn daemon_log(&self) -> PathBuf {
+        self.root.path().join("agentd.stderr")
+    }
+
+    fn apply(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("XDG_CONFIG_HOME", self.home().join(".config"))
+            .env("XDG_STATE_HOME", self.home().join(".state"))
+            .env("AGENTD_SOCKET", self.socket())
+            .env("AGENTD_DATA_DIR", self.data_dir())
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()));
+    }
+
+    /// An `agentctl` command in this world, run from the project directory.
+    pub fn ctl_command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(agentctl_bin());
+        self.apply(&mut cmd);
+        cmd.current_dir(self.project()).args(args).stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `agentctl` (never autostarting: the test owns the daemon).
+    pub fn ctl(&self, args: &[&str]) -> Out {
+        let mut full = vec!["--no-autostart"];
+        full.extend_from_slice(args);
+        Out::from(self.ctl_command(&full).output().expect("run agentctl"))
+    }
+
+    /// Writes the daemon's config.toml (read at start).
+    pub fn write_config(&self, toml: &str) {
+        let dir = self.home().join(".config/agentd");
+        std::fs::create_dir_all(&dir).expect("config dir");
+        std::fs::write(dir.join("config.toml"), toml).expect("write config");
+    }
+
+    /// Writes a model script into the temp root and returns `scripted:<path>`.
+    pub fn script(&self, name: &str, script: &Value) -> String {
+        let path = self.root.path().join(name);
+        std::fs::write(&path, serde_json::to_vec_pretty(script).expect("json")).expect("write script");
+        format!("scripted:{}", path.display())
+    }
+
+    /// Starts `agentd` and waits until it reports ready.
+    pub fn start_daemon(&self) -> Daemon {
+        self.try_start_daemon().unwrap_or_else(|e| {
+            panic!("agentd did not start: {e}\n{}", std::fs::read_to_string(self.daemon_log()).unwrap_or_default())
+        })
+    }
+
+    /// Starts `agentd`; Err if it exits before it is ready.
+    pub fn try_start_daemon(&self) -> Result<Daemon, String> {
+        let notify_path = self.root.path().join(format!("notify-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&notify_path);
+        let notify = UnixDatagram::bind(&notify_path).map_err(|e| e.to_string())?;
+        notify
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .map_err(|e| e.to_string())?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.daemon_log())
+            .map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(agentd_bin());
+        self.apply(&mut cmd);
+        cmd.env("NOTIFY_SOCKET", &notify_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut buf = [0u8; 256];
+        loop {
+            if let Ok(n) = notify.recv(&mut buf)
+                && String::from_utf8_lossy(&buf[..n]).lines().any(|l| l == "READY=1")
+            {
+                let _ = std::fs::remove_file(&notify_path);
+                return Ok(Daemon { child });
+            }
+            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+                let _ = std::fs::remove_file(&notify_path);
+                return Err(format!("agentd exited with {status}"));
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                return Err("agentd was not ready within 20 s".into());
+            }
+        }
+    }
+
+    pub fn daemon_log_text(&self) -> String {
+        std::fs::read_to_string(self.daemon_log()).unwrap_or_default()
+    }
+
+    /// Polls `show --json` until `pred` holds (bounded), returning the agent.
+    pub fn wait_for_agent(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = self.ctl(&["show", id, "--json"]);
+            if out.code == 0 {
+                let v = out.json();
+                if pred(&v) {
+                    return v;
+                }
+            }
+            assert!(Instant::now() < deadline, "agent {id} never reached: {what}; last: {}", out.stdout);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Makes the temp root world-traversable (for tests that run a client as
+    /// another user).
+    pub fn open_up(&self) {
+        for dir in [self.root.path().to_path_buf(), self.socket().parent().expect("dir").to_path_buf()] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        }
+        std::fs::set_permissions(self.socket(), std::fs::Permissions::from_mode(0o666)).expect("chmod socket");
+    }
+}
+
+impl Default for Env {
+    fn default() -> Self {
+        Env::new()
+    }
+}
+
+/// A running daemon; killed (SIGKILL) when dropped.
+pub struct Daemon {
+    pub child: Child,
+}
+
+impl Daemon {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// SIGKILL: no chance to flush or clean up.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait (bounded) for the exit status.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), nix::sys::signal::Signal::SIGTERM)
+            .expect("SIGTERM");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "agentd did not exit within 30 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A finished command's exit code and output.
+#[derive(Debug)]
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Out {
+    fn from(o: Output) -> Out {
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Out {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}\nstderr: {}", self.stdout, self.stderr))
+    }
+
+    /// Asserts the exit code, showing the output when it differs.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Out {
+        assert_eq!(self.code, code, "unexpected exit code; stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+}

@@ -110,11 +110,10 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
 
     let mut child = spawn(command, &ctx.cwd)
         .map_err(|e| ToolOutput::error(format!("Failed to start the shell: {e}")))?;
+    // Kills the whole group if this future is dropped before the shell exits.
+    let mut group = ProcessGroup::of(&child);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        kill_group(&mut child);
-        return Err(ToolOutput::error(
-            "Failed to capture the command's output.",
-        ));
+        return Err(ToolOutput::error("Failed to capture the command's output."));
     };
     let mut pipes = Pipes::new(stdout, stderr);
 
@@ -126,16 +125,16 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
     let mut status: Option<ExitStatus> = None;
 
     let outcome = loop {
-        if let Some(status) = status {
-            if !pipes.open() {
-                break Outcome::Exited(status);
-            }
-        }
         let open = pipes.open();
+        if let (Some(status), false) = (status, open) {
+            break Outcome::Exited(status);
+        }
         tokio::select! {
             () = pipes.read_chunk(), if open => {}
             waited = child.wait(), if status.is_none() => match waited {
                 Ok(exit) => {
+                    // The shell is reaped: its pid may be reused from now on.
+                    group.disarm();
                     status = Some(exit);
                     drain.as_mut().reset(Instant::now() + DRAIN_AFTER_EXIT);
                 }
@@ -171,9 +170,9 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             })
         }
         Outcome::TimedOut => {
-            kill_group(&mut child);
+            group.kill(&mut child);
             pipes.drain_for(DRAIN_AFTER_KILL).await;
-            reap(&mut child).await;
+            reap(&mut child, &mut group).await;
             Err(ToolOutput::error(format!(
                 "The command timed out after {timeout_ms} ms and was killed, together with its \
 process group.\nOutput before the timeout:\n{}",
@@ -181,9 +180,9 @@ process group.\nOutput before the timeout:\n{}",
             )))
         }
         Outcome::Cancelled => {
-            kill_group(&mut child);
+            group.kill(&mut child);
             pipes.drain_for(DRAIN_AFTER_KILL).await;
-            reap(&mut child).await;
+            reap(&mut child, &mut group).await;
             Err(ToolOutput::error(format!(
                 "The command was cancelled and killed, together with its process group.\n\
 Output before cancellation:\n{}",
@@ -191,8 +190,8 @@ Output before cancellation:\n{}",
             )))
         }
         Outcome::WaitFailed(e) => {
-            kill_group(&mut child);
-            reap(&mut child).await;
+            group.kill(&mut child);
+            reap(&mut child, &mut group).await;
             Err(ToolOutput::error(format!(
                 "Lost track of the command: {e}\n{}",
                 pipes.render()
@@ -228,17 +227,55 @@ fn spawn(command: &str, cwd: &Path) -> std::io::Result<Child> {
     }
 }
 
-/// Kills the child's whole process group (its pgid is its pid).
-fn kill_group(child: &mut Child) {
-    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
-        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-    }
-    let _ = child.start_kill();
+/// The process group the command runs in (its pgid is the shell's pid). It is
+/// killed when dropped unless disarmed, which must happen once the shell has
+/// been reaped: its pid, and so the group id, may then be reused.
+struct ProcessGroup {
+    pgid: Option<Pid>,
 }
 
-/// Waits briefly for a killed child so it does not linger as a zombie.
-async fn reap(child: &mut Child) {
-    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+impl ProcessGroup {
+    fn of(child: &Child) -> Self {
+        Self {
+            pgid: child
+                .id()
+                .and_then(|pid| i32::try_from(pid).ok())
+                .map(Pid::from_raw),
+        }
+    }
+
+    /// Kills every process in the group, and the shell itself in case it has
+    /// left the group.
+    fn kill(&self, child: &mut Child) {
+        self.kill_group();
+        let _ = child.start_kill();
+    }
+
+    fn kill_group(&self) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
+
+/// Waits briefly for a killed shell so it does not linger as a zombie.
+async fn reap(child: &mut Child, group: &mut ProcessGroup) {
+    if tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .is_ok()
+    {
+        group.disarm();
+    }
 }
 
 fn signal_name(signal: i32) -> String {
@@ -360,7 +397,11 @@ impl Capture {
         self.tail.extend(data);
         if self.tail.len() > CAPTURE_BYTES {
             let excess = self.tail.len() - CAPTURE_BYTES;
-            self.omitted_chars += self.tail.drain(..excess).filter(|b| starts_char(*b)).count();
+            self.omitted_chars += self
+                .tail
+                .drain(..excess)
+                .filter(|b| starts_char(*b))
+                .count();
         }
     }
 
@@ -369,7 +410,10 @@ impl Capture {
     fn text(&self) -> (String, usize) {
         let mut bytes = self.head.clone();
         bytes.extend(self.tail.iter());
-        (String::from_utf8_lossy(&bytes).into_owned(), self.omitted_chars)
+        (
+            String::from_utf8_lossy(&bytes).into_owned(),
+            self.omitted_chars,
+        )
     }
 }
 
@@ -403,6 +447,7 @@ fn truncate_middle(text: &str, max_chars: usize, already_omitted: usize) -> Stri
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use tokio_util::sync::CancellationToken;
@@ -455,13 +500,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = bash(&ctx(dir.path()), "kill -TERM $$").await;
         assert!(out.is_error);
-        assert!(out.content.contains("signal 15 (SIGTERM)"), "{}", out.content);
+        assert!(
+            out.content.contains("signal 15 (SIGTERM)"),
+            "{}",
+            out.content
+        );
     }
 
     #[tokio::test]
     async fn empty_output_says_so() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(bash(&ctx(dir.path()), "true").await, ToolOutput::ok("(no output)"));
+        assert_eq!(
+            bash(&ctx(dir.path()), "true").await,
+            ToolOutput::ok("(no output)")
+        );
         let out = bash(&ctx(dir.path()), "false").await;
         assert_eq!(out, ToolOutput::error("Exit code 1\n(no output)"));
     }
@@ -479,13 +531,33 @@ mod tests {
     async fn missing_or_mistyped_command_is_a_tool_error() {
         let dir = tempfile::tempdir().unwrap();
         let out = run(&json!({}), &ctx(dir.path())).await;
-        assert!(out.is_error && out.content.contains("`command` is required"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`command` is required"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"command": 5}), &ctx(dir.path())).await;
-        assert!(out.is_error && out.content.contains("`command`"), "{}", out.content);
-        let out = run(&json!({"command": "true", "timeout": "soon"}), &ctx(dir.path())).await;
-        assert!(out.is_error && out.content.contains("`timeout`"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`command`"),
+            "{}",
+            out.content
+        );
+        let out = run(
+            &json!({"command": "true", "timeout": "soon"}),
+            &ctx(dir.path()),
+        )
+        .await;
+        assert!(
+            out.is_error && out.content.contains("`timeout`"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"command": "true", "timeout": 0}), &ctx(dir.path())).await;
-        assert!(out.is_error && out.content.contains("`timeout`"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`timeout`"),
+            "{}",
+            out.content
+        );
     }
 
     #[tokio::test]
@@ -497,9 +569,17 @@ mod tests {
             &ctx(dir.path()),
         )
         .await;
-        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
         assert!(out.is_error);
-        assert!(out.content.contains("timed out after 300 ms"), "{}", out.content);
+        assert!(
+            out.content.contains("timed out after 300 ms"),
+            "{}",
+            out.content
+        );
         assert!(out.content.contains("partial"), "{}", out.content);
     }
 
@@ -531,9 +611,36 @@ mod tests {
         // the timeout; both must die.
         let command = "sleep 30 & echo $! > bg.pid; sleep 30";
         let started = std::time::Instant::now();
-        let out = run(&json!({"command": command, "timeout": 300}), &ctx(dir.path())).await;
+        let out = run(
+            &json!({"command": command, "timeout": 1000}),
+            &ctx(dir.path()),
+        )
+        .await;
         assert!(started.elapsed() < Duration::from_secs(5));
-        assert!(out.is_error && out.content.contains("timed out"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("timed out"),
+            "{}",
+            out.content
+        );
+        let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(wait_dead(pid).await, "background process {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn dropping_the_call_kills_the_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let command = "sleep 30 & echo $! > bg.pid; sleep 30";
+        let call = bash(&ctx, command);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(1000), call)
+                .await
+                .is_err()
+        );
         let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
             .unwrap()
             .trim()
@@ -548,7 +655,7 @@ mod tests {
         let ctx = ctx(dir.path());
         let cancel = ctx.cancel.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::time::sleep(Duration::from_millis(1000)).await;
             cancel.cancel();
         });
         let started = std::time::Instant::now();
@@ -580,12 +687,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let started = std::time::Instant::now();
         let out = bash(&ctx(dir.path()), "sleep 3 & echo started").await;
-        assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "took {:?}",
+            started.elapsed()
+        );
         assert_eq!(out, ToolOutput::ok("started"));
     }
 
     fn seq_output(n: u32) -> String {
-        (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join("\n")
+        (1..=n)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     fn omitted_count(content: &str) -> usize {
@@ -624,11 +738,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let command = "head -c 1000000 /dev/zero | tr '\\0' e >&2; echo >&2; \
                        head -c 1000000 /dev/zero | tr '\\0' o; echo; echo end >&2";
-        let out = run(&json!({"command": command, "timeout": 20000}), &ctx(dir.path())).await;
+        let out = run(
+            &json!({"command": command, "timeout": 20000}),
+            &ctx(dir.path()),
+        )
+        .await;
         assert!(!out.is_error, "{}", out.content);
         assert!(out.content.starts_with("ooooo"));
         assert!(out.content.ends_with("eeee\nend"));
-        assert_eq!(omitted_count(&out.content), 2_000_000 + "\n[stderr]\n".len() + "\nend".len() - MAX_OUTPUT_CHARS);
+        assert_eq!(
+            omitted_count(&out.content),
+            2_000_000 + "\n[stderr]\n".len() + "\nend".len() - MAX_OUTPUT_CHARS
+        );
     }
 
     #[test]
@@ -646,7 +767,10 @@ mod tests {
     #[test]
     fn truncate_middle_keeps_short_text() {
         assert_eq!(truncate_middle("abc", 10, 0), "abc");
-        assert_eq!(truncate_middle("abcdefghij", 4, 0), "ab\n\n[... 6 characters omitted ...]\n\nij");
+        assert_eq!(
+            truncate_middle("abcdefghij", 4, 0),
+            "ab\n\n[... 6 characters omitted ...]\n\nij"
+        );
     }
 
     #[test]

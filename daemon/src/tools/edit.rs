@@ -68,10 +68,9 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             "File does not exist: {}. Use Write to create a new file.",
             path.display()
         )),
-        std::io::ErrorKind::IsADirectory => ToolOutput::error(format!(
-            "{} is a directory, not a file.",
-            path.display()
-        )),
+        std::io::ErrorKind::IsADirectory => {
+            ToolOutput::error(format!("{} is a directory, not a file.", path.display()))
+        }
         _ => ToolOutput::error(format!("Cannot read {}: {e}", path.display())),
     })?;
     let content = String::from_utf8(bytes).map_err(|_| {
@@ -108,11 +107,16 @@ a single occurrence, or set `replace_all` to true to replace all {count}.",
     Ok(ToolOutput::ok(format!(
         "Edited {}: replaced {count} {}.",
         path.display(),
-        if count == 1 { "occurrence" } else { "occurrences" }
+        if count == 1 {
+            "occurrence"
+        } else {
+            "occurrences"
+        }
     )))
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::path::Path;
@@ -141,7 +145,11 @@ mod tests {
         )
         .await;
         assert!(!out.is_error, "{}", out.content);
-        assert!(out.content.contains("replaced 1 occurrence."), "{}", out.content);
+        assert!(
+            out.content.contains("replaced 1 occurrence."),
+            "{}",
+            out.content
+        );
         assert_eq!(read(dir.path()), "fn a() {}\nfn renamed() {}\n");
     }
 
@@ -168,7 +176,11 @@ mod tests {
         )
         .await;
         assert!(!out.is_error, "{}", out.content);
-        assert!(out.content.contains("replaced 2 occurrences"), "{}", out.content);
+        assert!(
+            out.content.contains("replaced 2 occurrences"),
+            "{}",
+            out.content
+        );
         assert_eq!(read(dir.path()), "x = 2;\ny = 0;\nx = 2;\n");
     }
 
@@ -200,35 +212,63 @@ mod tests {
     #[tokio::test]
     async fn invalid_requests_are_errors() {
         let (_dir, ctx) = setup("hello\n");
-        let out = run(&json!({"file_path": "f.rs", "old_string": "", "new_string": "x"}), &ctx).await;
-        assert!(out.is_error && out.content.contains("`old_string` is required"), "{}", out.content);
+        let out = run(
+            &json!({"file_path": "f.rs", "old_string": "", "new_string": "x"}),
+            &ctx,
+        )
+        .await;
+        assert!(
+            out.is_error && out.content.contains("`old_string` is required"),
+            "{}",
+            out.content
+        );
         let out = run(
             &json!({"file_path": "f.rs", "old_string": "hello", "new_string": "hello"}),
             &ctx,
         )
         .await;
-        assert!(out.is_error && out.content.contains("the same"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("the same"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"file_path": "f.rs", "old_string": "hello"}), &ctx).await;
-        assert!(out.is_error && out.content.contains("`new_string` is required"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`new_string` is required"),
+            "{}",
+            out.content
+        );
         let out = run(
             &json!({"file_path": "f.rs", "old_string": "hello", "new_string": "x", "replace_all": "yes"}),
             &ctx,
         )
         .await;
-        assert!(out.is_error && out.content.contains("`replace_all`"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`replace_all`"),
+            "{}",
+            out.content
+        );
         let out = run(
             &json!({"file_path": "missing.rs", "old_string": "a", "new_string": "b"}),
             &ctx,
         )
         .await;
-        assert!(out.is_error && out.content.contains("does not exist"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("does not exist"),
+            "{}",
+            out.content
+        );
         assert!(out.content.contains("missing.rs"));
         let out = run(
             &json!({"file_path": "../f.rs", "old_string": "a", "new_string": "b"}),
             &ctx,
         )
         .await;
-        assert!(out.is_error && out.content.contains("outside"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("outside"),
+            "{}",
+            out.content
+        );
     }
 
     #[test]

@@ -176,11 +176,14 @@ fn find(
             found.push((entry.into_path(), modified));
         }
     }
-    found.sort_by(|(a_path, a_time), (b_path, b_time)| b_time.cmp(a_time).then_with(|| a_path.cmp(b_path)));
+    found.sort_by(|(a_path, a_time), (b_path, b_time)| {
+        b_time.cmp(a_time).then_with(|| a_path.cmp(b_path))
+    });
     Ok(found)
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::time::Duration;
@@ -253,7 +256,20 @@ mod tests {
         touch(&root, ".hidden/secret.rs", 20);
         touch(&root, ".git/hooks/hook.rs", 10);
         let out = glob(&ctx, json!({"pattern": "**/*.rs"})).await;
-        assert_eq!(out, ToolOutput::ok(lines(&root, &["kept.rs", ".hidden/secret.rs"])));
+        assert_eq!(
+            out,
+            ToolOutput::ok(lines(&root, &["kept.rs", ".hidden/secret.rs"]))
+        );
+    }
+
+    #[tokio::test]
+    async fn gitignore_applies_outside_a_git_repository() {
+        let (_dir, root, ctx) = setup();
+        std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+        touch(&root, "a.txt", 10);
+        touch(&root, "debug.log", 10);
+        let out = glob(&ctx, json!({"pattern": "*"})).await;
+        assert_eq!(out, ToolOutput::ok(lines(&root, &[".gitignore", "a.txt"])));
     }
 
     #[tokio::test]
@@ -291,11 +307,23 @@ mod tests {
         let out = glob(&ctx, json!({"pattern": pattern})).await;
         assert_eq!(out, ToolOutput::ok(lines(&root, &["src/a.rs"])));
         let out = glob(&ctx, json!({"pattern": "/etc/*"})).await;
-        assert!(out.is_error && out.content.contains("outside"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("outside"),
+            "{}",
+            out.content
+        );
         let out = glob(&ctx, json!({"pattern": "../**/*.rs"})).await;
-        assert!(out.is_error && out.content.contains("outside"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("outside"),
+            "{}",
+            out.content
+        );
         let out = glob(&ctx, json!({"pattern": "*", "path": ".."})).await;
-        assert!(out.is_error && out.content.contains("outside"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("outside"),
+            "{}",
+            out.content
+        );
     }
 
     #[tokio::test]
@@ -305,11 +333,23 @@ mod tests {
         let out = glob(&ctx, json!({})).await;
         assert!(out.is_error && out.content.contains("`pattern` is required"));
         let out = glob(&ctx, json!({"pattern": "*", "path": "file.rs"})).await;
-        assert!(out.is_error && out.content.contains("is a file"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("is a file"),
+            "{}",
+            out.content
+        );
         let out = glob(&ctx, json!({"pattern": "*", "path": "missing"})).await;
-        assert!(out.is_error && out.content.contains("does not exist"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("does not exist"),
+            "{}",
+            out.content
+        );
         let out = glob(&ctx, json!({"pattern": "[unclosed"})).await;
-        assert!(out.is_error && out.content.contains("Invalid glob"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("Invalid glob"),
+            "{}",
+            out.content
+        );
     }
 
     #[test]

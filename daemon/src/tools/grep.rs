@@ -198,10 +198,12 @@ impl Search {
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     continue;
                 }
-                if let Some(filter) = &self.filter {
-                    if !filter.matches(root, entry.path()) {
-                        continue;
-                    }
+                if self
+                    .filter
+                    .as_ref()
+                    .is_some_and(|filter| !filter.matches(root, entry.path()))
+                {
+                    continue;
                 }
                 if !visit(entry.path()) {
                     break;
@@ -264,9 +266,7 @@ narrow the search to see the rest.)\n"
                     shown += 1;
                 }
                 if shown < total_files {
-                    out.push_str(&format!(
-                        "(Showing {shown} of {total_files} files.)\n"
-                    ));
+                    out.push_str(&format!("(Showing {shown} of {total_files} files.)\n"));
                 }
                 out.push_str(&format!(
                     "\n{total_matches} matching {} in {total_files} {}.",
@@ -353,6 +353,7 @@ narrow the search to see the rest.)\n"
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::time::Duration;
@@ -378,7 +379,12 @@ mod tests {
 
     /// A small tree: two Rust files and a text file mentioning `needle`.
     fn tree(root: &Path) {
-        write(root, "src/lib.rs", "fn needle() {}\nfn other() {}\nlet x = NEEDLE;\n", 100);
+        write(
+            root,
+            "src/lib.rs",
+            "fn needle() {}\nfn other() {}\nlet x = NEEDLE;\n",
+            100,
+        );
         write(root, "src/main.rs", "fn main() {\n    needle();\n}\n", 10);
         write(root, "notes.txt", "a needle in a haystack\n", 50);
         write(root, "empty.rs", "nothing here\n", 1);
@@ -435,7 +441,10 @@ mod tests {
         let out = run(&json!({"pattern": "NEEDLE", "output_mode": "count"}), &ctx).await;
         assert_eq!(
             out,
-            ToolOutput::ok(format!("{}:1\n\n1 matching line in 1 file.", p(&root, "src/lib.rs")))
+            ToolOutput::ok(format!(
+                "{}:1\n\n1 matching line in 1 file.",
+                p(&root, "src/lib.rs")
+            ))
         );
         let out = run(
             &json!({"pattern": "NEEDLE", "output_mode": "count", "-i": true}),
@@ -456,11 +465,20 @@ mod tests {
         let (_dir, root, ctx) = setup();
         tree(&root);
         let out = run(&json!({"pattern": "needle", "glob": "*.txt"}), &ctx).await;
-        assert_eq!(out, ToolOutput::ok(format!("Found 1 file\n{}", p(&root, "notes.txt"))));
+        assert_eq!(
+            out,
+            ToolOutput::ok(format!("Found 1 file\n{}", p(&root, "notes.txt")))
+        );
         let out = run(&json!({"pattern": "needle", "glob": "src/m*.rs"}), &ctx).await;
-        assert_eq!(out, ToolOutput::ok(format!("Found 1 file\n{}", p(&root, "src/main.rs"))));
+        assert_eq!(
+            out,
+            ToolOutput::ok(format!("Found 1 file\n{}", p(&root, "src/main.rs")))
+        );
         let out = run(&json!({"pattern": "needle", "glob": "*.{txt,md}"}), &ctx).await;
-        assert_eq!(out, ToolOutput::ok(format!("Found 1 file\n{}", p(&root, "notes.txt"))));
+        assert_eq!(
+            out,
+            ToolOutput::ok(format!("Found 1 file\n{}", p(&root, "notes.txt")))
+        );
     }
 
     #[tokio::test]
@@ -487,7 +505,10 @@ mod tests {
         write(&root, ".git/config", "needle\n", 1);
         write(&root, ".hidden.txt", "needle\n", 1);
         let out = run(&json!({"pattern": "needle"}), &ctx).await;
-        assert_eq!(out, ToolOutput::ok(format!("Found 1 file\n{}", p(&root, ".hidden.txt"))));
+        assert_eq!(
+            out,
+            ToolOutput::ok(format!("Found 1 file\n{}", p(&root, ".hidden.txt")))
+        );
     }
 
     #[tokio::test]
@@ -507,15 +528,31 @@ mod tests {
         assert!(out.content.contains("Invalid regex"), "{}", out.content);
         assert!(out.content.contains("unclosed group"), "{}", out.content);
         let out = run(&json!({"pattern": "x", "output_mode": "lines"}), &ctx).await;
-        assert!(out.is_error && out.content.contains("`output_mode`"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`output_mode`"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"pattern": "x", "-i": 3}), &ctx).await;
-        assert!(out.is_error && out.content.contains("`-i`"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`-i`"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({}), &ctx).await;
         assert!(out.is_error && out.content.contains("`pattern` is required"));
         let out = run(&json!({"pattern": "x", "path": "/etc"}), &ctx).await;
-        assert!(out.is_error && out.content.contains("outside"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("outside"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"pattern": "x", "path": "missing"}), &ctx).await;
-        assert!(out.is_error && out.content.contains("does not exist"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("does not exist"),
+            "{}",
+            out.content
+        );
     }
 
     #[tokio::test]
@@ -525,8 +562,15 @@ mod tests {
         write(&root, "big.txt", &big, 1);
         let out = run(&json!({"pattern": "match", "output_mode": "content"}), &ctx).await;
         assert!(!out.is_error);
-        assert!(out.content.len() < MAX_OUTPUT_CHARS + 300, "{}", out.content.len());
-        assert!(out.content.starts_with(&format!("{}:match line 0\n", p(&root, "big.txt"))));
+        assert!(
+            out.content.len() < MAX_OUTPUT_CHARS + 300,
+            "{}",
+            out.content.len()
+        );
+        assert!(
+            out.content
+                .starts_with(&format!("{}:match line 0\n", p(&root, "big.txt")))
+        );
         assert!(out.content.contains("Output cut at 30000 characters"));
     }
 
@@ -540,7 +584,11 @@ mod tests {
         let lines: Vec<&str> = out.content.lines().collect();
         assert_eq!(lines[0], "Found 300 files");
         assert_eq!(lines.len(), 1 + MAX_FILES + 1);
-        assert!(lines[MAX_FILES + 1].contains("Showing 250 of 300"), "{}", lines[MAX_FILES + 1]);
+        assert!(
+            lines[MAX_FILES + 1].contains("Showing 250 of 300"),
+            "{}",
+            lines[MAX_FILES + 1]
+        );
     }
 
     #[test]

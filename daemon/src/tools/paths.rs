@@ -165,7 +165,10 @@ pub(super) fn required_string<'a>(input: &'a Value, field: &str) -> Result<&'a s
 }
 
 /// The optional string field `field`; an empty string counts as absent.
-pub(super) fn optional_str<'a>(input: &'a Value, field: &str) -> Result<Option<&'a str>, ToolOutput> {
+pub(super) fn optional_str<'a>(
+    input: &'a Value,
+    field: &str,
+) -> Result<Option<&'a str>, ToolOutput> {
     match input.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
@@ -192,7 +195,9 @@ pub(super) fn optional_u64(input: &Value, field: &str) -> Result<Option<u64>, To
                 return Ok(Some(u));
             }
             match n.as_f64() {
-                Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 => Ok(Some(f as u64)),
+                Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 => {
+                    Ok(Some(f as u64))
+                }
                 _ => Err(invalid(v)),
             }
         }
@@ -225,6 +230,7 @@ pub(super) fn looks_binary(prefix: &[u8]) -> bool {
 pub(super) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -239,8 +245,14 @@ mod tests {
     fn relative_paths_resolve_against_the_root() {
         let (_dir, root) = temp_root();
         std::fs::write(root.join("a.txt"), "x").unwrap();
-        assert_eq!(resolve_contained(&root, "a.txt").unwrap(), root.join("a.txt"));
-        assert_eq!(resolve_contained(&root, "./a.txt").unwrap(), root.join("a.txt"));
+        assert_eq!(
+            resolve_contained(&root, "a.txt").unwrap(),
+            root.join("a.txt")
+        );
+        assert_eq!(
+            resolve_contained(&root, "./a.txt").unwrap(),
+            root.join("a.txt")
+        );
         assert_eq!(resolve_contained(&root, ".").unwrap(), root);
     }
 
@@ -252,7 +264,10 @@ mod tests {
             root.join("new/dir/file.rs")
         );
         let abs = root.join("sub/x.txt");
-        assert_eq!(resolve_contained(&root, abs.to_str().unwrap()).unwrap(), abs);
+        assert_eq!(
+            resolve_contained(&root, abs.to_str().unwrap()).unwrap(),
+            abs
+        );
     }
 
     #[test]
@@ -269,7 +284,10 @@ mod tests {
     fn dotdot_escapes_are_refused() {
         let (_dir, root) = temp_root();
         let err = resolve_contained(&root, "../x").unwrap_err();
-        assert!(err.contains("outside the agent's working directory"), "{err}");
+        assert!(
+            err.contains("outside the agent's working directory"),
+            "{err}"
+        );
         assert!(err.contains(&root.display().to_string()), "{err}");
         assert!(resolve_contained(&root, "sub/../../x").is_err());
         assert!(resolve_contained(&root, "a/b/../../../etc/passwd").is_err());

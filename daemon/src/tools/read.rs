@@ -6,9 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::paths::{
-    BINARY_SNIFF_BYTES, looks_binary, optional_u64, required_str, resolve_field,
-};
+use super::paths::{BINARY_SNIFF_BYTES, looks_binary, optional_u64, required_str, resolve_field};
 use super::{ToolContext, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: u64 = 2000;
@@ -90,7 +88,8 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
 
 /// The numbered lines `offset..offset + limit` of the file at `path`.
 fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<ToolOutput, ToolOutput> {
-    let io_error = |e: std::io::Error| ToolOutput::error(format!("Cannot read {}: {e}", path.display()));
+    let io_error =
+        |e: std::io::Error| ToolOutput::error(format!("Cannot read {}: {e}", path.display()));
     let mut file = File::open(path).map_err(io_error)?;
     let mut prefix = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
@@ -120,7 +119,8 @@ fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<ToolOutput, ToolOu
     let mut output_full = false;
     loop {
         line.clear();
-        let consumed = read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES).map_err(io_error)?;
+        let consumed =
+            read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES).map_err(io_error)?;
         if consumed == 0 {
             break;
         }
@@ -189,7 +189,11 @@ pub(super) fn truncate_line(line: &str) -> (&str, bool) {
 /// Reads one line (through its `\n`, if any) from `reader`, storing at most
 /// `cap` bytes of it in `buf`. Returns how many bytes the line had; 0 at the
 /// end of the input.
-fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<usize> {
+fn read_line_capped<R: BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<usize> {
     let mut total = 0;
     loop {
         let available = reader.fill_buf()?;
@@ -212,6 +216,7 @@ fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use tokio_util::sync::CancellationToken;
@@ -244,10 +249,15 @@ mod tests {
     async fn offset_and_limit_select_lines() {
         let content: String = (1..=10).map(|i| format!("line {i}\n")).collect();
         let (_dir, ctx) = setup(&content);
-        let out = run(&json!({"file_path": "f.txt", "offset": 3, "limit": 2}), &ctx).await;
+        let out = run(
+            &json!({"file_path": "f.txt", "offset": 3, "limit": 2}),
+            &ctx,
+        )
+        .await;
         assert!(!out.is_error);
         assert!(
-            out.content.starts_with("     3\tline 3\n     4\tline 4\n\n(Showed lines 3-4;"),
+            out.content
+                .starts_with("     3\tline 3\n     4\tline 4\n\n(Showed lines 3-4;"),
             "{}",
             out.content
         );
@@ -256,7 +266,11 @@ mod tests {
         let out = run(&json!({"file_path": "f.txt", "offset": 9}), &ctx).await;
         assert_eq!(out, ToolOutput::ok("     9\tline 9\n    10\tline 10\n"));
         // A limit that ends exactly at the last line has none either.
-        let out = run(&json!({"file_path": "f.txt", "offset": 9, "limit": 2}), &ctx).await;
+        let out = run(
+            &json!({"file_path": "f.txt", "offset": 9, "limit": 2}),
+            &ctx,
+        )
+        .await;
         assert_eq!(out, ToolOutput::ok("     9\tline 9\n    10\tline 10\n"));
     }
 
@@ -267,7 +281,11 @@ mod tests {
         let out = run(&json!({"file_path": "f.txt"}), &ctx).await;
         assert!(out.content.contains("  2000\t2000\n"));
         assert!(!out.content.contains("2001\t"));
-        assert!(out.content.contains("offset=2001"), "{}", &out.content[out.content.len() - 200..]);
+        assert!(
+            out.content.contains("offset=2001"),
+            "{}",
+            &out.content[out.content.len() - 200..]
+        );
     }
 
     #[tokio::test]
@@ -275,7 +293,12 @@ mod tests {
         let (_dir, ctx) = setup("a\nb\n");
         let out = run(&json!({"file_path": "f.txt", "offset": 5}), &ctx).await;
         assert!(!out.is_error);
-        assert!(out.content.contains("has 2 lines; offset 5 is past its end"), "{}", out.content);
+        assert!(
+            out.content
+                .contains("has 2 lines; offset 5 is past its end"),
+            "{}",
+            out.content
+        );
     }
 
     #[tokio::test]
@@ -284,12 +307,21 @@ mod tests {
         let (_dir, ctx) = setup(&format!("{long}\nshort\n"));
         let out = run(&json!({"file_path": "f.txt"}), &ctx).await;
         let first = out.content.lines().next().unwrap();
-        assert_eq!(first, format!("     1\t{} [... line cut at 2000 characters]", "x".repeat(2000)));
+        assert_eq!(
+            first,
+            format!(
+                "     1\t{} [... line cut at 2000 characters]",
+                "x".repeat(2000)
+            )
+        );
         assert!(out.content.contains("     2\tshort\n"));
         // Lines far beyond the stored bytes are cut too.
         let (_dir, ctx) = setup(&"é".repeat(20_000));
         let out = run(&json!({"file_path": "f.txt"}), &ctx).await;
-        assert!(out.content.ends_with(&format!("{} [... line cut at 2000 characters]\n", "é".repeat(2000))));
+        assert!(out.content.ends_with(&format!(
+            "{} [... line cut at 2000 characters]\n",
+            "é".repeat(2000)
+        )));
     }
 
     #[tokio::test]
@@ -332,9 +364,17 @@ mod tests {
     async fn paths_outside_are_refused() {
         let (_dir, ctx) = setup("");
         let out = run(&json!({"file_path": "/etc/hostname"}), &ctx).await;
-        assert!(out.is_error && out.content.contains("outside"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("outside"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"file_path": "../f.txt"}), &ctx).await;
-        assert!(out.is_error && out.content.contains("outside"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("outside"),
+            "{}",
+            out.content
+        );
     }
 
     #[tokio::test]
@@ -349,11 +389,23 @@ mod tests {
     async fn bad_input_is_a_tool_error() {
         let (_dir, ctx) = setup("x");
         let out = run(&json!({}), &ctx).await;
-        assert!(out.is_error && out.content.contains("`file_path` is required"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`file_path` is required"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"file_path": "f.txt", "offset": "x"}), &ctx).await;
-        assert!(out.is_error && out.content.contains("`offset`"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`offset`"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"file_path": "f.txt", "limit": 0}), &ctx).await;
-        assert!(out.is_error && out.content.contains("`limit`"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`limit`"),
+            "{}",
+            out.content
+        );
     }
 
     #[test]

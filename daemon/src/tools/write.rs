@@ -57,7 +57,10 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
     };
     if let Some(parent) = path.parent() {
         tokio::fs::create_dir_all(parent).await.map_err(|e| {
-            ToolOutput::error(format!("Cannot create the directory {}: {e}", parent.display()))
+            ToolOutput::error(format!(
+                "Cannot create the directory {}: {e}",
+                parent.display()
+            ))
         })?;
     }
     tokio::fs::write(&path, content)
@@ -75,6 +78,7 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::path::Path;
@@ -98,24 +102,42 @@ mod tests {
         assert!(!out.is_error, "{}", out.content);
         assert!(out.content.starts_with("Created "), "{}", out.content);
         assert!(out.content.contains("a/b/c.txt"));
-        assert!(out.content.contains("(8 bytes, 2 lines)"), "{}", out.content);
-        assert_eq!(std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "one\ntwo\n");
+        assert!(
+            out.content.contains("(8 bytes, 2 lines)"),
+            "{}",
+            out.content
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
+            "one\ntwo\n"
+        );
     }
 
     #[tokio::test]
     async fn overwrites_an_existing_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f.txt"), "old content that is longer").unwrap();
-        let out = run(&json!({"file_path": "f.txt", "content": "new"}), &ctx(dir.path())).await;
+        let out = run(
+            &json!({"file_path": "f.txt", "content": "new"}),
+            &ctx(dir.path()),
+        )
+        .await;
         assert!(out.content.starts_with("Overwrote "), "{}", out.content);
         assert!(out.content.contains("(3 bytes, 1 line)"), "{}", out.content);
-        assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "new");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+            "new"
+        );
     }
 
     #[tokio::test]
     async fn empty_content_is_allowed() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run(&json!({"file_path": "empty", "content": ""}), &ctx(dir.path())).await;
+        let out = run(
+            &json!({"file_path": "empty", "content": ""}),
+            &ctx(dir.path()),
+        )
+        .await;
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(std::fs::read(dir.path().join("empty")).unwrap(), b"");
     }
@@ -126,8 +148,16 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
         for path in ["../escape.txt", "out/escape.txt"] {
-            let out = run(&json!({"file_path": path, "content": "x"}), &ctx(dir.path())).await;
-            assert!(out.is_error && out.content.contains("outside"), "{}", out.content);
+            let out = run(
+                &json!({"file_path": path, "content": "x"}),
+                &ctx(dir.path()),
+            )
+            .await;
+            assert!(
+                out.is_error && out.content.contains("outside"),
+                "{}",
+                out.content
+            );
         }
         let abs = outside.path().join("escape.txt");
         let out = run(
@@ -135,7 +165,11 @@ mod tests {
             &ctx(dir.path()),
         )
         .await;
-        assert!(out.is_error && out.content.contains("outside"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("outside"),
+            "{}",
+            out.content
+        );
         assert!(!outside.path().join("escape.txt").exists());
     }
 
@@ -144,20 +178,39 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("d")).unwrap();
         let out = run(&json!({"file_path": "d", "content": "x"}), &ctx(dir.path())).await;
-        assert!(out.is_error && out.content.contains("directory"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("directory"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"file_path": "f"}), &ctx(dir.path())).await;
-        assert!(out.is_error && out.content.contains("`content` is required"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`content` is required"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"content": "x"}), &ctx(dir.path())).await;
-        assert!(out.is_error && out.content.contains("`file_path` is required"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`file_path` is required"),
+            "{}",
+            out.content
+        );
         let out = run(&json!({"file_path": "f", "content": 1}), &ctx(dir.path())).await;
-        assert!(out.is_error && out.content.contains("`content`"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("`content`"),
+            "{}",
+            out.content
+        );
     }
 
     #[test]
     fn spec_is_well_formed() {
         let spec = spec();
         assert_eq!(spec.name, "Write");
-        assert_eq!(spec.input_schema["required"], json!(["file_path", "content"]));
+        assert_eq!(
+            spec.input_schema["required"],
+            json!(["file_path", "content"])
+        );
         assert_eq!(spec.input_schema["additionalProperties"], json!(false));
     }
 }
