@@ -84,7 +84,11 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> Result<u8, Failure> {
-    let target = autostart::Target::new(cli.socket.as_deref(), cli.data_dir.as_deref(), !cli.no_autostart);
+    let target = autostart::Target::new(
+        cli.socket.as_deref(),
+        cli.data_dir.as_deref(),
+        !cli.no_autostart,
+    );
     match cli.command {
         Command::Run(args) => commands::run::run(&target, args).await,
         Command::List(args) => commands::list::run(&target, args).await,

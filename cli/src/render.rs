@@ -47,7 +47,7 @@ fn null_if_empty(s: &str) -> Value {
 }
 
 pub fn usage_json(u: Option<&pb::Usage>) -> Value {
-    let u = u.cloned().unwrap_or_default();
+    let u = u.copied().unwrap_or_default();
     json!({
         "input_tokens": u.input_tokens,
         "output_tokens": u.output_tokens,

@@ -91,7 +91,10 @@ impl TranscriptView {
             pb::Role::System => {
                 if self.show_user_text {
                     self.end_line();
-                    println!("[note] {}", serde_json::to_string(&blocks).unwrap_or_default());
+                    println!(
+                        "[note] {}",
+                        serde_json::to_string(&blocks).unwrap_or_default()
+                    );
                 }
             }
             pb::Role::Unspecified => {}

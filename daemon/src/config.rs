@@ -59,7 +59,11 @@ mod tests {
         let err = Config::load(&bad).unwrap_err().to_string();
         assert!(err.contains("max_turn"), "{err}");
         let good = dir.path().join("good.toml");
-        std::fs::write(&good, "max_turns = 7\ndefault_model = \"scripted:x.json\"\n").unwrap();
+        std::fs::write(
+            &good,
+            "max_turns = 7\ndefault_model = \"scripted:x.json\"\n",
+        )
+        .unwrap();
         let cfg = Config::load(&good).unwrap();
         assert_eq!(cfg.max_turns, 7);
         assert_eq!(cfg.default_model.as_deref(), Some("scripted:x.json"));

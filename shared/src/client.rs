@@ -45,6 +45,5 @@ pub async fn connect(path: &Path) -> Result<Channel, ConnectError> {
 
 /// A client of the agent service over the socket at `path`.
 pub async fn agent_client(path: &Path) -> Result<AgentServiceClient<Channel>, ConnectError> {
-    Ok(AgentServiceClient::new(connect(path).await?)
-        .max_decoding_message_size(64 * 1024 * 1024))
+    Ok(AgentServiceClient::new(connect(path).await?).max_decoding_message_size(64 * 1024 * 1024))
 }

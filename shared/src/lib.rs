@@ -1,9 +1,9 @@
 //! Shared by the daemon and its clients: the generated v1 API, where the
 //! socket and the data live, and how to connect to the daemon.
 
-pub mod paths;
 pub mod client;
 pub mod ids;
+pub mod paths;
 pub mod tool_summary;
 
 /// The generated `agentd.v1` API (messages, client and server).
@@ -12,7 +12,8 @@ pub mod proto {
     tonic::include_proto!("agentd.v1");
 
     /// Encoded file descriptor set, for gRPC server reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("agentd_v1_descriptor");
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        tonic::include_file_descriptor_set!("agentd_v1_descriptor");
 }
 
 /// The daemon's and client's version, exchanged in `GetStatus`.

@@ -42,11 +42,23 @@ mod tests {
 
     #[test]
     fn summaries_pick_the_telling_field_and_stay_short() {
-        assert_eq!(summarize("Bash", &json!({"command": "ls -la\necho hi"})), "ls -la…");
-        assert_eq!(summarize("Read", &json!({"file_path": "src/a.rs"})), "src/a.rs");
-        assert_eq!(summarize("Grep", &json!({"pattern": "fn main", "path": "src"})), "fn main in src");
+        assert_eq!(
+            summarize("Bash", &json!({"command": "ls -la\necho hi"})),
+            "ls -la…"
+        );
+        assert_eq!(
+            summarize("Read", &json!({"file_path": "src/a.rs"})),
+            "src/a.rs"
+        );
+        assert_eq!(
+            summarize("Grep", &json!({"pattern": "fn main", "path": "src"})),
+            "fn main in src"
+        );
         let long = "x".repeat(300);
-        assert_eq!(summarize("Bash", &json!({"command": long})).chars().count(), MAX_CHARS + 1);
+        assert_eq!(
+            summarize("Bash", &json!({"command": long})).chars().count(),
+            MAX_CHARS + 1
+        );
         assert_eq!(summarize("Mystery", &json!({"a": 1})), r#"{"a":1}"#);
     }
 }

@@ -86,14 +86,19 @@ impl Env {
             .env("XDG_STATE_HOME", self.home().join(".state"))
             .env("AGENTD_SOCKET", self.socket())
             .env("AGENTD_DATA_DIR", self.data_dir())
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()));
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            );
     }
 
     /// An `agentctl` command in this world, run from the project directory.
     pub fn ctl_command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(agentctl_bin());
         self.apply(&mut cmd);
-        cmd.current_dir(self.project()).args(args).stdin(Stdio::null());
+        cmd.current_dir(self.project())
+            .args(args)
+            .stdin(Stdio::null());
         cmd
     }
 
@@ -114,20 +119,27 @@ impl Env {
     /// Writes a model script into the temp root and returns `scripted:<path>`.
     pub fn script(&self, name: &str, script: &Value) -> String {
         let path = self.root.path().join(name);
-        std::fs::write(&path, serde_json::to_vec_pretty(script).expect("json")).expect("write script");
+        std::fs::write(&path, serde_json::to_vec_pretty(script).expect("json"))
+            .expect("write script");
         format!("scripted:{}", path.display())
     }
 
     /// Starts `agentd` and waits until it reports ready.
     pub fn start_daemon(&self) -> Daemon {
         self.try_start_daemon().unwrap_or_else(|e| {
-            panic!("agentd did not start: {e}\n{}", std::fs::read_to_string(self.daemon_log()).unwrap_or_default())
+            panic!(
+                "agentd did not start: {e}\n{}",
+                std::fs::read_to_string(self.daemon_log()).unwrap_or_default()
+            )
         })
     }
 
     /// Starts `agentd`; Err if it exits before it is ready.
     pub fn try_start_daemon(&self) -> Result<Daemon, String> {
-        let notify_path = self.root.path().join(format!("notify-{}.sock", std::process::id()));
+        let notify_path = self
+            .root
+            .path()
+            .join(format!("notify-{}.sock", std::process::id()));
         let _ = std::fs::remove_file(&notify_path);
         let notify = UnixDatagram::bind(&notify_path).map_err(|e| e.to_string())?;
         notify
@@ -149,7 +161,9 @@ impl Env {
         let mut buf = [0u8; 256];
         loop {
             if let Ok(n) = notify.recv(&mut buf)
-                && String::from_utf8_lossy(&buf[..n]).lines().any(|l| l == "READY=1")
+                && String::from_utf8_lossy(&buf[..n])
+                    .lines()
+                    .any(|l| l == "READY=1")
             {
                 let _ = std::fs::remove_file(&notify_path);
                 return Ok(Daemon { child });
@@ -180,7 +194,11 @@ impl Env {
                     return v;
                 }
             }
-            assert!(Instant::now() < deadline, "agent {id} never reached: {what}; last: {}", out.stdout);
+            assert!(
+                Instant::now() < deadline,
+                "agent {id} never reached: {what}; last: {}",
+                out.stdout
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -188,10 +206,14 @@ impl Env {
     /// Makes the temp root world-traversable (for tests that run a client as
     /// another user).
     pub fn open_up(&self) {
-        for dir in [self.root.path().to_path_buf(), self.socket().parent().expect("dir").to_path_buf()] {
+        for dir in [
+            self.root.path().to_path_buf(),
+            self.socket().parent().expect("dir").to_path_buf(),
+        ] {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
         }
-        std::fs::set_permissions(self.socket(), std::fs::Permissions::from_mode(0o666)).expect("chmod socket");
+        std::fs::set_permissions(self.socket(), std::fs::Permissions::from_mode(0o666))
+            .expect("chmod socket");
     }
 }
 
@@ -219,14 +241,20 @@ impl Daemon {
 
     /// SIGTERM, then wait (bounded) for the exit status.
     pub fn terminate(mut self) -> std::process::ExitStatus {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), nix::sys::signal::Signal::SIGTERM)
-            .expect("SIGTERM");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid()),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .expect("SIGTERM");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 return status;
             }
-            assert!(Instant::now() < deadline, "agentd did not exit within 30 s of SIGTERM");
+            assert!(
+                Instant::now() < deadline,
+                "agentd did not exit within 30 s of SIGTERM"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -259,14 +287,22 @@ impl From<Output> for Out {
 
 impl Out {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}\nstderr: {}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {:?}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
     }
 
     /// Asserts the exit code, showing the output when it differs.
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Out {
-        assert_eq!(self.code, code, "unexpected exit code; stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, code,
+            "unexpected exit code; stdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
         self
     }
 }

@@ -1,5 +1,7 @@
 //! What a client has seen is on disk: SIGKILL the daemon mid-run and start it again.
 
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
 use agentd_e2e::Env;
 use agentd_e2e::script::{delayed, script, text, tool, turn};
 use serde_json::json;
@@ -11,14 +13,28 @@ fn sigkill_mid_run_keeps_every_flushed_entry_and_marks_the_agent_interrupted() {
     let model = env.script(
         "s.json",
         &script(vec![
-            turn(vec![text("step one"), tool("Bash", json!({"command": "echo one > one.txt"}))]),
-            turn(vec![text("step two"), tool("Write", json!({"file_path": "two.txt", "content": "2"}))]),
+            turn(vec![
+                text("step one"),
+                tool("Bash", json!({"command": "echo one > one.txt"})),
+            ]),
+            turn(vec![
+                text("step two"),
+                tool("Write", json!({"file_path": "two.txt", "content": "2"})),
+            ]),
             // Held here: the daemon dies while this response is "streaming".
             delayed(60_000, vec![text("never seen")]),
         ]),
     );
     let id = env
-        .ctl(&["run", "--background", "--model", &model, "--name", "victim", "work"])
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            &model,
+            "--name",
+            "victim",
+            "work",
+        ])
         .expect_code(0)
         .stdout
         .trim()
@@ -30,20 +46,32 @@ fn sigkill_mid_run_keeps_every_flushed_entry_and_marks_the_agent_interrupted() {
     assert_eq!(before.as_array().unwrap().len(), 5);
 
     daemon.kill9();
-    assert!(env.socket().exists(), "SIGKILL leaves the socket file behind");
+    assert!(
+        env.socket().exists(),
+        "SIGKILL leaves the socket file behind"
+    );
     let _daemon = env.start_daemon();
 
     let after = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
-    assert_eq!(after, before, "every entry a client saw survives, byte for byte");
+    assert_eq!(
+        after, before,
+        "every entry a client saw survives, byte for byte"
+    );
     let agent = env.ctl(&["show", "victim", "--json"]).expect_code(0).json();
     assert_eq!(agent["status"], "interrupted");
     assert_eq!(agent["turns"], 2);
     assert_eq!(agent["can_message"], true);
     assert!(agent["resume_blocked_reason"].is_null());
-    assert_eq!(std::fs::read_to_string(env.project().join("two.txt")).unwrap(), "2");
+    assert_eq!(
+        std::fs::read_to_string(env.project().join("two.txt")).unwrap(),
+        "2"
+    );
     // An interrupted agent can still be stopped for good.
     env.ctl(&["stop", "victim"]).expect_code(0);
-    assert_eq!(env.ctl(&["show", "victim", "--json"]).json()["status"], "cancelled");
+    assert_eq!(
+        env.ctl(&["show", "victim", "--json"]).json()["status"],
+        "cancelled"
+    );
 }
 
 #[test]
@@ -53,13 +81,24 @@ fn sigterm_stops_gracefully_removes_the_socket_and_interrupts_running_agents() {
     env.write_config("shutdown_grace_secs = 1\n");
     let daemon = env.start_daemon();
     let model = env.script("s.json", &script(vec![delayed(60_000, vec![text("x")])]));
-    let id = env.ctl(&["run", "--background", "--model", &model, "hold"]).expect_code(0).stdout.trim().to_string();
+    let id = env
+        .ctl(&["run", "--background", "--model", &model, "hold"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
     env.wait_for_agent(&id, "running", |a| a["status"] == "running");
     let started = std::time::Instant::now();
     let status = daemon.terminate();
     assert!(status.success(), "agentd exited with {status}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(8), "shutdown ignored its grace period");
-    assert!(!env.socket().exists(), "the socket is removed on a clean stop");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "shutdown ignored its grace period"
+    );
+    assert!(
+        !env.socket().exists(),
+        "the socket is removed on a clean stop"
+    );
     assert!(env.daemon_log_text().contains("SIGTERM"));
 
     let _daemon = env.start_daemon();
@@ -72,7 +111,8 @@ fn completed_agents_and_transcripts_survive_restarts() {
     let env = Env::new();
     let daemon = env.start_daemon();
     let model = env.script("s.json", &script(vec![turn(vec![text("kept")])]));
-    env.ctl(&["run", "--model", &model, "--name", "keep", "x"]).expect_code(0);
+    env.ctl(&["run", "--model", &model, "--name", "keep", "x"])
+        .expect_code(0);
     daemon.kill9();
     let _daemon = env.start_daemon();
     let agent = env.ctl(&["show", "keep", "--json"]).expect_code(0).json();
@@ -87,23 +127,40 @@ fn sigterm_lets_a_running_tool_finish_before_stopping_at_the_safe_point() {
     let model = env.script(
         "s.json",
         &script(vec![
-            turn(vec![tool("Bash", json!({"command": "touch started; sleep 1; echo done > finished"}))]),
+            turn(vec![tool(
+                "Bash",
+                json!({"command": "touch started; sleep 1; echo done > finished"}),
+            )]),
             turn(vec![text("next turn")]),
         ]),
     );
-    let id = env.ctl(&["run", "--background", "--model", &model, "t"]).expect_code(0).stdout.trim().to_string();
+    let id = env
+        .ctl(&["run", "--background", "--model", &model, "t"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !env.project().join("started").exists() {
-        assert!(std::time::Instant::now() < deadline, "the tool never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert!(daemon.terminate().success());
     // The tool ran to completion and its result was persisted before the stop.
-    assert_eq!(std::fs::read_to_string(env.project().join("finished")).unwrap(), "done\n");
+    assert_eq!(
+        std::fs::read_to_string(env.project().join("finished")).unwrap(),
+        "done\n"
+    );
     let _daemon = env.start_daemon();
     let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
     let entries = log.as_array().unwrap();
     assert_eq!(entries.len(), 3, "{log}");
     assert_eq!(entries[2]["content"][0]["type"], "tool_result");
-    assert_eq!(env.ctl(&["show", &id, "--json"]).json()["status"], "interrupted");
+    assert_eq!(
+        env.ctl(&["show", &id, "--json"]).json()["status"],
+        "interrupted"
+    );
 }

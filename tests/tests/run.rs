@@ -1,16 +1,27 @@
 //! `agentctl run`, `list`, `show`, `log`, `wait`, `stop` against the real daemon.
 
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
 use agentd_e2e::Env;
 use agentd_e2e::script::{delayed, script, text, tool, turn};
 use serde_json::{Value, json};
 
 fn demo_script() -> Value {
     script(vec![
-        turn(vec![text("Listing files."), tool("Bash", json!({"command": "ls -1"}))]),
-        turn(vec![text("Reading the notes."), tool("Read", json!({"file_path": "notes.txt"}))]),
+        turn(vec![
+            text("Listing files."),
+            tool("Bash", json!({"command": "ls -1"})),
+        ]),
+        turn(vec![
+            text("Reading the notes."),
+            tool("Read", json!({"file_path": "notes.txt"})),
+        ]),
         turn(vec![
             text("Writing a summary."),
-            tool("Write", json!({"file_path": "out/summary.md", "content": "# Summary\nnotes has 2 lines\n"})),
+            tool(
+                "Write",
+                json!({"file_path": "out/summary.md", "content": "# Summary\nnotes has 2 lines\n"}),
+            ),
         ]),
         turn(vec![text("Done: wrote out/summary.md.")]),
     ])
@@ -23,12 +34,27 @@ fn run_in_foreground_writes_files_and_records_the_transcript() {
     let _daemon = env.start_daemon();
     let model = env.script("demo.json", &demo_script());
 
-    let out = env.ctl(&["run", "--model", &model, "--name", "demo", "Summarize the notes"]);
+    let out = env.ctl(&[
+        "run",
+        "--model",
+        &model,
+        "--name",
+        "demo",
+        "Summarize the notes",
+    ]);
     out.expect_code(0);
     assert!(out.stdout.contains("Listing files."), "{}", out.stdout);
-    assert!(out.stdout.contains("Done: wrote out/summary.md."), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("Done: wrote out/summary.md."),
+        "{}",
+        out.stdout
+    );
     assert!(out.stderr.contains("✓ Bash(ls -1)"), "{}", out.stderr);
-    assert!(out.stderr.contains("✓ Write(out/summary.md)"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("✓ Write(out/summary.md)"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(
         std::fs::read_to_string(env.project().join("out/summary.md")).unwrap(),
         "# Summary\nnotes has 2 lines\n"
@@ -36,14 +62,29 @@ fn run_in_foreground_writes_files_and_records_the_transcript() {
 
     let log = env.ctl(&["log", "demo", "--json"]).expect_code(0).json();
     let entries = log.as_array().unwrap();
-    let roles: Vec<&str> = entries.iter().map(|e| e["role"].as_str().unwrap()).collect();
+    let roles: Vec<&str> = entries
+        .iter()
+        .map(|e| e["role"].as_str().unwrap())
+        .collect();
     assert_eq!(
         roles,
-        ["user", "assistant", "user", "assistant", "user", "assistant", "user", "assistant"]
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant"
+        ]
     );
     let seqs: Vec<u64> = entries.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (0..8).collect::<Vec<u64>>());
-    assert_eq!(entries[0]["content"], json!([{"type": "text", "text": "Summarize the notes"}]));
+    assert_eq!(
+        entries[0]["content"],
+        json!([{"type": "text", "text": "Summarize the notes"}])
+    );
     // Tool results pair with their tool_use ids and carry the real output.
     let ls_id = entries[1]["content"][1]["id"].as_str().unwrap();
     let ls_result = &entries[2]["content"][0];
@@ -51,7 +92,10 @@ fn run_in_foreground_writes_files_and_records_the_transcript() {
     assert_eq!(ls_result["tool_use_id"], ls_id);
     assert!(ls_result["content"].as_str().unwrap().contains("notes.txt"));
     let read_result = entries[4]["content"][0]["content"].as_str().unwrap();
-    assert!(read_result.contains("alpha") && read_result.contains("beta"), "{read_result}");
+    assert!(
+        read_result.contains("alpha") && read_result.contains("beta"),
+        "{read_result}"
+    );
     assert_eq!(entries[7]["stop_reason"], "end_turn");
     assert_eq!(entries[1]["stop_reason"], "tool_use");
 
@@ -74,7 +118,11 @@ fn background_run_prints_only_the_id_and_wait_returns_the_result() {
     let out = env.ctl(&["run", "--background", "--model", &model, "work quietly"]);
     out.expect_code(0);
     let id = out.stdout.trim_end_matches('\n');
-    assert_eq!(out.stdout, format!("{id}\n"), "stdout must hold the id alone");
+    assert_eq!(
+        out.stdout,
+        format!("{id}\n"),
+        "stdout must hold the id alone"
+    );
     assert!(uuid_like(id), "{id}");
 
     let waited = env.ctl(&["wait", id]);
@@ -97,13 +145,23 @@ fn wait_times_out_with_124_and_stop_cancels_a_running_agent() {
         "slow.json",
         &script(vec![delayed(60_000, vec![text("too late")])]),
     );
-    let id = env.ctl(&["run", "--background", "--model", &model, "--name", "slow", "wait a minute"])
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            &model,
+            "--name",
+            "slow",
+            "wait a minute",
+        ])
         .expect_code(0)
         .stdout
         .trim()
         .to_string();
     env.wait_for_agent(&id, "running", |a| a["status"] == "running");
-    env.ctl(&["wait", "slow", "--timeout", "0.3"]).expect_code(124);
+    env.ctl(&["wait", "slow", "--timeout", "0.3"])
+        .expect_code(124);
 
     let started = std::time::Instant::now();
     let stopped = env.ctl(&["stop", "slow"]);
@@ -119,7 +177,11 @@ fn wait_times_out_with_124_and_stop_cancels_a_running_agent() {
     // Stopping again is refused: there is nothing to stop.
     let again = env.ctl(&["stop", &id]);
     again.expect_code(1);
-    assert!(again.stderr.contains("already cancelled"), "{}", again.stderr);
+    assert!(
+        again.stderr.contains("already cancelled"),
+        "{}",
+        again.stderr
+    );
 }
 
 #[test]
@@ -137,17 +199,29 @@ fn stop_kills_a_running_tool_promptly() {
             turn(vec![text("never")]),
         ]),
     );
-    let id = env.ctl(&["run", "--background", "--model", &model, "sleep"]).expect_code(0).stdout.trim().to_string();
+    let id = env
+        .ctl(&["run", "--background", "--model", &model, "sleep"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !marker.exists() {
-        assert!(std::time::Instant::now() < deadline, "the tool never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let started = std::time::Instant::now();
     env.ctl(&["stop", &id]).expect_code(0);
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     std::thread::sleep(std::time::Duration::from_millis(200));
-    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "", "the command's process group was not killed");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "",
+        "the command's process group was not killed"
+    );
 }
 
 #[test]
@@ -174,7 +248,10 @@ fn foreground_run_exits_1_when_the_agent_fails() {
 fn script_running_out_of_turns_fails_the_agent_with_a_clear_error() {
     let env = Env::new();
     let _daemon = env.start_daemon();
-    let model = env.script("short.json", &script(vec![turn(vec![tool("Bash", json!({"command": "true"}))])]));
+    let model = env.script(
+        "short.json",
+        &script(vec![turn(vec![tool("Bash", json!({"command": "true"}))])]),
+    );
     let out = env.ctl(&["run", "--model", &model, "go"]);
     out.expect_code(1);
     assert!(out.stderr.contains("has 1 turns"), "{}", out.stderr);
@@ -185,18 +262,39 @@ fn json_shapes_of_list_show_and_log() {
     let env = Env::new();
     let _daemon = env.start_daemon();
     let model = env.script("s.json", &script(vec![turn(vec![text("hi")])]));
-    env.ctl(&["run", "--model", &model, "--name", "shape", "say hi"]).expect_code(0);
+    env.ctl(&["run", "--model", &model, "--name", "shape", "say hi"])
+        .expect_code(0);
 
     let list = env.ctl(&["list", "--json"]).expect_code(0).json();
     let agent = &list.as_array().unwrap()[0];
     for key in [
-        "id", "short_id", "name", "description", "subagent_type", "status", "background", "parent_id",
-        "model", "cwd", "created_at", "updated_at", "turns", "usage", "can_message",
-        "resume_blocked_reason", "result", "error",
+        "id",
+        "short_id",
+        "name",
+        "description",
+        "subagent_type",
+        "status",
+        "background",
+        "parent_id",
+        "model",
+        "cwd",
+        "created_at",
+        "updated_at",
+        "turns",
+        "usage",
+        "can_message",
+        "resume_blocked_reason",
+        "result",
+        "error",
     ] {
         assert!(agent.get(key).is_some(), "list entry lacks {key}: {agent}");
     }
-    for key in ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"] {
+    for key in [
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ] {
         assert!(agent["usage"][key].is_u64(), "usage lacks {key}");
     }
     assert_eq!(agent["short_id"], agent["id"].as_str().unwrap()[..8]);
@@ -206,9 +304,15 @@ fn json_shapes_of_list_show_and_log() {
     assert_eq!(agent["can_message"], true);
     assert!(agent["parent_id"].is_null());
     assert!(agent["error"].is_null());
-    assert_eq!(agent["cwd"], env.project().canonicalize().unwrap().display().to_string());
+    assert_eq!(
+        agent["cwd"],
+        env.project().canonicalize().unwrap().display().to_string()
+    );
     let created = agent["created_at"].as_str().unwrap();
-    assert!(created.ends_with('Z') && created.contains('T'), "not RFC 3339: {created}");
+    assert!(
+        created.ends_with('Z') && created.contains('T'),
+        "not RFC 3339: {created}"
+    );
 
     let show = env.ctl(&["show", "shape", "--json"]).expect_code(0).json();
     assert_eq!(show["id"], agent["id"]);
@@ -222,14 +326,28 @@ fn json_shapes_of_list_show_and_log() {
             assert!(e.get(key).is_some(), "entry lacks {key}: {e}");
         }
     }
-    assert!(entries[0].get("usage").is_none(), "usage only on assistant entries");
+    assert!(
+        entries[0].get("usage").is_none(),
+        "usage only on assistant entries"
+    );
     assert!(entries[1]["usage"]["output_tokens"].is_u64());
-    assert_eq!(entries[1]["content"], json!([{"type": "text", "text": "hi"}]));
+    assert_eq!(
+        entries[1]["content"],
+        json!([{"type": "text", "text": "hi"}])
+    );
 
     let table = env.ctl(&["list"]);
     table.expect_code(0);
     let header = table.stdout.lines().next().unwrap();
-    for col in ["ID", "NAME", "STATUS", "AGE", "TURNS", "MODEL", "DESCRIPTION"] {
+    for col in [
+        "ID",
+        "NAME",
+        "STATUS",
+        "AGE",
+        "TURNS",
+        "MODEL",
+        "DESCRIPTION",
+    ] {
         assert!(header.contains(col), "{header}");
     }
     assert!(table.stdout.contains("shape") && table.stdout.contains("completed"));
@@ -240,8 +358,18 @@ fn ambiguous_and_unknown_ids_fail_with_exit_1() {
     let env = Env::new();
     let _daemon = env.start_daemon();
     let model = env.script("s.json", &script(vec![turn(vec![text("ok")])]));
-    let a = env.ctl(&["run", "--background", "--model", &model, "one"]).expect_code(0).stdout.trim().to_string();
-    let b = env.ctl(&["run", "--background", "--model", &model, "two"]).expect_code(0).stdout.trim().to_string();
+    let a = env
+        .ctl(&["run", "--background", "--model", &model, "one"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    let b = env
+        .ctl(&["run", "--background", "--model", &model, "two"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
     // UUID v7 ids created moments apart share their leading (timestamp) digits.
     let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
     assert!(common >= 4, "{a} {b}");
@@ -249,17 +377,29 @@ fn ambiguous_and_unknown_ids_fail_with_exit_1() {
     let out = env.ctl(&["show", prefix]);
     out.expect_code(1);
     assert!(out.stderr.contains("ambiguous"), "{}", out.stderr);
-    assert!(out.stderr.contains(&a) && out.stderr.contains(&b), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&a) && out.stderr.contains(&b),
+        "{}",
+        out.stderr
+    );
 
     // A longer prefix that tells them apart works.
     let unique = &a[..=common];
     let v = env.ctl(&["show", unique, "--json"]).expect_code(0).json();
     assert_eq!(v["id"], a);
 
-    for unknown in ["ffffffff", "no-such-agent", "00000000-0000-7000-8000-000000000000"] {
+    for unknown in [
+        "ffffffff",
+        "no-such-agent",
+        "00000000-0000-7000-8000-000000000000",
+    ] {
         let out = env.ctl(&["show", unknown]);
         out.expect_code(1);
-        assert!(out.stderr.contains("no agent matches"), "{unknown}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("no agent matches"),
+            "{unknown}: {}",
+            out.stderr
+        );
         env.ctl(&["wait", unknown]).expect_code(1);
         env.ctl(&["stop", unknown]).expect_code(1);
         env.ctl(&["log", unknown]).expect_code(1);
@@ -271,14 +411,50 @@ fn names_in_use_by_unfinished_agents_are_refused() {
     let env = Env::new();
     let _daemon = env.start_daemon();
     let slow = env.script("slow.json", &script(vec![delayed(60_000, vec![text("x")])]));
-    env.ctl(&["run", "--background", "--model", &slow, "--name", "dup", "a"]).expect_code(0);
-    let out = env.ctl(&["run", "--background", "--model", &slow, "--name", "dup", "b"]);
+    env.ctl(&[
+        "run",
+        "--background",
+        "--model",
+        &slow,
+        "--name",
+        "dup",
+        "a",
+    ])
+    .expect_code(0);
+    let out = env.ctl(&[
+        "run",
+        "--background",
+        "--model",
+        &slow,
+        "--name",
+        "dup",
+        "b",
+    ]);
     out.expect_code(1);
-    assert!(out.stderr.contains("already exists") && out.stderr.contains("dup"), "{}", out.stderr);
-    let bad = env.ctl(&["run", "--background", "--model", &slow, "--name", "bad name", "c"]);
+    assert!(
+        out.stderr.contains("already exists") && out.stderr.contains("dup"),
+        "{}",
+        out.stderr
+    );
+    let bad = env.ctl(&[
+        "run",
+        "--background",
+        "--model",
+        &slow,
+        "--name",
+        "bad name",
+        "c",
+    ]);
     bad.expect_code(1);
     assert!(bad.stderr.contains("invalid agent name"), "{}", bad.stderr);
-    assert_eq!(env.ctl(&["list", "--json"]).json().as_array().unwrap().len(), 1);
+    assert_eq!(
+        env.ctl(&["list", "--json"])
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]

@@ -34,7 +34,14 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         return Ok(SUCCESS);
     }
     if agents.is_empty() {
-        eprintln!("no agents{}", if args.all { "" } else { " (--all includes those that ended over a day ago)" });
+        eprintln!(
+            "no agents{}",
+            if args.all {
+                ""
+            } else {
+                " (--all includes those that ended over a day ago)"
+            }
+        );
         return Ok(SUCCESS);
     }
     let now = SystemTime::now();
@@ -43,7 +50,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .map(|a| {
             vec![
                 a.short_id.clone(),
-                if a.name.is_empty() { "-".into() } else { a.name.clone() },
+                if a.name.is_empty() {
+                    "-".into()
+                } else {
+                    a.name.clone()
+                },
                 render::status_name(a.status).to_string(),
                 render::age(render::system_time(a.created_at.as_ref()), now),
                 a.turns.to_string(),
@@ -55,7 +66,15 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     print!(
         "{}",
         render::table(
-            &["ID", "NAME", "STATUS", "AGE", "TURNS", "MODEL", "DESCRIPTION"],
+            &[
+                "ID",
+                "NAME",
+                "STATUS",
+                "AGE",
+                "TURNS",
+                "MODEL",
+                "DESCRIPTION"
+            ],
             &rows
         )
     );

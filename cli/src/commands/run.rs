@@ -96,7 +96,11 @@ async fn follow(client: &mut crate::autostart::Client, id: &str) -> Result<u8, F
             }
         };
         let event = match next {
-            None => return Err(Failure::failed("the daemon closed the stream before the agent ended")),
+            None => {
+                return Err(Failure::failed(
+                    "the daemon closed the stream before the agent ended",
+                ));
+            }
             Some(Err(status)) => return Err(status.into()),
             Some(Ok(pb::AttachEvent { event: Some(e) })) => e,
             Some(Ok(_)) => continue,
@@ -107,7 +111,9 @@ async fn follow(client: &mut crate::autostart::Client, id: &str) -> Result<u8, F
             pb::attach_event::Event::Status(s) => {
                 let status = pb::AgentStatus::try_from(s.status).unwrap_or_default();
                 match status {
-                    pb::AgentStatus::Pending | pb::AgentStatus::Running | pb::AgentStatus::Waiting => {}
+                    pb::AgentStatus::Pending
+                    | pb::AgentStatus::Running
+                    | pb::AgentStatus::Waiting => {}
                     pb::AgentStatus::Completed => {
                         view.finish();
                         return Ok(SUCCESS);

@@ -27,7 +27,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         println!("{v}");
         return Ok(SUCCESS);
     }
-    let u = a.usage.clone().unwrap_or_default();
+    let u = a.usage.unwrap_or_default();
     let mut lines = vec![
         ("id", a.id.clone()),
         ("name", a.name.clone()),
@@ -46,7 +46,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             "usage",
             format!(
                 "input {} · output {} · cache read {} · cache write {}",
-                u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_input_tokens,
+                u.cache_creation_input_tokens
             ),
         ),
         ("can message", a.can_message.to_string()),

@@ -44,12 +44,19 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     println!("agentd {} (pid {})", s.version, s.pid);
     println!("socket:   {}", s.socket);
     println!("data dir: {}", s.data_dir);
-    println!("uptime:   {}", humantime::format_duration(std::time::Duration::from_secs(s.uptime_secs)));
+    println!(
+        "uptime:   {}",
+        humantime::format_duration(std::time::Duration::from_secs(s.uptime_secs))
+    );
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
     println!(
         "agents:   {}{}",
         s.agents_total,
-        if summary.is_empty() { String::new() } else { format!(" ({})", summary.join(", ")) }
+        if summary.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", summary.join(", "))
+        }
     );
     Ok(SUCCESS)
 }

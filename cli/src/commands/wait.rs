@@ -19,10 +19,15 @@ pub struct Args {
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let mut client = target.client().await?;
-    let call = client.wait_agent(pb::WaitAgentRequest { id: args.id.clone() });
+    let call = client.wait_agent(pb::WaitAgentRequest {
+        id: args.id.clone(),
+    });
     let agent = match args.timeout {
         Some(secs) if !(secs.is_finite() && secs >= 0.0) => {
-            return Err(Failure::new(2, format!("invalid --timeout {secs}: give a number of seconds")));
+            return Err(Failure::new(
+                2,
+                format!("invalid --timeout {secs}: give a number of seconds"),
+            ));
         }
         Some(secs) => match tokio::time::timeout(Duration::from_secs_f64(secs), call).await {
             Ok(r) => r?,
@@ -46,6 +51,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     } else {
         format!(": {}", agent.error)
     };
-    eprintln!("agent {} {}{why}", agent.short_id, render::status_name(agent.status));
+    eprintln!(
+        "agent {} {}{why}",
+        agent.short_id,
+        render::status_name(agent.status)
+    );
     Ok(FAILURE)
 }

@@ -232,7 +232,9 @@ impl TurnLoop {
         };
         self.record.updated_at_ms = entry.created_at_ms;
         self.store.put_agent(&self.record)?;
-        self.store.append_durable(self.record.uuid(), &entry).await?;
+        self.store
+            .append_durable(self.record.uuid(), &entry)
+            .await?;
         self.next_seq += 1;
         if let Some(message) = message_of(&entry) {
             self.messages.push(message);

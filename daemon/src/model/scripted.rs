@@ -174,13 +174,15 @@ impl Script {
                         index,
                         json: input.to_string(),
                     });
-                    content.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+                    content
+                        .push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
                 }
             }
         }
-        let stop_reason = turn.stop_reason.clone().unwrap_or_else(|| {
-            if has_tool_use { "tool_use" } else { "end_turn" }.to_string()
-        });
+        let stop_reason = turn
+            .stop_reason
+            .clone()
+            .unwrap_or_else(|| if has_tool_use { "tool_use" } else { "end_turn" }.to_string());
         Ok(ModelResponse {
             content,
             stop_reason,
@@ -270,12 +272,28 @@ mod tests {
     fn malformed_and_missing_scripts_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
         let missing = Script::load(&dir.path().join("nope.json")).unwrap_err();
-        assert!(matches!(missing, AgentdError::FailedPrecondition(_)), "{missing}");
-        let bad = write(dir.path(), "bad.json", "{\"turns\": [{\"content\": [{\"type\": \"bogus\"}]}]}");
-        assert!(matches!(Script::load(&bad), Err(AgentdError::InvalidArgument(_))));
+        assert!(
+            matches!(missing, AgentdError::FailedPrecondition(_)),
+            "{missing}"
+        );
+        let bad = write(
+            dir.path(),
+            "bad.json",
+            "{\"turns\": [{\"content\": [{\"type\": \"bogus\"}]}]}",
+        );
+        assert!(matches!(
+            Script::load(&bad),
+            Err(AgentdError::InvalidArgument(_))
+        ));
         let empty = write(dir.path(), "empty.json", "[]");
-        assert!(matches!(Script::load(&empty), Err(AgentdError::InvalidArgument(m)) if m.contains("no turns")));
-        let list = write(dir.path(), "list.json", r#"[{"content":[{"type":"text","text":"hi"}]}]"#);
+        assert!(
+            matches!(Script::load(&empty), Err(AgentdError::InvalidArgument(m)) if m.contains("no turns"))
+        );
+        let list = write(
+            dir.path(),
+            "list.json",
+            r#"[{"content":[{"type":"text","text":"hi"}]}]"#,
+        );
         assert!(Script::load(&list).is_ok());
     }
 }

@@ -35,7 +35,9 @@ pub async fn read_start(
         Some(_) => Err(Status::invalid_argument(
             "the first message of an attach stream must be `start`",
         )),
-        None => Err(Status::invalid_argument("the attach stream closed before `start`")),
+        None => Err(Status::invalid_argument(
+            "the attach stream closed before `start`",
+        )),
     }
 }
 

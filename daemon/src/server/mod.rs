@@ -4,8 +4,8 @@
 mod attach;
 mod convert;
 pub mod peer_auth;
-pub mod socket;
 mod service;
+pub mod socket;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
@@ -50,7 +50,10 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     );
     let interrupted = sup.recover().await?;
     if interrupted > 0 {
-        tracing::info!(interrupted, "agents that were live when agentd last stopped are now interrupted");
+        tracing::info!(
+            interrupted,
+            "agents that were live when agentd last stopped are now interrupted"
+        );
     }
 
     let (health, health_service) = tonic_health::server::health_reporter();

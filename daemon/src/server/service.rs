@@ -190,7 +190,11 @@ impl AgentService for AgentApi {
             .store()
             .transcript(id, r.from_seq, limit as usize)
             .map_err(AgentdError::from)?;
-        let len = self.sup.store().transcript_len(id).map_err(AgentdError::from)?;
+        let len = self
+            .sup
+            .store()
+            .transcript_len(id)
+            .map_err(AgentdError::from)?;
         let next_seq = entries.last().map_or(r.from_seq, |e| e.seq + 1);
         Ok(Response::new(pb::GetTranscriptResponse {
             end: next_seq >= len,

@@ -98,7 +98,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("run/agentd/agentd.sock");
         let listener = bind(&path).unwrap();
-        let dir_mode = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode();
+        let dir_mode = std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(dir_mode & 0o777, 0o700);
         let sock_mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(sock_mode & 0o777, 0o600);

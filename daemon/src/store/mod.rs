@@ -164,7 +164,11 @@ impl Store {
 
     /// Appends one transcript entry and waits until it is on disk. The caller
     /// (the agent's turn loop, the only writer of its transcript) assigns seq.
-    pub async fn append_durable(&self, id: Uuid, entry: &TranscriptEntry) -> Result<(), StoreError> {
+    pub async fn append_durable(
+        &self,
+        id: Uuid,
+        entry: &TranscriptEntry,
+    ) -> Result<(), StoreError> {
         self.transcripts
             .insert(transcript_key(id, entry.seq), entry.encode_to_vec())?;
         self.flush().await
@@ -343,8 +347,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let id = Uuid::now_v7();
-        store.agents.insert(id.as_bytes(), &[0xff, 0xff, 0xff][..]).unwrap();
-        assert!(matches!(store.get_agent(id), Err(StoreError::Corrupt { .. })));
+        store
+            .agents
+            .insert(id.as_bytes(), &[0xff, 0xff, 0xff][..])
+            .unwrap();
+        assert!(matches!(
+            store.get_agent(id),
+            Err(StoreError::Corrupt { .. })
+        ));
         assert!(store.agents().next().unwrap().is_err());
     }
 }

@@ -18,9 +18,7 @@ use crate::agent::{TurnLoop, context};
 use crate::config::Config;
 use crate::error::AgentdError;
 use crate::model::{ModelSpec, Provider};
-use crate::store::{
-    AgentRecord, PermissionMode, Role, Status, Store, TranscriptEntry, now_ms,
-};
+use crate::store::{AgentRecord, PermissionMode, Role, Status, Store, TranscriptEntry, now_ms};
 use hub::{Hub, StatusSnapshot};
 
 /// Prompts larger than this are refused.
@@ -402,7 +400,10 @@ impl Supervisor {
         self.shutdown.cancel();
         self.tasks.close();
         let grace = self.config.shutdown_grace();
-        if tokio::time::timeout(grace, self.tasks.wait()).await.is_err() {
+        if tokio::time::timeout(grace, self.tasks.wait())
+            .await
+            .is_err()
+        {
             let handles: Vec<_> = self.handles().values().cloned().collect();
             let mut killed = 0;
             for handle in handles {
@@ -411,7 +412,11 @@ impl Supervisor {
                     killed += 1;
                 }
             }
-            tracing::warn!(killed, ?grace, "turns did not reach a safe point in time; stopping them");
+            tracing::warn!(
+                killed,
+                ?grace,
+                "turns did not reach a safe point in time; stopping them"
+            );
             self.tasks.wait().await;
             if let Err(e) = self.recover().await {
                 tracing::error!(error = %e, "could not mark stopped agents interrupted");
@@ -439,7 +444,11 @@ fn short(record: &AgentRecord) -> String {
 /// A one-line description from the prompt: its first non-blank line, cut at
 /// 60 characters.
 fn describe(prompt: &str) -> String {
-    let line = prompt.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = prompt
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     let mut out: String = line.chars().take(60).collect();
     if out.chars().count() < line.chars().count() {
         out.push('…');
@@ -449,17 +458,23 @@ fn describe(prompt: &str) -> String {
 
 fn validate_cwd(cwd: &str) -> Result<PathBuf, AgentdError> {
     if cwd.is_empty() {
-        return Err(AgentdError::invalid("cwd is required (an absolute directory)"));
+        return Err(AgentdError::invalid(
+            "cwd is required (an absolute directory)",
+        ));
     }
     let path = Path::new(cwd);
     if !path.is_absolute() {
-        return Err(AgentdError::invalid(format!("cwd '{cwd}' is not an absolute path")));
+        return Err(AgentdError::invalid(format!(
+            "cwd '{cwd}' is not an absolute path"
+        )));
     }
-    let canonical = path.canonicalize().map_err(|e| {
-        AgentdError::precondition(format!("cwd '{cwd}' cannot be used: {e}"))
-    })?;
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| AgentdError::precondition(format!("cwd '{cwd}' cannot be used: {e}")))?;
     if !canonical.is_dir() {
-        return Err(AgentdError::precondition(format!("cwd '{cwd}' is not a directory")));
+        return Err(AgentdError::precondition(format!(
+            "cwd '{cwd}' is not a directory"
+        )));
     }
     Ok(canonical)
 }
@@ -477,8 +492,14 @@ mod tests {
 
     #[test]
     fn cwd_must_be_an_existing_absolute_directory() {
-        assert!(matches!(validate_cwd(""), Err(AgentdError::InvalidArgument(_))));
-        assert!(matches!(validate_cwd("rel/dir"), Err(AgentdError::InvalidArgument(_))));
+        assert!(matches!(
+            validate_cwd(""),
+            Err(AgentdError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            validate_cwd("rel/dir"),
+            Err(AgentdError::InvalidArgument(_))
+        ));
         assert!(matches!(
             validate_cwd("/definitely/not/here"),
             Err(AgentdError::FailedPrecondition(_))

@@ -12,12 +12,12 @@ const MAX_LISTED: usize = 5;
 pub fn resolve(store: &Store, query: &str) -> Result<AgentRecord, AgentdError> {
     let query = query.trim();
     if query.is_empty() {
-        return Err(AgentdError::invalid("an agent id, id prefix or name is required"));
+        return Err(AgentdError::invalid(
+            "an agent id, id prefix or name is required",
+        ));
     }
     if let Ok(id) = Uuid::parse_str(query) {
-        return store
-            .get_agent(id)?
-            .ok_or_else(|| not_found(query));
+        return store.get_agent(id)?.ok_or_else(|| not_found(query));
     }
 
     // An exact name wins over an id prefix: the user chose it.
@@ -76,7 +76,11 @@ fn ambiguous(query: &str, what: &str, candidates: &[AgentRecord]) -> AgentdError
         .take(MAX_LISTED)
         .map(|r| format!("{} ({})", r.uuid(), r.status().as_str()))
         .collect();
-    let more = if candidates.len() > MAX_LISTED { ", …" } else { "" };
+    let more = if candidates.len() > MAX_LISTED {
+        ", …"
+    } else {
+        ""
+    };
     AgentdError::invalid(format!(
         "the {what} '{query}' is ambiguous: it matches {}{more}; give more of the id",
         listed.join(", ")
@@ -89,7 +93,10 @@ pub fn validate_name(name: &str) -> Result<(), AgentdError> {
     let ok_chars = name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    let starts_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+    let starts_ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric());
     if name.len() > 64 || !ok_chars || !starts_ok {
         return Err(AgentdError::invalid(format!(
             "invalid agent name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
@@ -124,16 +131,35 @@ mod tests {
     fn ids_prefixes_and_names_resolve_or_fail_clearly() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let a = put(&store, "0190aaaa-0000-7000-8000-000000000001", "builder", Status::Running);
-        let b = put(&store, "0190aabb-0000-7000-8000-000000000002", "", Status::Completed);
+        let a = put(
+            &store,
+            "0190aaaa-0000-7000-8000-000000000001",
+            "builder",
+            Status::Running,
+        );
+        let b = put(
+            &store,
+            "0190aabb-0000-7000-8000-000000000002",
+            "",
+            Status::Completed,
+        );
         assert_eq!(resolve(&store, &a.to_string()).unwrap().uuid(), a);
         assert_eq!(resolve(&store, "0190aab").unwrap().uuid(), b);
         assert_eq!(resolve(&store, "0190-aaa").unwrap().uuid(), a);
         assert_eq!(resolve(&store, "builder").unwrap().uuid(), a);
         let err = resolve(&store, "0190aa").unwrap_err();
-        assert!(matches!(&err, AgentdError::InvalidArgument(m) if m.contains("ambiguous")), "{err}");
-        assert!(matches!(resolve(&store, "ffff"), Err(AgentdError::NotFound(_))));
-        assert!(matches!(resolve(&store, "nobody"), Err(AgentdError::NotFound(_))));
+        assert!(
+            matches!(&err, AgentdError::InvalidArgument(m) if m.contains("ambiguous")),
+            "{err}"
+        );
+        assert!(matches!(
+            resolve(&store, "ffff"),
+            Err(AgentdError::NotFound(_))
+        ));
+        assert!(matches!(
+            resolve(&store, "nobody"),
+            Err(AgentdError::NotFound(_))
+        ));
         assert!(matches!(
             resolve(&store, "0190aaaa-0000-7000-8000-00000000ffff"),
             Err(AgentdError::NotFound(_))
@@ -144,12 +170,35 @@ mod tests {
     fn a_reused_name_prefers_the_unfinished_agent() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        put(&store, "0190aaaa-0000-7000-8000-000000000001", "job", Status::Completed);
-        let live = put(&store, "0190aaab-0000-7000-8000-000000000001", "job", Status::Running);
+        put(
+            &store,
+            "0190aaaa-0000-7000-8000-000000000001",
+            "job",
+            Status::Completed,
+        );
+        let live = put(
+            &store,
+            "0190aaab-0000-7000-8000-000000000001",
+            "job",
+            Status::Running,
+        );
         assert_eq!(resolve(&store, "job").unwrap().uuid(), live);
-        put(&store, "0190aaac-0000-7000-8000-000000000001", "old", Status::Completed);
-        put(&store, "0190aaad-0000-7000-8000-000000000001", "old", Status::Failed);
-        assert!(matches!(resolve(&store, "old"), Err(AgentdError::InvalidArgument(_))));
+        put(
+            &store,
+            "0190aaac-0000-7000-8000-000000000001",
+            "old",
+            Status::Completed,
+        );
+        put(
+            &store,
+            "0190aaad-0000-7000-8000-000000000001",
+            "old",
+            Status::Failed,
+        );
+        assert!(matches!(
+            resolve(&store, "old"),
+            Err(AgentdError::InvalidArgument(_))
+        ));
     }
 
     #[test]
