@@ -1,9 +1,21 @@
 //! How agents and transcripts look on the terminal and as JSON.
 
+use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentd_shared::proto as pb;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// Prints `value` as one line of JSON through a buffer (Display through
+/// `println!` writes in small pieces, each scanned for newlines).
+pub fn print_json<T: Serialize + ?Sized>(value: &T) {
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    let _ = serde_json::to_writer(&mut out, value);
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
 
 pub fn status_name(status: i32) -> &'static str {
     match pb::AgentStatus::try_from(status).unwrap_or_default() {
@@ -42,45 +54,89 @@ pub fn rfc3339(ts: Option<&prost_types::Timestamp>) -> String {
     humantime::format_rfc3339_millis(system_time(ts)).to_string()
 }
 
-fn null_if_empty(s: &str) -> Value {
-    if s.is_empty() { Value::Null } else { json!(s) }
+fn non_empty(s: &str) -> Option<&str> {
+    if s.is_empty() { None } else { Some(s) }
 }
 
-pub fn usage_json(u: Option<&pb::Usage>) -> Value {
-    let u = u.copied().unwrap_or_default();
-    json!({
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "cache_read_input_tokens": u.cache_read_input_tokens,
-        "cache_creation_input_tokens": u.cache_creation_input_tokens,
-    })
+/// Token usage as printed in JSON.
+#[derive(Debug, Serialize)]
+pub struct UsageJson {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
+
+impl UsageJson {
+    pub fn of(u: Option<&pb::Usage>) -> Self {
+        let u = u.copied().unwrap_or_default();
+        UsageJson {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cache_read_input_tokens: u.cache_read_input_tokens,
+            cache_creation_input_tokens: u.cache_creation_input_tokens,
+        }
+    }
 }
 
 /// The JSON of an agent, as `list --json` and `show --json` print it.
-pub fn agent_json(a: &pb::Agent) -> Value {
-    json!({
-        "id": a.id,
-        "short_id": a.short_id,
-        "name": null_if_empty(&a.name),
-        "description": a.description,
-        "subagent_type": null_if_empty(&a.subagent_type),
-        "status": status_name(a.status),
-        "background": a.background,
-        "parent_id": null_if_empty(&a.parent_id),
-        "model": a.model,
-        "cwd": a.cwd,
-        "created_at": rfc3339(a.created_at.as_ref()),
-        "updated_at": rfc3339(a.updated_at.as_ref()),
-        "turns": a.turns,
-        "tool_uses": a.tool_uses,
-        "max_turns": a.max_turns,
-        "permission_mode": permission_mode_name(a.permission_mode),
-        "usage": usage_json(a.usage.as_ref()),
-        "can_message": a.can_message,
-        "resume_blocked_reason": null_if_empty(&a.resume_blocked_reason),
-        "result": null_if_empty(&a.result),
-        "error": null_if_empty(&a.error),
-    })
+/// Absent optional values are `null`. Serialized straight from the wire
+/// type: building `Value` maps for a thousand agents was most of `list`'s time.
+#[derive(Debug, Serialize)]
+pub struct AgentJson<'a> {
+    pub id: &'a str,
+    pub short_id: &'a str,
+    pub name: Option<&'a str>,
+    pub description: &'a str,
+    pub subagent_type: Option<&'a str>,
+    pub status: &'static str,
+    pub background: bool,
+    pub parent_id: Option<&'a str>,
+    pub model: &'a str,
+    pub cwd: &'a str,
+    pub created_at: String,
+    pub updated_at: String,
+    pub turns: u32,
+    pub tool_uses: u32,
+    pub max_turns: u32,
+    pub permission_mode: &'static str,
+    pub usage: UsageJson,
+    pub can_message: bool,
+    pub resume_blocked_reason: Option<&'a str>,
+    pub result: Option<&'a str>,
+    pub error: Option<&'a str>,
+    /// Only `show` reads the transcript length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transcript_len: Option<u64>,
+}
+
+impl<'a> AgentJson<'a> {
+    pub fn of(a: &'a pb::Agent) -> Self {
+        AgentJson {
+            id: &a.id,
+            short_id: &a.short_id,
+            name: non_empty(&a.name),
+            description: &a.description,
+            subagent_type: non_empty(&a.subagent_type),
+            status: status_name(a.status),
+            background: a.background,
+            parent_id: non_empty(&a.parent_id),
+            model: &a.model,
+            cwd: &a.cwd,
+            created_at: rfc3339(a.created_at.as_ref()),
+            updated_at: rfc3339(a.updated_at.as_ref()),
+            turns: a.turns,
+            tool_uses: a.tool_uses,
+            max_turns: a.max_turns,
+            permission_mode: permission_mode_name(a.permission_mode),
+            usage: UsageJson::of(a.usage.as_ref()),
+            can_message: a.can_message,
+            resume_blocked_reason: non_empty(&a.resume_blocked_reason),
+            result: non_empty(&a.result),
+            error: non_empty(&a.error),
+            transcript_len: None,
+        }
+    }
 }
 
 pub fn role_name(role: i32) -> &'static str {
@@ -96,22 +152,40 @@ pub fn role_name(role: i32) -> &'static str {
 /// rather than dropped.
 pub fn content(e: &pb::TranscriptEntry) -> Value {
     serde_json::from_slice(&e.content_json)
-        .unwrap_or_else(|_| json!(String::from_utf8_lossy(&e.content_json)))
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&e.content_json).into_owned()))
 }
 
-/// The JSON of a transcript entry, as `log --json` prints it.
-pub fn entry_json(e: &pb::TranscriptEntry) -> Value {
-    let mut v = json!({
-        "seq": e.seq,
-        "role": role_name(e.role),
-        "content": content(e),
-        "created_at": rfc3339(e.created_at.as_ref()),
-    });
-    if e.role == pb::Role::Assistant as i32 {
-        v["usage"] = usage_json(e.usage.as_ref());
-        v["stop_reason"] = json!(e.stop_reason);
+/// The JSON of a transcript entry, as `log --json` prints it. The content
+/// is embedded as stored (it is JSON already), not re-encoded.
+#[derive(Debug, Serialize)]
+pub struct EntryJson<'a> {
+    pub seq: u64,
+    pub role: &'static str,
+    pub content: Box<RawValue>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<&'a str>,
+}
+
+impl<'a> EntryJson<'a> {
+    pub fn of(e: &'a pb::TranscriptEntry) -> Self {
+        let content = std::str::from_utf8(&e.content_json)
+            .ok()
+            .and_then(|s| RawValue::from_string(s.to_string()).ok())
+            .or_else(|| serde_json::value::to_raw_value(&content(e)).ok())
+            .unwrap_or_else(|| RawValue::from_string("null".into()).unwrap_or_default());
+        let assistant = e.role == pb::Role::Assistant as i32;
+        EntryJson {
+            seq: e.seq,
+            role: role_name(e.role),
+            content,
+            created_at: rfc3339(e.created_at.as_ref()),
+            usage: assistant.then(|| UsageJson::of(e.usage.as_ref())),
+            stop_reason: assistant.then_some(e.stop_reason.as_str()),
+        }
     }
-    v
 }
 
 /// "42s", "5m", "3h", "2d".
@@ -190,7 +264,7 @@ mod tests {
             status: pb::AgentStatus::Completed as i32,
             ..Default::default()
         };
-        let v = agent_json(&a);
+        let v = serde_json::to_value(AgentJson::of(&a)).unwrap();
         assert_eq!(v["status"], "completed");
         assert!(v["parent_id"].is_null());
         assert_eq!(v["usage"]["cache_read_input_tokens"], 0);

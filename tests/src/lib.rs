@@ -15,12 +15,11 @@ pub mod script;
 /// target/release), found from the running test executable.
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
-    // target/<profile>/deps/<test-binary>
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test binary lives in target/<profile>/deps")
-        .to_path_buf();
+    // Tests live in target/<profile>/deps/, the bench binary in target/<profile>/.
+    let mut dir = exe.parent().expect("executable has a directory").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
     for name in ["agentd", "agentctl"] {
         assert!(
             dir.join(name).is_file(),

@@ -29,8 +29,8 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .into_inner()
         .agents;
     if args.json {
-        let json: Vec<_> = agents.iter().map(render::agent_json).collect();
-        println!("{}", serde_json::Value::Array(json));
+        let json: Vec<_> = agents.iter().map(render::AgentJson::of).collect();
+        render::print_json(&json);
         return Ok(SUCCESS);
     }
     if agents.is_empty() {

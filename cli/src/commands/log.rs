@@ -1,4 +1,7 @@
-//! `agentctl log`: the transcript, paged from the daemon.
+//! `agentctl log`: the transcript, paged from the daemon and printed as it
+//! arrives, so a long transcript never sits whole in memory.
+
+use std::io::Write;
 
 use agentd_shared::proto as pb;
 
@@ -24,7 +27,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .await?
         .into_inner();
     let mut view = TranscriptView::with_user_text();
-    let mut json = Vec::new();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    let mut first = true;
+    if args.json {
+        let _ = out.write_all(b"[");
+    }
     let mut from_seq = 0;
     loop {
         let page = client
@@ -37,7 +44,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             .into_inner();
         for e in &page.entries {
             if args.json {
-                json.push(render::entry_json(e));
+                if !first {
+                    let _ = out.write_all(b",");
+                }
+                first = false;
+                let _ = serde_json::to_writer(&mut out, &render::EntryJson::of(e));
             } else {
                 view.entry(e);
             }
@@ -48,9 +59,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         from_seq = page.next_seq;
     }
     if args.json {
-        println!("{}", serde_json::Value::Array(json));
-    } else {
-        view.finish();
+        let _ = out.write_all(b"]\n");
     }
+    let _ = out.flush();
+    view.finish();
     Ok(SUCCESS)
 }

@@ -22,9 +22,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .await?
         .into_inner();
     if args.json {
-        let mut v = render::agent_json(&a);
-        v["transcript_len"] = serde_json::json!(a.transcript_len);
-        println!("{v}");
+        let mut v = render::AgentJson::of(&a);
+        v.transcript_len = Some(a.transcript_len);
+        render::print_json(&v);
         return Ok(SUCCESS);
     }
     let u = a.usage.unwrap_or_default();
