@@ -16,7 +16,10 @@ pub mod script;
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // Tests live in target/<profile>/deps/, the bench binary in target/<profile>/.
-    let mut dir = exe.parent().expect("executable has a directory").to_path_buf();
+    let mut dir = exe
+        .parent()
+        .expect("executable has a directory")
+        .to_path_buf();
     if dir.ends_with("deps") {
         dir.pop();
     }

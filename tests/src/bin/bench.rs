@@ -52,10 +52,15 @@ fn bench_list(args: &[String]) {
     let env = Env::new();
     let _daemon = env.start_daemon();
     let model = env.script("s.json", &script(vec![turn(vec![text("ok")])]));
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let started = Instant::now();
     rt.block_on(async {
-        let mut client = agentd_shared::client::agent_client(&env.socket()).await.unwrap();
+        let mut client = agentd_shared::client::agent_client(&env.socket())
+            .await
+            .unwrap();
         for i in 0..agents {
             client
                 .create_agent(pb::CreateAgentRequest {
@@ -69,13 +74,18 @@ fn bench_list(args: &[String]) {
                 .unwrap();
         }
     });
-    println!("created {agents} agents in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "created {agents} agents in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     // Let them all finish so the listing is stable.
     let listed = env.ctl(&["list", "--json"]);
     let count = listed.json().as_array().unwrap().len();
     assert_eq!(count, agents);
     let rpc: Vec<Duration> = rt.block_on(async {
-        let mut client = agentd_shared::client::agent_client(&env.socket()).await.unwrap();
+        let mut client = agentd_shared::client::agent_client(&env.socket())
+            .await
+            .unwrap();
         let mut times = Vec::new();
         for _ in 0..runs {
             let t = Instant::now();
@@ -100,7 +110,11 @@ fn bench_list(args: &[String]) {
     let baseline = time_command(&env, &["status", "--json"], runs);
     let list = time_command(&env, &["list", "--json"], runs);
     let bytes = env.ctl(&["list", "--json"]).stdout.len();
-    println!("agentctl status --json (baseline, {runs} runs): p50 {:.2} ms, p90 {:.2} ms", ms(percentile(&baseline, 0.5)), ms(percentile(&baseline, 0.9)));
+    println!(
+        "agentctl status --json (baseline, {runs} runs): p50 {:.2} ms, p90 {:.2} ms",
+        ms(percentile(&baseline, 0.5)),
+        ms(percentile(&baseline, 0.9))
+    );
     println!(
         "agentctl list --json, {agents} agents, {bytes} bytes ({runs} runs): p50 {:.2} ms, p90 {:.2} ms, {:.2}x baseline p50",
         ms(percentile(&list, 0.5)),
@@ -154,7 +168,10 @@ fn bench_append(args: &[String]) {
         entries as f64 / base.iter().sum::<Duration>().as_secs_f64()
     );
 
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     for &w in &writers {
         let store = Store::open(&dir.path().join(format!("store-{w}"))).unwrap();
         let per_writer = entries / w;
@@ -200,7 +217,9 @@ fn main() {
         Some("list") => bench_list(&args),
         Some("append") => bench_append(&args),
         _ => {
-            eprintln!("usage: bench list [--agents N] [--runs N] | bench append [--entries N] [--writers 1,16]");
+            eprintln!(
+                "usage: bench list [--agents N] [--runs N] | bench append [--entries N] [--writers 1,16]"
+            );
             std::process::exit(2);
         }
     }
