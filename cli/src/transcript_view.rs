@@ -91,10 +91,12 @@ impl TranscriptView {
             pb::Role::System => {
                 if self.show_user_text {
                     self.end_line();
-                    println!(
-                        "[note] {}",
-                        serde_json::to_string(&blocks).unwrap_or_default()
-                    );
+                    for block in &blocks {
+                        match block["text"].as_str() {
+                            Some(text) => println!("[note] {text}"),
+                            None => println!("[note] {block}"),
+                        }
+                    }
                 }
             }
             pb::Role::Unspecified => {}
@@ -131,6 +133,18 @@ impl TranscriptView {
         self.end_line();
         let mark = if is_error { '✗' } else { '✓' };
         eprintln!("{mark} {name}({summary}) → {outcome}");
+    }
+
+    /// The response streamed so far was void; the model call is retried.
+    pub fn retry(&mut self, r: &pb::ResponseRetry) {
+        self.end_line();
+        self.streamed = false;
+        eprintln!(
+            "⟳ model call failed (attempt {}): {} — retrying in {:.1}s",
+            r.attempt,
+            r.reason,
+            r.delay_ms as f64 / 1000.0
+        );
     }
 
     /// Closes any open line before the program prints its verdict.

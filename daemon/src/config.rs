@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::model::{ApiKey, CacheTtl, ModelSettings, RetryPolicy, anthropic, openai};
+
 /// Settings read once at start.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -16,6 +18,24 @@ pub struct Config {
     pub max_turns: u32,
     /// How long shutdown waits for running turns to reach a safe point.
     pub shutdown_grace_secs: u64,
+    /// A model stream silent for this long is treated as broken and retried.
+    pub stream_idle_timeout_secs: u64,
+    /// Output tokens requested per model call (`max_tokens`).
+    pub max_output_tokens: u32,
+    pub anthropic: ProviderConfig,
+    pub openai: ProviderConfig,
+    pub retry: RetryPolicy,
+}
+
+/// `[anthropic]` / `[openai]`. The environment (`ANTHROPIC_API_KEY`,
+/// `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`) wins over these.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProviderConfig {
+    pub api_key: Option<ApiKey>,
+    pub base_url: Option<String>,
+    /// Anthropic only: "5m" (default) or "1h".
+    pub cache_ttl: CacheTtl,
 }
 
 impl Default for Config {
@@ -24,8 +44,17 @@ impl Default for Config {
             default_model: None,
             max_turns: 100,
             shutdown_grace_secs: 10,
+            stream_idle_timeout_secs: 300,
+            max_output_tokens: 16_384,
+            anthropic: ProviderConfig::default(),
+            openai: ProviderConfig::default(),
+            retry: RetryPolicy::default(),
         }
     }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
 impl Config {
@@ -37,7 +66,46 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
         };
-        toml::from_str(&text).map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))
+        // Only the message and line: toml's own rendering quotes the line,
+        // which could be an API key.
+        toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+                .unwrap_or(0);
+            anyhow::anyhow!(
+                "invalid config {} (line {line}): {}",
+                path.display(),
+                e.message()
+            )
+        })
+    }
+
+    /// Keys and endpoints for the real providers, the environment first.
+    pub fn model_settings(&self) -> anyhow::Result<ModelSettings> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| anyhow::anyhow!("cannot set up the HTTP client: {e}"))?;
+        Ok(ModelSettings {
+            http,
+            anthropic_key: env("ANTHROPIC_API_KEY")
+                .and_then(ApiKey::new)
+                .or_else(|| self.anthropic.api_key.clone()),
+            anthropic_base_url: env("ANTHROPIC_BASE_URL")
+                .or_else(|| self.anthropic.base_url.clone())
+                .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string()),
+            openai_key: env("OPENAI_API_KEY")
+                .and_then(ApiKey::new)
+                .or_else(|| self.openai.api_key.clone()),
+            openai_base_url: env("OPENAI_BASE_URL")
+                .or_else(|| self.openai.base_url.clone())
+                .unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string()),
+            cache_ttl: self.anthropic.cache_ttl,
+            retry: self.retry,
+            idle_timeout: Duration::from_secs(self.stream_idle_timeout_secs.max(1)),
+        })
     }
 
     pub fn shutdown_grace(&self) -> Duration {
@@ -67,5 +135,29 @@ mod tests {
         let cfg = Config::load(&good).unwrap();
         assert_eq!(cfg.max_turns, 7);
         assert_eq!(cfg.default_model.as_deref(), Some("scripted:x.json"));
+    }
+
+    #[test]
+    fn provider_sections_parse_and_errors_never_echo_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("p.toml");
+        std::fs::write(
+            &good,
+            "[anthropic]\napi_key = \"sk-ant-xyz\"\ncache_ttl = \"1h\"\n[retry]\nmax_attempts = 2\n",
+        )
+        .unwrap();
+        let cfg = Config::load(&good).unwrap();
+        assert_eq!(cfg.anthropic.cache_ttl, CacheTtl::OneHour);
+        assert_eq!(cfg.retry.max_attempts, 2);
+        assert!(!format!("{cfg:?}").contains("sk-ant-xyz"));
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(
+            &bad,
+            "[anthropic]\napi_key = \"sk-ant-secret\"\ncache_ttl = \"2h\"\n",
+        )
+        .unwrap();
+        let err = Config::load(&bad).unwrap_err().to_string();
+        assert!(err.contains("line 3"), "{err}");
+        assert!(!err.contains("sk-ant-secret"), "{err}");
     }
 }

@@ -20,8 +20,14 @@ use crate::store::{
 use crate::supervisor::hub::{Hub, StatusSnapshot, ToolEvent};
 use crate::tools::{self, ToolContext};
 
-/// Output tokens requested per model call.
-const MAX_OUTPUT_TOKENS: u32 = 16_384;
+/// Consecutive responses cut off at max_tokens that the loop asks the model
+/// to continue before it gives up.
+const MAX_TOKENS_RECOVERIES: u32 = 3;
+
+/// Sent when a response was cut off at the output limit with nothing to run.
+const CONTINUE_AFTER_MAX_TOKENS: &str = "Your previous response was cut off at the output token \
+limit. Continue exactly where it stopped, without repeating anything. Split large outputs, such \
+as big file writes, into smaller steps.";
 
 /// How a run of the loop ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +51,7 @@ pub struct TurnLoop {
     /// The conversation as it is sent: one element per user/assistant entry.
     messages: Vec<MessageBytes>,
     next_seq: u64,
+    max_output_tokens: u32,
 }
 
 impl TurnLoop {
@@ -55,6 +62,7 @@ impl TurnLoop {
         record: AgentRecord,
         prompt: PromptContext,
         provider: Provider,
+        max_output_tokens: u32,
         cancel: CancellationToken,
         shutdown: CancellationToken,
     ) -> Result<TurnLoop, StoreError> {
@@ -73,6 +81,7 @@ impl TurnLoop {
             shutdown,
             messages,
             next_seq,
+            max_output_tokens,
         })
     }
 
@@ -85,6 +94,14 @@ impl TurnLoop {
                 Outcome::Failed(format!("agentd could not write to its store: {e}"))
             }
         };
+        if let Outcome::Failed(error) = &outcome {
+            // The reason stays in the transcript too, next to what led to it.
+            let note = json!([{"type": "text", "text": format!("agent failed: {error}")}]);
+            let bytes = serde_json::to_vec(&note).unwrap_or_default();
+            if let Err(e) = self.append(Role::System, bytes, None, String::new()).await {
+                tracing::error!(agent = %self.record.uuid(), error = %e, "could not record the failure note");
+            }
+        }
         let (status, result, error) = match outcome {
             Outcome::Completed(text) => (Status::Completed, text, String::new()),
             Outcome::Failed(error) => (Status::Failed, String::new(), error),
@@ -101,6 +118,7 @@ impl TurnLoop {
 
     async fn drive(&mut self) -> Result<Outcome, StoreError> {
         self.set_status(Status::Running).await?;
+        let mut max_tokens_recoveries = 0;
         loop {
             if self.cancel.is_cancelled() {
                 return Ok(Outcome::Cancelled);
@@ -120,23 +138,23 @@ impl TurnLoop {
                 system_json: self.system_json.clone(),
                 tools_json: self.tools_json.clone(),
                 messages: self.messages.clone(),
-                max_tokens: MAX_OUTPUT_TOKENS,
+                max_tokens: self.max_output_tokens,
             };
             let hub = self.hub.clone();
-            let on_delta = move |d| hub.publish_delta(d);
+            let on_event = move |e| hub.publish_model_event(e);
             let response = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => {
                     self.hub.discard_partial();
                     return Ok(Outcome::Cancelled);
                 }
-                r = self.provider.complete(&request, &on_delta) => r,
+                r = self.provider.complete(&request, &on_event) => r,
             };
             let response = match response {
                 Ok(r) => r,
                 Err(e) => {
                     self.hub.discard_partial();
-                    return Ok(Outcome::Failed(e.0));
+                    return Ok(Outcome::Failed(e.to_string()));
                 }
             };
 
@@ -162,8 +180,47 @@ impl TurnLoop {
             .await?;
 
             if tool_uses.is_empty() {
-                return Ok(Outcome::Completed(final_text(&response.content)));
+                match response.stop_reason.as_str() {
+                    "end_turn" | "stop_sequence" => {
+                        return Ok(Outcome::Completed(final_text(&response.content)));
+                    }
+                    // The server paused a long turn: send it back as is and
+                    // the model continues it.
+                    "pause_turn" => continue,
+                    "max_tokens" if max_tokens_recoveries < MAX_TOKENS_RECOVERIES => {
+                        max_tokens_recoveries += 1;
+                        let note = json!([{"type": "text", "text": CONTINUE_AFTER_MAX_TOKENS}]);
+                        let bytes = serde_json::to_vec(&note).unwrap_or_default();
+                        self.append(Role::User, bytes, None, String::new()).await?;
+                        continue;
+                    }
+                    "max_tokens" => {
+                        return Ok(Outcome::Failed(format!(
+                            "the model's response was cut off at the output limit ({} tokens) {} times in a row",
+                            self.max_output_tokens,
+                            MAX_TOKENS_RECOVERIES + 1
+                        )));
+                    }
+                    "refusal" => {
+                        return Ok(Outcome::Failed(
+                            "the model declined to continue (stop_reason: refusal)".into(),
+                        ));
+                    }
+                    "model_context_window_exceeded" => {
+                        return Ok(Outcome::Failed(
+                            "the conversation no longer fits the model's context window".into(),
+                        ));
+                    }
+                    other => {
+                        tracing::warn!(
+                            stop_reason = other,
+                            "unknown stop_reason; treating the turn as ended"
+                        );
+                        return Ok(Outcome::Completed(final_text(&response.content)));
+                    }
+                }
             }
+            max_tokens_recoveries = 0;
 
             let mut results = Vec::with_capacity(tool_uses.len());
             for tool_use in &tool_uses {

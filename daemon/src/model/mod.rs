@@ -1,16 +1,27 @@
 //! Model providers (DESIGN §10): each turns a request built from stored bytes
 //! into a stream of deltas and one final assistant message.
 
+pub mod anthropic;
+pub mod http;
+pub mod openai;
+pub mod retry;
 mod scripted;
+pub mod sse;
 
+use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::error::AgentdError;
 use crate::store::Usage;
 
+pub use anthropic::{Anthropic, CacheTtl};
+pub use http::ApiKey;
+pub use openai::OpenAi;
+pub use retry::RetryPolicy;
 pub use scripted::Script;
 
 /// One message of the conversation, as stored: role and the exact JSON bytes
@@ -50,16 +61,65 @@ pub struct ModelResponse {
     pub usage: Usage,
 }
 
-/// Why a model call failed; the message is shown to the user as the agent's error.
+/// What a model call reports while it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    Delta(StreamDelta),
+    /// The response so far is void (it will never be persisted); the call
+    /// is retried after `delay`.
+    Retrying {
+        attempt: u32,
+        delay: Duration,
+        reason: String,
+    },
+}
+
+/// Why a model call failed; the message is the provider's own, shown to the
+/// user as the agent's error.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct ModelError(pub String);
+pub enum ModelError {
+    /// Overload, rate limit, server error, connection loss, cut stream.
+    #[error("{message}")]
+    Transient {
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// Retrying cannot help (bad request, bad key, unknown model, …).
+    #[error("{0}")]
+    Fatal(String),
+}
+
+impl ModelError {
+    pub fn transient(message: String) -> Self {
+        ModelError::Transient {
+            message,
+            retry_after: None,
+        }
+    }
+}
+
+/// How the daemon reaches the real providers: keys, endpoints, retry
+/// budget. Built once at start from config.toml and the environment.
+#[derive(Debug, Clone)]
+pub struct ModelSettings {
+    pub http: reqwest::Client,
+    pub anthropic_key: Option<ApiKey>,
+    pub anthropic_base_url: String,
+    pub openai_key: Option<ApiKey>,
+    pub openai_base_url: String,
+    pub cache_ttl: CacheTtl,
+    pub retry: RetryPolicy,
+    /// A stream silent for this long is treated as broken.
+    pub idle_timeout: Duration,
+}
 
 /// A configured model connection. An enum, not a trait object: the set of
 /// providers is closed and known to the daemon.
 #[derive(Debug, Clone)]
 pub enum Provider {
     Scripted(Arc<Script>),
+    Anthropic(Arc<Anthropic>, RetryPolicy),
+    OpenAi(Arc<OpenAi>, RetryPolicy),
 }
 
 /// A parsed `--model` value: `<scheme>:<rest>`.
@@ -97,27 +157,115 @@ impl Provider {
     /// Builds the provider for `spec`. Relative script paths resolve against
     /// `cwd`. Errors here are the caller's to report at creation, so a bad
     /// model is refused up front rather than failing the agent later.
-    pub fn from_spec(spec: &ModelSpec, cwd: &Path) -> Result<Provider, AgentdError> {
+    pub fn from_spec(
+        spec: &ModelSpec,
+        cwd: &Path,
+        settings: &ModelSettings,
+    ) -> Result<Provider, AgentdError> {
         match spec.scheme.as_str() {
             "scripted" => Ok(Provider::Scripted(Arc::new(Script::load(
                 &cwd.join(&spec.name),
             )?))),
-            other => Err(AgentdError::Unimplemented(format!(
-                "the {other} provider is not available in agentd {} yet; use scripted:<file>",
-                agentd_shared::VERSION
+            "anthropic" => {
+                let api_key = settings.anthropic_key.clone().ok_or_else(|| {
+                    AgentdError::precondition(
+                        "no Anthropic API key: set ANTHROPIC_API_KEY in agentd's environment \
+                         or api_key under [anthropic] in config.toml, then restart agentd",
+                    )
+                })?;
+                Ok(Provider::Anthropic(
+                    Arc::new(Anthropic {
+                        http: settings.http.clone(),
+                        base_url: settings.anthropic_base_url.clone(),
+                        api_key,
+                        model: spec.name.clone(),
+                        cache_ttl: settings.cache_ttl,
+                        idle_timeout: settings.idle_timeout,
+                    }),
+                    settings.retry,
+                ))
+            }
+            "openai" => {
+                let is_public = settings.openai_base_url == openai::DEFAULT_BASE_URL;
+                if is_public && settings.openai_key.is_none() {
+                    return Err(AgentdError::precondition(
+                        "no OpenAI API key: set OPENAI_API_KEY in agentd's environment or \
+                         api_key under [openai] in config.toml (local servers: set \
+                         OPENAI_BASE_URL), then restart agentd",
+                    ));
+                }
+                Ok(Provider::OpenAi(
+                    Arc::new(OpenAi {
+                        http: settings.http.clone(),
+                        base_url: settings.openai_base_url.clone(),
+                        api_key: settings.openai_key.clone(),
+                        model: spec.name.clone(),
+                        idle_timeout: settings.idle_timeout,
+                    }),
+                    settings.retry,
+                ))
+            }
+            other => Err(AgentdError::invalid(format!(
+                "unknown model scheme '{other}'"
             ))),
         }
     }
 
-    /// Runs one model call, reporting deltas through `on_delta` as they arrive.
-    /// Dropping the future aborts the call.
+    /// Runs one model call (with retries), reporting deltas and retries
+    /// through `on_event` as they happen. Dropping the future aborts the
+    /// call at once, whatever it is doing.
     pub async fn complete(
         &self,
         request: &ModelRequest,
-        on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
+        on_event: &(dyn Fn(ModelEvent) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
+        let on_delta = |d: StreamDelta| on_event(ModelEvent::Delta(d));
         match self {
-            Provider::Scripted(script) => script.complete(request, on_delta).await,
+            Provider::Scripted(script) => script.complete(request, &on_delta).await,
+            Provider::Anthropic(p, retry) => {
+                with_retries(retry, on_event, || p.attempt(request, &on_delta)).await
+            }
+            Provider::OpenAi(p, retry) => {
+                with_retries(retry, on_event, || p.attempt(request, &on_delta)).await
+            }
+        }
+    }
+}
+
+/// Calls `attempt` until it succeeds, fails for good, or the budget is spent.
+async fn with_retries<F, Fut>(
+    policy: &RetryPolicy,
+    on_event: &(dyn Fn(ModelEvent) + Send + Sync),
+    mut attempt: F,
+) -> Result<ModelResponse, ModelError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<ModelResponse, ModelError>>,
+{
+    let mut n = 1;
+    loop {
+        match attempt().await {
+            Err(ModelError::Transient {
+                message,
+                retry_after,
+            }) => match policy.backoff(n, retry_after) {
+                Some(delay) => {
+                    tracing::warn!(attempt = n, ?delay, reason = %message, "model call failed; retrying");
+                    on_event(ModelEvent::Retrying {
+                        attempt: n,
+                        delay,
+                        reason: message,
+                    });
+                    tokio::time::sleep(delay).await;
+                    n += 1;
+                }
+                None => {
+                    return Err(ModelError::Fatal(format!(
+                        "{message} (gave up after {n} attempts)"
+                    )));
+                }
+            },
+            other => return other,
         }
     }
 }

@@ -124,7 +124,7 @@ impl Script {
     ) -> Result<ModelResponse, ModelError> {
         let turn_no = index_of(request);
         let turn = self.turns.get(turn_no).ok_or_else(|| {
-            ModelError(format!(
+            ModelError::Fatal(format!(
                 "model script {} has {} turns and the agent asked for turn {}",
                 self.source,
                 self.turns.len(),
@@ -265,7 +265,7 @@ mod tests {
             .collect();
         assert_eq!(text, "all done now");
         let err = script.complete(&request(2), &sink).await.unwrap_err();
-        assert!(err.0.contains("has 2 turns"), "{err}");
+        assert!(err.to_string().contains("has 2 turns"), "{err}");
     }
 
     #[test]

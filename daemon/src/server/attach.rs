@@ -140,6 +140,15 @@ pub async fn serve(
                     Ok(AgentEvent::Status(s)) => {
                         pb::attach_event::Event::Status(convert::status_change(&s))
                     }
+                    Ok(AgentEvent::Retry {
+                        attempt,
+                        delay_ms,
+                        reason,
+                    }) => pb::attach_event::Event::Retry(pb::ResponseRetry {
+                        attempt,
+                        delay_ms,
+                        reason,
+                    }),
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::debug!(agent = %agent_id, skipped = n, "attach client lagged; resubscribing");
                         continue 'resubscribe;

@@ -38,11 +38,13 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         .with_context(|| format!("cannot create data directory {}", opts.data_dir.display()))?;
     // Bind first: if another daemon serves this socket, say so before
     // touching the store it holds.
+    let models = opts.config.model_settings()?;
     let listener = socket::bind(&opts.socket)?;
     let store = Store::open(&opts.data_dir)?;
     let sup = Supervisor::new(
         store,
         opts.config,
+        models,
         DaemonInfo {
             socket: opts.socket.clone(),
             data_dir: opts.data_dir.clone(),

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{broadcast, watch};
 
+pub use crate::model::ModelEvent;
 use crate::model::StreamDelta;
 use crate::store::{Status, TranscriptEntry};
 
@@ -43,6 +44,12 @@ pub enum AgentEvent {
     Delta(StreamDelta),
     Tool(ToolEvent),
     Status(StatusSnapshot),
+    /// The response in progress was discarded; the call is retried.
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
 }
 
 struct HubState {
@@ -111,6 +118,27 @@ impl Hub {
     /// Forgets the response in progress (it failed and will not be persisted).
     pub fn discard_partial(&self) {
         self.lock().partial.clear();
+    }
+
+    /// Publishes what a model call reports: deltas, or a retry that voids
+    /// the partial response.
+    pub fn publish_model_event(&self, event: ModelEvent) {
+        match event {
+            ModelEvent::Delta(d) => self.publish_delta(d),
+            ModelEvent::Retrying {
+                attempt,
+                delay,
+                reason,
+            } => {
+                let mut state = self.lock();
+                state.partial.clear();
+                let _ = self.events.send(AgentEvent::Retry {
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    reason,
+                });
+            }
+        }
     }
 
     pub fn publish_tool(&self, event: ToolEvent) {

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::agent::{TurnLoop, context};
 use crate::config::Config;
 use crate::error::AgentdError;
-use crate::model::{ModelSpec, Provider};
+use crate::model::{ModelSettings, ModelSpec, Provider};
 use crate::store::{AgentRecord, PermissionMode, Role, Status, Store, TranscriptEntry, now_ms};
 use hub::{Hub, StatusSnapshot};
 
@@ -72,6 +72,7 @@ pub struct DaemonInfo {
 pub struct Supervisor {
     store: Store,
     config: Config,
+    models: ModelSettings,
     info: DaemonInfo,
     started: Instant,
     handles: Mutex<HashMap<Uuid, Arc<AgentHandle>>>,
@@ -80,10 +81,16 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    pub fn new(store: Store, config: Config, info: DaemonInfo) -> Arc<Supervisor> {
+    pub fn new(
+        store: Store,
+        config: Config,
+        models: ModelSettings,
+        info: DaemonInfo,
+    ) -> Arc<Supervisor> {
         Arc::new(Supervisor {
             store,
             config,
+            models,
             info,
             started: Instant::now(),
             handles: Mutex::new(HashMap::new()),
@@ -180,7 +187,7 @@ impl Supervisor {
         let cwd = validate_cwd(&req.cwd)?;
         let model = self.model_for(&req.model)?;
         let spec = ModelSpec::parse(&model)?;
-        let provider = Provider::from_spec(&spec, &cwd)?;
+        let provider = Provider::from_spec(&spec, &cwd, &self.models)?;
         if !req.name.is_empty() {
             resolve::validate_name(&req.name)?;
             self.ensure_name_free(&req.name)?;
@@ -285,6 +292,7 @@ impl Supervisor {
             record,
             prompt,
             provider,
+            self.config.max_output_tokens,
             cancel.clone(),
             self.shutdown.clone(),
         )?;
