@@ -3,12 +3,13 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod mock;
 pub mod script;
 
 /// The directory holding the workspace's built binaries (target/debug or
@@ -45,6 +46,8 @@ pub fn agentctl_bin() -> PathBuf {
 /// and XDG config, and a project directory for agents to work in.
 pub struct Env {
     pub root: tempfile::TempDir,
+    /// Extra environment for daemons this world starts (API keys, base URLs).
+    daemon_env: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 impl Env {
@@ -53,7 +56,10 @@ impl Env {
             .prefix("agentd-e2e-")
             .tempdir()
             .expect("tempdir");
-        let env = Env { root };
+        let env = Env {
+            root,
+            daemon_env: std::sync::Mutex::new(Vec::new()),
+        };
         std::fs::create_dir_all(env.project()).expect("project dir");
         std::fs::create_dir_all(env.home()).expect("home dir");
         env
@@ -111,6 +117,23 @@ impl Env {
         Out::from(self.ctl_command(&full).output().expect("run agentctl"))
     }
 
+    /// Sets an environment variable for daemons started from now on.
+    pub fn set_daemon_env(&self, key: &str, value: &str) {
+        self.daemon_env
+            .lock()
+            .expect("daemon env")
+            .push((key.to_string(), value.to_string()));
+    }
+
+    /// Points the providers at a mock server, with test keys and a quick
+    /// retry policy.
+    pub fn use_mock(&self, url: &str) {
+        self.set_daemon_env("ANTHROPIC_BASE_URL", url);
+        self.set_daemon_env("ANTHROPIC_API_KEY", "sk-ant-test-key");
+        self.set_daemon_env("OPENAI_BASE_URL", url);
+        self.set_daemon_env("OPENAI_API_KEY", "sk-openai-test-key");
+    }
+
     /// Writes the daemon's config.toml (read at start).
     pub fn write_config(&self, toml: &str) {
         let dir = self.home().join(".config/agentd");
@@ -154,6 +177,9 @@ impl Env {
             .map_err(|e| e.to_string())?;
         let mut cmd = Command::new(agentd_bin());
         self.apply(&mut cmd);
+        for (k, v) in self.daemon_env.lock().expect("daemon env").iter() {
+            cmd.env(k, v);
+        }
         cmd.env("NOTIFY_SOCKET", &notify_path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

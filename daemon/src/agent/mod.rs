@@ -4,4 +4,4 @@
 pub mod context;
 pub mod turn_loop;
 
-pub use turn_loop::TurnLoop;
+pub use turn_loop::{StopSignals, TurnLoop};

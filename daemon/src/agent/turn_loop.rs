@@ -39,6 +39,15 @@ enum Outcome {
     Interrupted,
 }
 
+/// What can stop a turn loop from outside.
+#[derive(Debug, Clone)]
+pub struct StopSignals {
+    /// The agent is cancelled: stop at once.
+    pub cancel: CancellationToken,
+    /// The daemon is shutting down: stop at the next safe point.
+    pub shutdown: CancellationToken,
+}
+
 pub struct TurnLoop {
     store: Store,
     hub: Arc<Hub>,
@@ -63,8 +72,7 @@ impl TurnLoop {
         prompt: PromptContext,
         provider: Provider,
         max_output_tokens: u32,
-        cancel: CancellationToken,
-        shutdown: CancellationToken,
+        stops: StopSignals,
     ) -> Result<TurnLoop, StoreError> {
         let id = record.uuid();
         let entries = store.transcript(id, 0, usize::MAX)?;
@@ -77,8 +85,8 @@ impl TurnLoop {
             system_json: prompt.system_json.into(),
             tools_json: prompt.tools_json.into(),
             provider,
-            cancel,
-            shutdown,
+            cancel: stops.cancel,
+            shutdown: stops.shutdown,
             messages,
             next_seq,
             max_output_tokens,

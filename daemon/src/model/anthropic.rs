@@ -210,20 +210,16 @@ struct MessageStart {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum Delta {
-    TextDelta {
-        text: String,
-    },
-    InputJsonDelta {
-        partial_json: String,
-    },
-    ThinkingDelta {
-        thinking: String,
-    },
-    SignatureDelta {
-        signature: String,
-    },
+    #[serde(rename = "text_delta")]
+    Text { text: String },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: String },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: String },
+    #[serde(rename = "signature_delta")]
+    Signature { signature: String },
     #[serde(other)]
     Unknown,
 }
@@ -364,31 +360,25 @@ impl Assembly {
             Event::ContentBlockDelta { index, delta } => {
                 let i = index as u32;
                 match (self.block(index)?, delta) {
-                    (Building::Text(t), Delta::TextDelta { text }) => {
+                    (Building::Text(t), Delta::Text { text }) => {
                         t.push_str(&text);
                         on_delta(StreamDelta::Text { index: i, text });
                     }
-                    (Building::ToolUse { json, .. }, Delta::InputJsonDelta { partial_json }) => {
+                    (Building::ToolUse { json, .. }, Delta::InputJson { partial_json }) => {
                         json.push_str(&partial_json);
                         on_delta(StreamDelta::InputJson {
                             index: i,
                             json: partial_json,
                         });
                     }
-                    (
-                        Building::Thinking { thinking, .. },
-                        Delta::ThinkingDelta { thinking: more },
-                    ) => {
+                    (Building::Thinking { thinking, .. }, Delta::Thinking { thinking: more }) => {
                         thinking.push_str(&more);
                         on_delta(StreamDelta::Thinking {
                             index: i,
                             thinking: more,
                         });
                     }
-                    (
-                        Building::Thinking { signature, .. },
-                        Delta::SignatureDelta { signature: s },
-                    ) => {
+                    (Building::Thinking { signature, .. }, Delta::Signature { signature: s }) => {
                         signature.push_str(&s);
                     }
                     // Citations and future delta kinds: nothing to assemble.

@@ -90,6 +90,14 @@ pub async fn serve(
             // The response in progress, then the current status. After a
             // lag only entries are guaranteed; deltas are best effort.
             if first {
+                if let Some(r) = &sub.retry
+                    && out
+                        .send(event(pb::attach_event::Event::Retry(convert::retry(r))))
+                        .await
+                        .is_err()
+                {
+                    return Ok(());
+                }
                 for d in &sub.partial {
                     if out
                         .send(event(pb::attach_event::Event::Delta(convert::delta(d))))
@@ -140,15 +148,7 @@ pub async fn serve(
                     Ok(AgentEvent::Status(s)) => {
                         pb::attach_event::Event::Status(convert::status_change(&s))
                     }
-                    Ok(AgentEvent::Retry {
-                        attempt,
-                        delay_ms,
-                        reason,
-                    }) => pb::attach_event::Event::Retry(pb::ResponseRetry {
-                        attempt,
-                        delay_ms,
-                        reason,
-                    }),
+                    Ok(AgentEvent::Retry(r)) => pb::attach_event::Event::Retry(convert::retry(&r)),
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::debug!(agent = %agent_id, skipped = n, "attach client lagged; resubscribing");
                         continue 'resubscribe;

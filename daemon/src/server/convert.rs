@@ -5,7 +5,7 @@ use agentd_shared::proto as pb;
 
 use crate::model::StreamDelta;
 use crate::store::{self, AgentRecord, PermissionMode, Role, Status, TranscriptEntry};
-use crate::supervisor::hub::{StatusSnapshot, ToolEvent};
+use crate::supervisor::hub::{RetryNotice, StatusSnapshot, ToolEvent};
 
 pub fn timestamp(ms: i64) -> prost_types::Timestamp {
     prost_types::Timestamp {
@@ -142,6 +142,14 @@ pub fn tool(t: &ToolEvent) -> pb::ToolActivity {
         } as i32,
         summary: t.summary.clone(),
         is_error: t.is_error,
+    }
+}
+
+pub fn retry(r: &RetryNotice) -> pb::ResponseRetry {
+    pb::ResponseRetry {
+        attempt: r.attempt,
+        delay_ms: r.delay_ms,
+        reason: r.reason.clone(),
     }
 }
 

@@ -37,6 +37,14 @@ pub struct StatusSnapshot {
     pub turns: u32,
 }
 
+/// A model call failed and will be retried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryNotice {
+    pub attempt: u32,
+    pub delay_ms: u64,
+    pub reason: String,
+}
+
 #[derive(Debug, Clone)]
 pub enum AgentEvent {
     /// Persisted (durable) before it was published.
@@ -45,17 +53,16 @@ pub enum AgentEvent {
     Tool(ToolEvent),
     Status(StatusSnapshot),
     /// The response in progress was discarded; the call is retried.
-    Retry {
-        attempt: u32,
-        delay_ms: u64,
-        reason: String,
-    },
+    Retry(RetryNotice),
 }
 
 struct HubState {
     next_seq: u64,
     /// Deltas of the response in progress, replayed to new subscribers.
     partial: Vec<StreamDelta>,
+    /// Set while the model call waits to be retried, so that a client
+    /// attaching during a long backoff learns why nothing streams.
+    retry: Option<RetryNotice>,
 }
 
 pub struct Hub {
@@ -70,6 +77,7 @@ pub struct Subscription {
     /// Entries below this are on disk and will not be published again.
     pub next_seq: u64,
     pub partial: Vec<StreamDelta>,
+    pub retry: Option<RetryNotice>,
     pub status: StatusSnapshot,
 }
 
@@ -79,6 +87,7 @@ impl Hub {
             state: Mutex::new(HubState {
                 next_seq,
                 partial: Vec::new(),
+                retry: None,
             }),
             events: broadcast::channel(EVENT_BUFFER).0,
             status: watch::channel(status).0,
@@ -97,6 +106,7 @@ impl Hub {
             events: self.events.subscribe(),
             next_seq: state.next_seq,
             partial: state.partial.clone(),
+            retry: state.retry.clone(),
             status: self.status.borrow().clone(),
         }
     }
@@ -106,18 +116,22 @@ impl Hub {
         let mut state = self.lock();
         state.next_seq = entry.seq + 1;
         state.partial.clear();
+        state.retry = None;
         let _ = self.events.send(AgentEvent::Entry(entry));
     }
 
     pub fn publish_delta(&self, delta: StreamDelta) {
         let mut state = self.lock();
+        state.retry = None;
         state.partial.push(delta.clone());
         let _ = self.events.send(AgentEvent::Delta(delta));
     }
 
     /// Forgets the response in progress (it failed and will not be persisted).
     pub fn discard_partial(&self) {
-        self.lock().partial.clear();
+        let mut state = self.lock();
+        state.partial.clear();
+        state.retry = None;
     }
 
     /// Publishes what a model call reports: deltas, or a retry that voids
@@ -130,13 +144,15 @@ impl Hub {
                 delay,
                 reason,
             } => {
-                let mut state = self.lock();
-                state.partial.clear();
-                let _ = self.events.send(AgentEvent::Retry {
+                let notice = RetryNotice {
                     attempt,
                     delay_ms: delay.as_millis() as u64,
                     reason,
-                });
+                };
+                let mut state = self.lock();
+                state.partial.clear();
+                state.retry = Some(notice.clone());
+                let _ = self.events.send(AgentEvent::Retry(notice));
             }
         }
     }
@@ -201,5 +217,29 @@ mod tests {
         // The partial response was persisted as entry 1: new subscribers
         // must not see it twice.
         assert!(hub.subscribe().partial.is_empty());
+    }
+
+    #[test]
+    fn a_pending_retry_is_shown_to_new_subscribers_until_streaming_resumes() {
+        let hub = Hub::new(0, snapshot(Status::Running));
+        hub.publish_delta(StreamDelta::Text {
+            index: 0,
+            text: "void".into(),
+        });
+        hub.publish_model_event(ModelEvent::Retrying {
+            attempt: 1,
+            delay: std::time::Duration::from_secs(3),
+            reason: "overloaded".into(),
+        });
+        let sub = hub.subscribe();
+        assert!(sub.partial.is_empty(), "the failed attempt's text is void");
+        assert_eq!(sub.retry.as_ref().map(|r| r.delay_ms), Some(3000));
+        hub.publish_delta(StreamDelta::Text {
+            index: 0,
+            text: "fresh".into(),
+        });
+        let sub = hub.subscribe();
+        assert!(sub.retry.is_none());
+        assert_eq!(sub.partial.len(), 1);
     }
 }

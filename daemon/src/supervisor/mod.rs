@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
-use crate::agent::{TurnLoop, context};
+use crate::agent::{StopSignals, TurnLoop, context};
 use crate::config::Config;
 use crate::error::AgentdError;
 use crate::model::{ModelSettings, ModelSpec, Provider};
@@ -293,8 +293,10 @@ impl Supervisor {
             prompt,
             provider,
             self.config.max_output_tokens,
-            cancel.clone(),
-            self.shutdown.clone(),
+            StopSignals {
+                cancel: cancel.clone(),
+                shutdown: self.shutdown.clone(),
+            },
         )?;
         *handle.run() = Some(RunControl {
             cancel,
