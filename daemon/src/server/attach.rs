@@ -11,11 +11,58 @@ use tonic::{Status, Streaming};
 
 use super::convert;
 use crate::error::AgentdError;
+use crate::model::StreamDelta;
 use crate::supervisor::Supervisor;
 use crate::supervisor::hub::AgentEvent;
 
 /// Entries read from disk per batch while replaying history.
 const REPLAY_BATCH: usize = 256;
+/// Largest text sent as one coalesced delta.
+const MAX_COALESCED: usize = 16 * 1024;
+
+fn delta_len(d: &StreamDelta) -> usize {
+    match d {
+        StreamDelta::Text { text: s, .. }
+        | StreamDelta::Thinking { thinking: s, .. }
+        | StreamDelta::InputJson { json: s, .. } => s.len(),
+        StreamDelta::ToolUseStart { .. } => usize::MAX,
+    }
+}
+
+/// Appends `next` to `d` when both continue the same block the same way;
+/// otherwise gives `next` back.
+fn coalesce(d: &mut StreamDelta, next: StreamDelta) -> Result<(), StreamDelta> {
+    match (d, next) {
+        (
+            StreamDelta::Text { index, text },
+            StreamDelta::Text {
+                index: i,
+                text: more,
+            },
+        )
+        | (
+            StreamDelta::Thinking {
+                index,
+                thinking: text,
+            },
+            StreamDelta::Thinking {
+                index: i,
+                thinking: more,
+            },
+        )
+        | (
+            StreamDelta::InputJson { index, json: text },
+            StreamDelta::InputJson {
+                index: i,
+                json: more,
+            },
+        ) if *index == i => {
+            text.push_str(&more);
+            Ok(())
+        }
+        (_, next) => Err(next),
+    }
+}
 
 type Events = mpsc::Sender<Result<pb::AttachEvent, Status>>;
 
@@ -116,8 +163,20 @@ pub async fn serve(
             {
                 return Ok(());
             }
+            let mut held: Option<Result<AgentEvent, broadcast::error::RecvError>> = None;
             loop {
-                let next = tokio::select! {
+                // Room in the client's queue first: while a slow client
+                // drains it, deltas gather and are then sent coalesced.
+                let permit = tokio::select! {
+                    p = out.reserve() => match p {
+                        Ok(p) => p,
+                        Err(_) => return Ok(()),
+                    },
+                    _ = shutdown.cancelled() => {
+                        return Err(AgentdError::Unavailable("agentd is shutting down".into()));
+                    }
+                };
+                let next = if let Some(e) = held.take() { e } else { tokio::select! {
                     e = events.recv() => e,
                     req = inbound.next() => {
                         match req {
@@ -134,7 +193,7 @@ pub async fn serve(
                     _ = shutdown.cancelled() => {
                         return Err(AgentdError::Unavailable("agentd is shutting down".into()));
                     }
-                };
+                }};
                 let ev = match next {
                     Ok(AgentEvent::Entry(e)) => {
                         if e.seq < cursor {
@@ -143,7 +202,34 @@ pub async fn serve(
                         cursor = e.seq + 1;
                         pb::attach_event::Event::Entry(convert::entry(&e))
                     }
-                    Ok(AgentEvent::Delta(d)) => pb::attach_event::Event::Delta(convert::delta(&d)),
+                    Ok(AgentEvent::Delta(mut d)) => {
+                        // Deltas already waiting are sent as one: a slow
+                        // client gets the same text in fewer messages.
+                        while delta_len(&d) < MAX_COALESCED {
+                            match events.try_recv() {
+                                Ok(AgentEvent::Delta(next)) => {
+                                    if let Err(next) = coalesce(&mut d, next) {
+                                        held = Some(Ok(AgentEvent::Delta(next)));
+                                        break;
+                                    }
+                                }
+                                Err(broadcast::error::TryRecvError::Empty) => break,
+                                Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                                    held = Some(Err(broadcast::error::RecvError::Lagged(n)));
+                                    break;
+                                }
+                                Err(broadcast::error::TryRecvError::Closed) => {
+                                    held = Some(Err(broadcast::error::RecvError::Closed));
+                                    break;
+                                }
+                                Ok(other) => {
+                                    held = Some(Ok(other));
+                                    break;
+                                }
+                            }
+                        }
+                        pb::attach_event::Event::Delta(convert::delta(&d))
+                    }
                     Ok(AgentEvent::Tool(t)) => pb::attach_event::Event::Tool(convert::tool(&t)),
                     Ok(AgentEvent::Status(s)) => {
                         pb::attach_event::Event::Status(convert::status_change(&s))
@@ -155,14 +241,45 @@ pub async fn serve(
                     }
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 };
-                if out.send(event(ev)).await.is_err() {
-                    return Ok(());
-                }
+                permit.send(event(ev));
             }
         }
     }
     .await;
     if let Err(e) = result {
         let _ = out.send(Err(Status::from(e))).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_deltas_continuing_the_same_block_coalesce() {
+        let text = |index, t: &str| StreamDelta::Text {
+            index,
+            text: t.into(),
+        };
+        let mut d = text(0, "Hel");
+        assert!(coalesce(&mut d, text(0, "lo")).is_ok());
+        assert_eq!(d, text(0, "Hello"));
+        assert_eq!(coalesce(&mut d, text(1, "x")), Err(text(1, "x")));
+        let json = StreamDelta::InputJson {
+            index: 0,
+            json: "{".into(),
+        };
+        assert_eq!(coalesce(&mut d, json.clone()), Err(json));
+        let start = StreamDelta::ToolUseStart {
+            index: 2,
+            name: "Bash".into(),
+        };
+        let mut s = start.clone();
+        assert!(coalesce(&mut s, start.clone()).is_err());
+        assert_eq!(
+            delta_len(&start),
+            usize::MAX,
+            "a tool start is never merged into"
+        );
     }
 }

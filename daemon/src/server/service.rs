@@ -140,7 +140,9 @@ impl AgentService for AgentApi {
         let (id, from_seq) = attach::read_start(&mut inbound).await?;
         // Resolve before answering so an unknown id is the call's status.
         self.sup.resolve(&id)?;
-        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        // Small on purpose: backpressure reaches the attach task early, and
+        // it coalesces deltas instead of queueing them one by one.
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
         tokio::spawn(attach::serve(self.sup.clone(), id, from_seq, inbound, tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }

@@ -4,6 +4,8 @@
 //! cargo build --release --workspace
 //! cargo run --release -p agentd-e2e --bin bench -- list [--agents 1000] [--runs 30]
 //! cargo run --release -p agentd-e2e --bin bench -- append [--entries 2000] [--writers 1,16]
+//! cargo run --release -p agentd-e2e --bin bench -- turns [--turns 200]
+//! cargo run --release -p agentd-e2e --bin bench -- relay [--chars 200000]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use agentd::store::{Role, Store, TranscriptEntry, now_ms};
 use agentd_e2e::Env;
+use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
 use agentd_e2e::script::{script, text, turn};
 use agentd_shared::proto as pb;
 
@@ -211,11 +214,165 @@ fn bench_append(args: &[String]) {
     }
 }
 
+/// Daemon overhead per turn: from the end of a model response (its last
+/// SSE event leaves the mock) to the start of the next request. In between
+/// the daemon parses the message, persists it (fsync), runs one Read of a
+/// small file, persists the result (fsync) and builds the next body.
+fn bench_turns(args: &[String]) {
+    let turns: usize = arg(args, "--turns", "200").parse().unwrap();
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    let _daemon = env.start_daemon();
+    std::fs::write(env.project().join("small.txt"), "one line\n").unwrap();
+    for i in 0..turns {
+        mock.enqueue(Reply::Message(MockMessage::text("Reading again.").with(
+            Block::ToolUse {
+                id: format!("toolu_{i:04}"),
+                name: "Read".into(),
+                input: serde_json::json!({"file_path": "small.txt"}),
+            },
+        )));
+    }
+    mock.enqueue(Reply::Message(MockMessage::text("done")));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let id = rt.block_on(async {
+        let mut client = agentd_shared::client::agent_client(&env.socket())
+            .await
+            .unwrap();
+        client
+            .create_agent(pb::CreateAgentRequest {
+                prompt: "Read small.txt many times.".into(),
+                model: "anthropic:claude-bench".into(),
+                cwd: env.project().display().to_string(),
+                max_turns: turns as u32 + 10,
+                background: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .id
+    });
+    env.ctl(&["wait", &id]).expect_code(0);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), turns + 1);
+    let mut gaps: Vec<Duration> = reqs
+        .windows(2)
+        .map(|w| w[1].received_at - w[0].completed_at.expect("response completed"))
+        .collect();
+    gaps.sort();
+    let body = reqs.last().map_or(0, |r| r.body.len());
+    println!(
+        "turn overhead over {turns} turns (Read tool, 2 durable appends per turn, last body {body} bytes): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        ms(percentile(&gaps, 0.5)),
+        ms(percentile(&gaps, 0.99)),
+        ms(*gaps.last().unwrap())
+    );
+}
+
+/// Streaming relay: text deltas per second from the mock through the daemon
+/// to an attached client. The baseline is the source: how fast the daemon
+/// takes the same deltas in from the mock (request received -> last event
+/// sent). Deltas waiting together are coalesced into one message, so the
+/// client may receive fewer, larger deltas carrying the same text.
+fn bench_relay(args: &[String]) {
+    let chars: usize = arg(args, "--chars", "200000").parse().unwrap();
+    let text: String = "The quick brown fox jumps over the lazy dog. "
+        .chars()
+        .cycle()
+        .take(chars)
+        .collect();
+    let mock = MockServer::start();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(MockMessage::text(&text)));
+    let (messages, received, done) = rt.block_on(async {
+        let mut client = agentd_shared::client::agent_client(&env.socket())
+            .await
+            .unwrap();
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let agent = client
+            .create_agent(pb::CreateAgentRequest {
+                prompt: "Say a lot.".into(),
+                model: "anthropic:claude-bench".into(),
+                cwd: env.project().display().to_string(),
+                background: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        tx.send(pb::AttachRequest {
+            request: Some(pb::attach_request::Request::Start(pb::AttachStart {
+                id: agent.id,
+                from_seq: 0,
+            })),
+        })
+        .await
+        .unwrap();
+        let mut events = client
+            .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+        let (mut messages, mut received) = (0usize, String::new());
+        let mut last = Instant::now();
+        while let Some(ev) = events.message().await.unwrap() {
+            match ev.event {
+                Some(pb::attach_event::Event::Delta(pb::ContentDelta {
+                    delta: Some(pb::content_delta::Delta::Text(t)),
+                    ..
+                })) => {
+                    messages += 1;
+                    received.push_str(&t);
+                    last = Instant::now();
+                }
+                Some(pb::attach_event::Event::Status(s))
+                    if s.status == pb::AgentStatus::Completed as i32 =>
+                {
+                    break;
+                }
+                _ => {}
+            }
+        }
+        drop(tx);
+        (messages, received, last)
+    });
+    assert_eq!(received, text, "the client got the whole text, in order");
+    let req = mock.requests().last().cloned().unwrap();
+    let source_deltas = agentd_e2e::mock::stream::split_text(&text).len();
+    let source_time = req.completed_at.unwrap() - req.received_at;
+    let relay_time = done - req.received_at;
+    let source_rate = source_deltas as f64 / source_time.as_secs_f64();
+    let relay_rate = source_deltas as f64 / relay_time.as_secs_f64();
+    println!(
+        "source, mock -> agentd (baseline): {source_deltas} text deltas in {:.1} ms = {source_rate:.0} deltas/s",
+        ms(source_time)
+    );
+    println!(
+        "relay, mock -> agentd -> attached client: the same {source_deltas} deltas ({chars} chars, as {messages} messages) in {:.1} ms = {relay_rate:.0} deltas/s ({:.2}x baseline); the last reached the client {:.2} ms after the mock sent it",
+        ms(relay_time),
+        relay_rate / source_rate,
+        ms(done - req.completed_at.unwrap())
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("list") => bench_list(&args),
         Some("append") => bench_append(&args),
+        Some("turns") => bench_turns(&args),
+        Some("relay") => bench_relay(&args),
         _ => {
             eprintln!(
                 "usage: bench list [--agents N] [--runs N] | bench append [--entries N] [--writers 1,16]"

@@ -29,7 +29,7 @@ pub mod cache;
 pub mod openai;
 pub mod script;
 mod server;
-mod stream;
+pub mod stream;
 #[cfg(test)]
 mod tests;
 
@@ -86,6 +86,9 @@ pub struct RecordedRequest {
     /// Always `None` in what [`MockServer::when`] rules see.
     pub cache: Option<CacheOutcome>,
     pub received_at: Instant,
+    /// When the last event of a streamed reply that ended properly went
+    /// out (for measuring the client's turn-around).
+    pub completed_at: Option<Instant>,
     /// Position in arrival order, from 0.
     pub index: usize,
 }

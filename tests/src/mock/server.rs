@@ -154,6 +154,7 @@ async fn handle(
         body: body.to_vec(),
         cache: None,
         received_at,
+        completed_at: None,
         index: 0,
     };
     let action = decide(&shared, record);
@@ -472,6 +473,7 @@ fn anthropic_request(
         stream = stream.stop_after(n, tail);
     }
     stream.on_start = Some(commit_anthropic(shared, writes));
+    stream.on_finish = Some(mark_completed(shared, record.index));
     Action::Stream {
         api,
         stream,
@@ -482,6 +484,16 @@ fn anthropic_request(
 fn commit_anthropic(shared: &Arc<Shared>, writes: AnthropicWrites) -> Box<dyn FnOnce() + Send> {
     let shared = shared.clone();
     Box::new(move || shared.lock().anthropic_cache.commit(&writes))
+}
+
+fn mark_completed(shared: &Arc<Shared>, index: usize) -> Box<dyn FnOnce() + Send> {
+    let shared = shared.clone();
+    Box::new(move || {
+        let now = Instant::now();
+        if let Some(r) = shared.lock().records.get_mut(index) {
+            r.completed_at = Some(now);
+        }
+    })
 }
 
 fn commit_openai(shared: &Arc<Shared>, writes: OpenAiWrites) -> Box<dyn FnOnce() + Send> {
@@ -531,6 +543,7 @@ fn openai_request(shared: &Arc<Shared>, state: &mut State, record: &mut Recorded
         stream = stream.stop_after(n, tail);
     }
     stream.on_start = Some(commit_openai(shared, writes));
+    stream.on_finish = Some(mark_completed(shared, record.index));
     Action::Stream {
         api,
         stream,

@@ -23,6 +23,8 @@ pub struct EventStream {
     pub tail: Tail,
     pub delay: Duration,
     pub on_start: Option<Box<dyn FnOnce() + Send>>,
+    /// Run when the stream ends properly after its last event.
+    pub on_finish: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl EventStream {
@@ -34,6 +36,7 @@ impl EventStream {
             tail: Tail::Finish,
             delay,
             on_start: None,
+            on_finish: None,
         }
     }
 
@@ -52,6 +55,11 @@ impl EventStream {
             }
             let more = next < s.limit;
             if !more && matches!(s.tail, Tail::Finish) {
+                if s.limit == s.events.len()
+                    && let Some(hook) = s.on_finish.take()
+                {
+                    hook();
+                }
                 return None;
             }
             if next > 0 && !s.delay.is_zero() {
