@@ -670,3 +670,142 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn stop_reasons_are_handled_deliberately() {
+    // max_tokens with nothing to run: the model is asked to continue.
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("The first half of a long answer").stop_reason("max_tokens"),
+    ));
+    mock.enqueue(Reply::Message(MockMessage::text("and the second half.")));
+    let out = env.ctl(&[
+        "run",
+        "--model",
+        "anthropic:claude-test",
+        "--name",
+        "long",
+        "go",
+    ]);
+    out.expect_code(0);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    let last_user = reqs[1].json["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last_user["role"], "user");
+    assert!(
+        last_user["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("cut off at the output token limit")
+    );
+    assert_eq!(
+        env.ctl(&["show", "long", "--json"]).json()["result"],
+        "and the second half."
+    );
+
+    // pause_turn: the paused message goes back as is, with no new user message.
+    mock.enqueue(Reply::Message(
+        MockMessage::text("Searching…").stop_reason("pause_turn"),
+    ));
+    mock.enqueue(Reply::Message(MockMessage::text("Found it.")));
+    env.ctl(&[
+        "run",
+        "--model",
+        "anthropic:claude-test",
+        "--name",
+        "paused",
+        "go",
+    ])
+    .expect_code(0);
+    let reqs = mock.requests();
+    let resumed = reqs[3].json["messages"].as_array().unwrap();
+    assert_eq!(resumed.len(), 2);
+    assert_eq!(resumed[1]["role"], "assistant");
+    assert_eq!(resumed[1]["content"][0]["text"], "Searching…");
+
+    // refusal: the agent fails and says why.
+    mock.enqueue(Reply::Message(
+        MockMessage::text("I can't help with that.").stop_reason("refusal"),
+    ));
+    let out = env.ctl(&[
+        "run",
+        "--model",
+        "anthropic:claude-test",
+        "--name",
+        "no",
+        "go",
+    ]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("refusal"), "{}", out.stderr);
+    assert_eq!(
+        env.ctl(&["show", "no", "--json"]).json()["status"],
+        "failed"
+    );
+}
+
+#[test]
+fn openai_cached_tokens_are_reported_as_cache_reads() {
+    let mock = MockServer::start();
+    mock.set_openai_min_cached_tokens(64);
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(tool_msg(
+        "call_1",
+        "Bash",
+        json!({"command": "true"}),
+    )));
+    mock.enqueue(Reply::Message(MockMessage::text("ok")));
+    env.ctl(&["run", "--model", "openai:gpt-test", "--name", "c", "go"])
+        .expect_code(0);
+    let reqs = mock.requests();
+    let cached = reqs[1].cache.as_ref().unwrap().read;
+    assert!(
+        cached > 0,
+        "the mock served the repeated prefix from its cache"
+    );
+    let log = env.ctl(&["log", "c", "--json"]).json();
+    let second = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["role"] == "assistant")
+        .nth(1)
+        .unwrap()
+        .clone();
+    assert_eq!(second["usage"]["cache_read_input_tokens"], cached);
+    let prompt: u64 = serde_json::from_value(second["usage"]["input_tokens"].clone()).unwrap();
+    assert!(prompt > 0, "uncached prompt tokens are input_tokens");
+}
+
+#[test]
+fn the_model_comes_from_the_flag_then_agentd_model_then_the_config() {
+    let mock = MockServer::start();
+    let env = world(&mock);
+    // default_model must come before any table in TOML.
+    env.write_config(&format!(
+        "default_model = \"anthropic:from-config\"\n{FAST_RETRY}"
+    ));
+    let _daemon = env.start_daemon();
+    for _ in 0..3 {
+        mock.enqueue(Reply::Message(MockMessage::text("ok")));
+    }
+    env.ctl(&["run", "hi"]).expect_code(0);
+    let mut cmd = env.ctl_command(&["--no-autostart", "run", "hi"]);
+    cmd.env("AGENTD_MODEL", "anthropic:from-env");
+    assert!(cmd.status().unwrap().success());
+    env.ctl(&["run", "--model", "anthropic:from-flag", "hi"])
+        .expect_code(0);
+    let models: Vec<String> = mock
+        .requests()
+        .iter()
+        .map(|r| r.json["model"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(models, ["from-config", "from-env", "from-flag"]);
+}
