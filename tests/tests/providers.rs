@@ -809,3 +809,70 @@ fn the_model_comes_from_the_flag_then_agentd_model_then_the_config() {
         .collect();
     assert_eq!(models, ["from-config", "from-env", "from-flag"]);
 }
+
+#[test]
+fn connection_refused_is_retried_until_the_provider_is_back() {
+    // A port with nobody listening (yet).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let env = Env::new();
+    env.use_mock(&format!("http://127.0.0.1:{port}"));
+    env.write_config("[retry]\nmax_attempts = 8\ninitial_backoff_ms = 200\nmax_backoff_ms = 400\n");
+    let _daemon = env.start_daemon();
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "go",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    std::thread::sleep(Duration::from_millis(300));
+    let mock = MockServer::start_on(agentd_e2e::mock::MockConfig::default(), port);
+    mock.enqueue(Reply::Message(MockMessage::text("back online")));
+    env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "refused attempts never reached it; the retry did"
+    );
+    let log = env.ctl(&["log", &id, "--json"]).json();
+    assert_eq!(log.as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn an_unreachable_provider_fails_the_agent_after_the_budget() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let env = Env::new();
+    env.use_mock(&format!("http://127.0.0.1:{port}"));
+    env.write_config("[retry]\nmax_attempts = 2\ninitial_backoff_ms = 10\nmax_backoff_ms = 20\n");
+    let _daemon = env.start_daemon();
+    let out = env.ctl(&[
+        "run",
+        "--model",
+        "anthropic:claude-test",
+        "--name",
+        "gone",
+        "go",
+    ]);
+    out.expect_code(1);
+    let error = env.ctl(&["show", "gone", "--json"]).json()["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("cannot reach") && error.contains("gave up after 2 attempts"),
+        "{error}"
+    );
+}
