@@ -43,8 +43,16 @@ enum Command {
     Log(commands::log::Args),
     /// Wait for an agent to end: exit 0 if it completed, 1 if not, 124 on timeout.
     Wait(commands::wait::Args),
-    /// Cancel an agent.
+    /// Cancel an agent and all of its subagents.
     Stop(commands::stop::Args),
+    /// Message an agent: queued if it runs, revives it if it is idle.
+    Send(commands::send::Args),
+    /// Pause an agent at its next safe point (continue it with send).
+    Pause(commands::pause::Args),
+    /// Move a foreground agent to the background; it keeps running.
+    Bg(commands::bg::Args),
+    /// Remove an agent's record and transcript.
+    Rm(commands::rm::Args),
     /// Show the daemon's version, socket, data directory, uptime and agent counts.
     Status(commands::status::Args),
 }
@@ -96,6 +104,10 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Log(args) => commands::log::run(&target, args).await,
         Command::Wait(args) => commands::wait::run(&target, args).await,
         Command::Stop(args) => commands::stop::run(&target, args).await,
+        Command::Send(args) => commands::send::run(&target, args).await,
+        Command::Pause(args) => commands::pause::run(&target, args).await,
+        Command::Bg(args) => commands::bg::run(&target, args).await,
+        Command::Rm(args) => commands::rm::run(&target, args).await,
         Command::Status(args) => commands::status::run(&target, args).await,
     }
 }

@@ -22,6 +22,13 @@ pub struct Config {
     pub stream_idle_timeout_secs: u64,
     /// Output tokens requested per model call (`max_tokens`).
     pub max_output_tokens: u32,
+    /// Agents running at once; more wait as `pending` and start in order.
+    pub max_running_agents: u32,
+    /// Resume agents that were live when the daemon stopped.
+    pub resume_on_start: bool,
+    /// Seconds before a foreground agent is moved to the background
+    /// (0: never). `AGENTD_AUTO_BACKGROUND_SECS` overrides it.
+    pub auto_background_secs: u64,
     pub anthropic: ProviderConfig,
     pub openai: ProviderConfig,
     pub retry: RetryPolicy,
@@ -46,6 +53,9 @@ impl Default for Config {
             shutdown_grace_secs: 10,
             stream_idle_timeout_secs: 300,
             max_output_tokens: 16_384,
+            max_running_agents: 16,
+            resume_on_start: true,
+            auto_background_secs: 120,
             anthropic: ProviderConfig::default(),
             openai: ProviderConfig::default(),
             retry: RetryPolicy::default(),
@@ -106,6 +116,13 @@ impl Config {
             retry: self.retry,
             idle_timeout: Duration::from_secs(self.stream_idle_timeout_secs.max(1)),
         })
+    }
+
+    /// The auto-background delay, the environment first.
+    pub fn auto_background_secs(&self) -> u64 {
+        env("AGENTD_AUTO_BACKGROUND_SECS")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(self.auto_background_secs)
     }
 
     pub fn shutdown_grace(&self) -> Duration {

@@ -200,7 +200,7 @@ fn methods_of_later_versions_answer_unimplemented() {
         assert_eq!(s.code(), Code::Unimplemented);
         assert!(s.message().contains("not implemented"), "{}", s.message());
         let s = client
-            .send_message(pb::SendMessageRequest::default())
+            .list_worktrees(pb::ListWorktreesRequest::default())
             .await
             .unwrap_err();
         assert_eq!(s.code(), Code::Unimplemented);

@@ -9,6 +9,8 @@ use serde_json::json;
 #[test]
 fn sigkill_mid_run_keeps_every_flushed_entry_and_marks_the_agent_interrupted() {
     let env = Env::new();
+    // Resuming is tested elsewhere; here the agent must stay as the crash left it.
+    env.write_config("resume_on_start = false\n");
     let daemon = env.start_daemon();
     let model = env.script(
         "s.json",
@@ -78,7 +80,7 @@ fn sigkill_mid_run_keeps_every_flushed_entry_and_marks_the_agent_interrupted() {
 fn sigterm_stops_gracefully_removes_the_socket_and_interrupts_running_agents() {
     let env = Env::new();
     // The held model call never reaches a safe point: the grace period bounds the wait.
-    env.write_config("shutdown_grace_secs = 1\n");
+    env.write_config("shutdown_grace_secs = 1\nresume_on_start = false\n");
     let daemon = env.start_daemon();
     let model = env.script("s.json", &script(vec![delayed(60_000, vec![text("x")])]));
     let id = env
@@ -123,6 +125,7 @@ fn completed_agents_and_transcripts_survive_restarts() {
 #[test]
 fn sigterm_lets_a_running_tool_finish_before_stopping_at_the_safe_point() {
     let env = Env::new();
+    env.write_config("resume_on_start = false\n");
     let daemon = env.start_daemon();
     let model = env.script(
         "s.json",

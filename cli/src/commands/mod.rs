@@ -1,8 +1,12 @@
 //! One module per `agentctl` command.
 
+pub mod bg;
 pub mod list;
 pub mod log;
+pub mod pause;
+pub mod rm;
 pub mod run;
+pub mod send;
 pub mod show;
 pub mod status;
 pub mod stop;

@@ -109,6 +109,14 @@ async fn follow(client: &mut crate::autostart::Client, id: &str) -> Result<u8, F
             pb::attach_event::Event::Entry(e) => view.entry(&e),
             pb::attach_event::Event::Delta(d) => view.delta(&d),
             pb::attach_event::Event::Retry(r) => view.retry(&r),
+            pb::attach_event::Event::Released(_) => {
+                view.finish();
+                eprintln!(
+                    "agent {short} moved to the background and keeps running; `agentctl attach {short}` or `agentctl wait {short}`"
+                );
+                println!("{id}");
+                return Ok(SUCCESS);
+            }
             pb::attach_event::Event::Status(s) => {
                 let status = pb::AgentStatus::try_from(s.status).unwrap_or_default();
                 match status {

@@ -6,19 +6,21 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::orchestration;
+use super::types::AgentType;
 use crate::store::PromptContext;
 use crate::tools;
 
-/// Renders the system prompt and the tools array for a new top-level agent.
-pub fn render(cwd: &Path, now_ms: i64) -> PromptContext {
+/// Renders the system prompt and the tools array for a new agent: a
+/// top-level one (`agent_type` None) or a subagent of a type.
+pub fn render(cwd: &Path, now_ms: i64, agent_type: Option<&AgentType>) -> PromptContext {
     let date = humantime::format_rfc3339_seconds(
         std::time::UNIX_EPOCH + std::time::Duration::from_millis(now_ms.max(0) as u64),
     )
     .to_string();
+    let intro = agent_type.map_or(TOP_LEVEL_INTRO, |t| t.instructions.as_str());
     let system = format!(
-        "You are a coding agent supervised by agentd. You work autonomously on the task in \
-the user's message, using the tools you are given, and finish with a concise final answer \
-that states what you did and what you found.\n\
+        "{intro}\n\
 \n\
 Environment:\n\
 - Working directory: {cwd}\n\
@@ -33,13 +35,18 @@ Guidelines:\n\
 until their timeout.\n\
 - When a tool returns an error, read the message and adjust; do not repeat the same call unchanged.\n\
 - Do not ask the user questions: nobody may be watching. Make reasonable assumptions and say \
-which ones you made.",
+which ones you made.\n\
+- Subagents (the Agent tool) do not see this conversation: give them complete prompts. A \
+background agent reports back later as a <task-notification> user message.",
         cwd = cwd.display(),
         os = std::env::consts::OS,
     );
     let system_json = json!([{ "type": "text", "text": system }]);
+    let allowed: Option<&Vec<String>> = agent_type.and_then(|t| t.tools.as_ref());
     let tools_json: Vec<Value> = tools::builtin_specs()
         .into_iter()
+        .chain(orchestration::specs())
+        .filter(|t| allowed.is_none_or(|a| a.iter().any(|n| n == t.name)))
         .map(|t| {
             json!({
                 "name": t.name,
@@ -51,8 +58,13 @@ which ones you made.",
     PromptContext {
         system_json: serde_json::to_vec(&system_json).unwrap_or_default(),
         tools_json: serde_json::to_vec(&tools_json).unwrap_or_default(),
+        allowed_tools: allowed.cloned().unwrap_or_default(),
     }
 }
+
+const TOP_LEVEL_INTRO: &str = "You are a coding agent supervised by agentd. You work \
+autonomously on the task in the user's message, using the tools you are given, and finish with \
+a concise final answer that states what you did and what you found.";
 
 #[cfg(test)]
 mod tests {
@@ -60,12 +72,30 @@ mod tests {
 
     #[test]
     fn rendering_is_deterministic_and_declares_every_tool() {
-        let a = render(Path::new("/repo"), 1_700_000_000_000);
-        let b = render(Path::new("/repo"), 1_700_000_000_000);
+        let a = render(Path::new("/repo"), 1_700_000_000_000, None);
+        let b = render(Path::new("/repo"), 1_700_000_000_000, None);
         assert_eq!(a, b);
         let tools: Vec<Value> = serde_json::from_slice(&a.tools_json).unwrap();
         let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-        assert_eq!(names, ["Bash", "Read", "Write", "Edit", "Glob", "Grep"]);
+        assert_eq!(
+            names,
+            [
+                "Bash",
+                "Read",
+                "Write",
+                "Edit",
+                "Glob",
+                "Grep",
+                "Agent",
+                "SendMessage",
+                "ListAgents",
+                "TaskStop"
+            ]
+        );
+        assert!(
+            a.allowed_tools.is_empty(),
+            "top-level agents may run every tool"
+        );
         let system: Value = serde_json::from_slice(&a.system_json).unwrap();
         assert!(system[0]["text"].as_str().unwrap().contains("/repo"));
     }

@@ -235,6 +235,9 @@ pub async fn serve(
                         pb::attach_event::Event::Status(convert::status_change(&s))
                     }
                     Ok(AgentEvent::Retry(r)) => pb::attach_event::Event::Retry(convert::retry(&r)),
+                    Ok(AgentEvent::Released(reason)) => {
+                        pb::attach_event::Event::Released(pb::Released { reason })
+                    }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::debug!(agent = %agent_id, skipped = n, "attach client lagged; resubscribing");
                         continue 'resubscribe;

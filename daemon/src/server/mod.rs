@@ -51,11 +51,15 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         },
     );
     let interrupted = sup.recover().await?;
-    if interrupted > 0 {
+    if !interrupted.is_empty() {
         tracing::info!(
-            interrupted,
+            interrupted = interrupted.len(),
             "agents that were live when agentd last stopped are now interrupted"
         );
+    }
+    let (resumed, blocked) = sup.resume_after_start(&interrupted).await?;
+    if resumed + blocked > 0 {
+        tracing::info!(resumed, blocked, "resumed interrupted agents");
     }
 
     let (health, health_service) = tonic_health::server::health_reporter();

@@ -125,9 +125,14 @@ impl AgentService for AgentApi {
 
     async fn send_message(
         &self,
-        _req: Request<pb::SendMessageRequest>,
+        req: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
-        Err(AgentdError::not_yet("SendMessage").into())
+        let r = req.into_inner();
+        let (record, revived) = self.sup.send(&r.id, &r.message, None).await?;
+        Ok(Response::new(pb::SendMessageResponse {
+            agent: Some(self.wire(&record)?),
+            revived,
+        }))
     }
 
     type AttachStream = BoxStream<pb::AttachEvent>;
@@ -149,16 +154,18 @@ impl AgentService for AgentApi {
 
     async fn background(
         &self,
-        _req: Request<pb::BackgroundRequest>,
+        req: Request<pb::BackgroundRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
-        Err(AgentdError::not_yet("Background").into())
+        let record = self.sup.background(&req.into_inner().id).await?;
+        Ok(Response::new(self.wire(&record)?))
     }
 
     async fn pause_agent(
         &self,
-        _req: Request<pb::PauseAgentRequest>,
+        req: Request<pb::PauseAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
-        Err(AgentdError::not_yet("PauseAgent").into())
+        let record = self.sup.pause(&req.into_inner().id).await?;
+        Ok(Response::new(self.wire(&record)?))
     }
 
     async fn cancel_agent(
@@ -171,9 +178,13 @@ impl AgentService for AgentApi {
 
     async fn remove_agent(
         &self,
-        _req: Request<pb::RemoveAgentRequest>,
+        req: Request<pb::RemoveAgentRequest>,
     ) -> Result<Response<pb::RemoveAgentResponse>, Status> {
-        Err(AgentdError::not_yet("RemoveAgent").into())
+        let r = req.into_inner();
+        let id = self.sup.remove(&r.id, r.force).await?;
+        Ok(Response::new(pb::RemoveAgentResponse {
+            id: id.to_string(),
+        }))
     }
 
     async fn get_transcript(

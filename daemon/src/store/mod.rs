@@ -6,12 +6,16 @@
 //! - tree `v1/transcripts`: agent id ++ big-endian seq (24 bytes) → [`TranscriptEntry`];
 //!   a prefix scan on the id yields the transcript in order
 //! - tree `v1/prompts`: agent id → [`PromptContext`]
+//! - tree `v1/inbox`: agent id ++ arrival id → [`InboxItem`] (see `inbox`)
 //! - tree `meta`: `schema_version` → u32 big-endian
 //!
 //! Durability (DESIGN §3): "acknowledged means durable". Every method named
 //! `*_durable` returns only after sled has fsynced the write.
 
+mod inbox;
 pub mod records;
+
+pub use inbox::InboxKey;
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +23,8 @@ use prost::Message;
 use uuid::Uuid;
 
 pub use records::{
-    AgentRecord, PermissionMode, PromptContext, Role, Status, TranscriptEntry, Usage, now_ms,
+    AgentRecord, InboxItem, InboxKind, PermissionMode, PromptContext, Role, Status,
+    TranscriptEntry, Usage, now_ms,
 };
 
 /// The on-disk schema this build reads and writes.
@@ -58,9 +63,10 @@ pub struct Store {
     agents: sled::Tree,
     transcripts: sled::Tree,
     prompts: sled::Tree,
+    inbox: sled::Tree,
 }
 
-fn transcript_key(id: Uuid, seq: u64) -> [u8; 24] {
+pub(crate) fn transcript_key(id: Uuid, seq: u64) -> [u8; 24] {
     let mut key = [0u8; 24];
     key[..16].copy_from_slice(id.as_bytes());
     key[16..].copy_from_slice(&seq.to_be_bytes());
@@ -101,6 +107,7 @@ impl Store {
             agents: db.open_tree("v1/agents")?,
             transcripts: db.open_tree("v1/transcripts")?,
             prompts: db.open_tree("v1/prompts")?,
+            inbox: db.open_tree("v1/inbox")?,
             db,
         })
     }

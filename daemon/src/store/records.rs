@@ -128,6 +128,12 @@ pub struct AgentRecord {
     pub worktree_path: String,
     #[prost(string, tag = "22")]
     pub worktree_branch: String,
+    /// 0 for agents a client started; a child is its parent's depth + 1.
+    #[prost(uint32, tag = "23")]
+    pub depth: u32,
+    /// When the agent (this run of it) started: for notification durations.
+    #[prost(int64, tag = "24")]
+    pub started_at_ms: i64,
 }
 
 impl AgentRecord {
@@ -191,6 +197,9 @@ pub struct PromptContext {
     /// JSON of the `tools` array.
     #[prost(bytes = "vec", tag = "2")]
     pub tools_json: Vec<u8>,
+    /// Tools the agent may run; empty means every declared tool.
+    #[prost(string, repeated, tag = "3")]
+    pub allowed_tools: Vec<String>,
 }
 
 /// Milliseconds since the Unix epoch, now.
@@ -199,4 +208,31 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// What waits in an agent's inbox for its next turn boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, prost::Enumeration)]
+#[repr(i32)]
+pub enum InboxKind {
+    Unspecified = 0,
+    /// A message from a user or another agent (`send`, `SendMessage`).
+    Message = 1,
+    /// A `<task-notification>` about a background child that ended.
+    Notification = 2,
+}
+
+/// One undelivered message or notification. Moving it into the transcript
+/// and deleting it here happen in one transaction: delivered exactly once.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct InboxItem {
+    #[prost(enumeration = "InboxKind", tag = "1")]
+    pub kind: i32,
+    /// The text the agent receives, as a user-role text block.
+    #[prost(string, tag = "2")]
+    pub text: String,
+    /// The sender or the child that ended (16 bytes), if an agent.
+    #[prost(bytes = "vec", tag = "3")]
+    pub from: Vec<u8>,
+    #[prost(int64, tag = "4")]
+    pub created_at_ms: i64,
 }

@@ -54,6 +54,8 @@ pub enum AgentEvent {
     Status(StatusSnapshot),
     /// The response in progress was discarded; the call is retried.
     Retry(RetryNotice),
+    /// The foreground waiter was released; the agent keeps running.
+    Released(String),
 }
 
 struct HubState {
@@ -166,6 +168,11 @@ impl Hub {
         let _state = self.lock();
         self.status.send_replace(snapshot.clone());
         let _ = self.events.send(AgentEvent::Status(snapshot));
+    }
+
+    pub fn publish_released(&self, reason: &str) {
+        let _state = self.lock();
+        let _ = self.events.send(AgentEvent::Released(reason.to_string()));
     }
 
     pub fn status(&self) -> StatusSnapshot {

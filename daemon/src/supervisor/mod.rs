@@ -1,24 +1,33 @@
-//! The supervisor owns the live agents: it creates them, starts their turn
-//! loops, resolves ids, cancels and waits on them, recovers after a crash
-//! and stops them at shutdown.
+//! The supervisor owns the live agents: it creates them, starts and revives
+//! their turn loops, records how they end (with the task notification to a
+//! parent, in the same transaction), resolves ids, and recovers after a
+//! crash. Control requests (send, pause, cancel, remove, background) are in
+//! `control`; the tools that reach other agents in `children`.
 
+mod children;
+mod control;
 pub mod hub;
+mod notification;
 mod resolve;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
-use crate::agent::{StopSignals, TurnLoop, context};
+use crate::agent::types::AgentType;
+use crate::agent::{Finished, StopSignals, TurnLoop, context};
 use crate::config::Config;
 use crate::error::AgentdError;
 use crate::model::{ModelSettings, ModelSpec, Provider};
-use crate::store::{AgentRecord, PermissionMode, Role, Status, Store, TranscriptEntry, now_ms};
+use crate::store::{
+    AgentRecord, PermissionMode, PromptContext, Role, Status, Store, TranscriptEntry, now_ms,
+};
 use hub::{Hub, StatusSnapshot};
 
 /// Prompts larger than this are refused.
@@ -26,7 +35,7 @@ pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
 /// Agents that ended longer ago than this are hidden from `list` without `--all`.
 const LIST_RECENT_MS: i64 = 24 * 3600 * 1000;
 
-/// What a client asks for when it starts an agent.
+/// What a client (or a parent's `Agent` call) asks for when it starts an agent.
 #[derive(Debug, Clone, Default)]
 pub struct NewAgent {
     pub prompt: String,
@@ -41,24 +50,49 @@ pub struct NewAgent {
     pub isolation: String,
 }
 
+/// How a foreground waiter's wait ended.
+#[derive(Debug)]
+pub enum WaitEnd {
+    /// The agent stopped (completed, failed, cancelled, paused, interrupted).
+    Finished(Box<AgentRecord>),
+    /// The agent was moved to the background and keeps running.
+    Released,
+}
+
 /// Controls of a running turn loop.
 struct RunControl {
     /// Stops the agent at its next await point, as `cancelled`.
     cancel: CancellationToken,
+    /// Stops the agent at its next safe point, as `paused`.
+    pause: CancellationToken,
     /// Drops the loop outright (only after the shutdown grace period).
     kill: CancellationToken,
 }
 
+#[derive(Default)]
+struct RunState {
+    control: Option<RunControl>,
+    /// A parent's `Agent` call blocked on this agent (DESIGN §4).
+    waiter: Option<oneshot::Sender<WaitEnd>>,
+    /// Released to the background during this run.
+    backgrounded: bool,
+}
+
 /// The supervisor's view of one agent: its event hub and, while a turn loop
-/// runs, that loop's controls.
+/// runs, that loop's controls and its foreground waiter.
 pub struct AgentHandle {
     pub hub: Arc<Hub>,
-    run: Mutex<Option<RunControl>>,
+    run: Mutex<RunState>,
 }
 
 impl AgentHandle {
-    fn run(&self) -> std::sync::MutexGuard<'_, Option<RunControl>> {
+    fn run(&self) -> std::sync::MutexGuard<'_, RunState> {
         self.run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// True while a turn loop runs (or waits for a slot) for this agent.
+    pub fn is_running(&self) -> bool {
+        self.run().control.is_some()
     }
 }
 
@@ -78,6 +112,8 @@ pub struct Supervisor {
     handles: Mutex<HashMap<Uuid, Arc<AgentHandle>>>,
     shutdown: CancellationToken,
     tasks: TaskTracker,
+    /// Agents running at once; beyond it they wait as `pending`, in order.
+    slots: Arc<Semaphore>,
 }
 
 impl Supervisor {
@@ -87,6 +123,7 @@ impl Supervisor {
         models: ModelSettings,
         info: DaemonInfo,
     ) -> Arc<Supervisor> {
+        let slots = Arc::new(Semaphore::new(config.max_running_agents.max(1) as usize));
         Arc::new(Supervisor {
             store,
             config,
@@ -96,6 +133,7 @@ impl Supervisor {
             handles: Mutex::new(HashMap::new()),
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
+            slots,
         })
     }
 
@@ -111,6 +149,10 @@ impl Supervisor {
         self.started.elapsed()
     }
 
+    pub fn max_output_tokens(&self) -> u32 {
+        self.config.max_output_tokens
+    }
+
     /// Cancelled when the daemon begins to shut down; long-lived streams end.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()
@@ -118,20 +160,60 @@ impl Supervisor {
 
     /// After a crash or a stop: every agent that was live (pending, running,
     /// waiting) has no turn loop any more and becomes `interrupted`.
-    /// Returns how many were marked.
-    pub async fn recover(&self) -> Result<usize, AgentdError> {
-        let mut marked = 0;
+    /// Returns the ids marked.
+    pub async fn recover(&self) -> Result<Vec<Uuid>, AgentdError> {
+        let mut marked = Vec::new();
         for record in self.store.agents() {
             let mut record = record?;
             if record.status().is_live() {
                 record.set_status(Status::Interrupted);
                 record.updated_at_ms = now_ms();
                 self.store.put_agent(&record)?;
-                marked += 1;
+                marked.push(record.uuid());
             }
         }
         self.store.flush().await?;
         Ok(marked)
+    }
+
+    /// At start, after `recover`: resumes the interrupted agents (config
+    /// `resume_on_start`) and wakes idle agents with undelivered messages or
+    /// notifications. Returns (resumed, blocked).
+    pub async fn resume_after_start(
+        self: &Arc<Self>,
+        interrupted: &[Uuid],
+    ) -> Result<(usize, usize), AgentdError> {
+        let (mut resumed, mut blocked) = (0, 0);
+        if self.config.resume_on_start {
+            for id in interrupted {
+                let Some(record) = self.store.get_agent(*id)? else {
+                    continue;
+                };
+                match self.revive(record).await {
+                    Ok(true) => resumed += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        blocked += 1;
+                        tracing::warn!(agent = %id, error = %e, "cannot resume");
+                    }
+                }
+            }
+        }
+        let mut waiting = Vec::new();
+        for record in self.store.agents() {
+            let record = record?;
+            if matches!(record.status(), Status::Completed | Status::Paused)
+                && self.store.has_inbox(record.uuid())?
+            {
+                waiting.push(record.uuid());
+            }
+        }
+        for id in waiting {
+            if let Err(e) = self.ensure_running(id).await {
+                tracing::warn!(agent = %id, error = %e, "cannot wake an agent with undelivered messages");
+            }
+        }
+        Ok((resumed, blocked))
     }
 
     fn handles(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<AgentHandle>>> {
@@ -149,14 +231,18 @@ impl Supervisor {
         let next_seq = self.store.transcript_len(id)?;
         let handle = Arc::new(AgentHandle {
             hub: Arc::new(Hub::new(next_seq, snapshot_of(record))),
-            run: Mutex::new(None),
+            run: Mutex::new(RunState::default()),
         });
         Ok(self.handles().entry(id).or_insert(handle).clone())
     }
 
-    /// Validates `req`, stores the new agent with its first message, and
-    /// starts its turn loop. Nothing is stored when validation fails.
-    pub async fn create(self: &Arc<Self>, req: NewAgent) -> Result<AgentRecord, AgentdError> {
+    /// Validates `req` and builds what a new agent needs; stores nothing.
+    fn prepare(
+        &self,
+        req: &NewAgent,
+        parent: Option<&AgentRecord>,
+        agent_type: Option<&AgentType>,
+    ) -> Result<(AgentRecord, PromptContext, Provider, TranscriptEntry), AgentdError> {
         if self.shutdown.is_cancelled() {
             return Err(AgentdError::Unavailable("agentd is shutting down".into()));
         }
@@ -181,11 +267,15 @@ impl Supervisor {
         if !req.isolation.is_empty() {
             return Err(AgentdError::not_yet("worktree isolation"));
         }
-        if !req.subagent_type.is_empty() {
-            return Err(AgentdError::not_yet("subagent types"));
+        if parent.is_none() && !req.subagent_type.is_empty() {
+            return Err(AgentdError::not_yet("subagent types for top-level agents"));
         }
         let cwd = validate_cwd(&req.cwd)?;
-        let model = self.model_for(&req.model)?;
+        let model = match parent {
+            // A child without its own model uses its parent's.
+            Some(p) if req.model.trim().is_empty() => p.model.clone(),
+            _ => self.model_for(&req.model)?,
+        };
         let spec = ModelSpec::parse(&model)?;
         let provider = Provider::from_spec(&spec, &cwd, &self.models)?;
         if !req.name.is_empty() {
@@ -202,16 +292,17 @@ impl Supervisor {
         };
         let record = AgentRecord {
             id: id.as_bytes().to_vec(),
-            name: req.name,
+            name: req.name.clone(),
             description,
-            subagent_type: String::new(),
+            subagent_type: agent_type.map(|t| t.name.clone()).unwrap_or_default(),
             status: Status::Pending as i32,
             background: req.background,
-            parent_id: Vec::new(),
+            parent_id: parent.map(|p| p.id.clone()).unwrap_or_default(),
             model,
             cwd: cwd.display().to_string(),
             created_at_ms: now,
             updated_at_ms: now,
+            started_at_ms: now,
             max_turns: if req.max_turns == 0 {
                 self.config.max_turns
             } else {
@@ -219,9 +310,10 @@ impl Supervisor {
             },
             permission_mode: PermissionMode::Bypass as i32,
             usage: Some(Default::default()),
+            depth: parent.map_or(0, |p| p.depth + 1),
             ..Default::default()
         };
-        let prompt = context::render(&cwd, now);
+        let prompt = context::render(&cwd, now, agent_type);
         let first = TranscriptEntry {
             seq: 0,
             role: Role::User as i32,
@@ -233,14 +325,37 @@ impl Supervisor {
             usage: None,
             stop_reason: String::new(),
         };
-        // Record, frozen prompt and first message reach disk in one fsync
-        // before the client hears of the agent.
+        Ok((record, prompt, provider, first))
+    }
+
+    /// Validates `req`, stores the new agent with its first message, and
+    /// starts its turn loop. Nothing is stored when validation fails.
+    pub async fn create(self: &Arc<Self>, req: NewAgent) -> Result<AgentRecord, AgentdError> {
+        let (record, prompt, provider, first) = self.prepare(&req, None, None)?;
+        self.store_and_start(record, prompt, provider, first, None)
+            .await
+    }
+
+    /// Stores a prepared agent (record, frozen prompt and first message in
+    /// one fsync, before anyone hears of it) and starts it.
+    async fn store_and_start(
+        self: &Arc<Self>,
+        record: AgentRecord,
+        prompt: PromptContext,
+        provider: Provider,
+        first: TranscriptEntry,
+        waiter: Option<oneshot::Sender<WaitEnd>>,
+    ) -> Result<AgentRecord, AgentdError> {
+        let id = record.uuid();
         self.store.put_prompt(id, &prompt)?;
         self.store.put_agent(&record)?;
         self.store.append_durable(id, &first).await?;
-        tracing::info!(agent = %id, model = %record.model, "agent created");
-
-        self.start(record.clone(), prompt, provider)?;
+        tracing::info!(agent = %id, model = %record.model, parent = ?(!record.parent_id.is_empty()).then(|| record.uuid()), "agent created");
+        let foreground = !record.background;
+        self.start(record.clone(), prompt, provider, waiter)?;
+        if foreground {
+            self.arm_auto_background(id);
+        }
         Ok(record)
     }
 
@@ -276,41 +391,196 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Starts the turn loop of `record` as a tracked task.
+    /// Starts a turn loop for `record` unless one runs already (returns
+    /// false then). The loop waits as `pending` for a free slot.
     fn start(
         self: &Arc<Self>,
         record: AgentRecord,
-        prompt: crate::store::PromptContext,
+        prompt: PromptContext,
         provider: Provider,
-    ) -> Result<(), AgentdError> {
+        waiter: Option<oneshot::Sender<WaitEnd>>,
+    ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
-        let cancel = CancellationToken::new();
+        let mut run = handle.run();
+        if run.control.is_some() {
+            return Ok(false);
+        }
+        let stops = StopSignals {
+            cancel: CancellationToken::new(),
+            shutdown: self.shutdown.clone(),
+            pause: CancellationToken::new(),
+        };
         let kill = CancellationToken::new();
         let turn_loop = TurnLoop::new(
-            self.store.clone(),
+            self.clone(),
             handle.hub.clone(),
             record,
             prompt,
             provider,
-            self.config.max_output_tokens,
-            StopSignals {
-                cancel: cancel.clone(),
-                shutdown: self.shutdown.clone(),
-            },
+            stops.clone(),
         )?;
-        *handle.run() = Some(RunControl {
-            cancel,
+        run.control = Some(RunControl {
+            cancel: stops.cancel.clone(),
+            pause: stops.pause.clone(),
             kill: kill.clone(),
         });
-        let task_handle = handle.clone();
+        run.waiter = waiter;
+        run.backgrounded = false;
+        drop(run);
+        let sup = self.clone();
+        let slots = self.slots.clone();
+        self.tasks.spawn(async move {
+            let finished = tokio::select! {
+                biased;
+                _ = kill.cancelled() => None,
+                f = async {
+                    // Pending until a slot frees; cancel works meanwhile.
+                    let permit = tokio::select! {
+                        p = slots.acquire_owned() => p.ok(),
+                        _ = stops.cancel.cancelled() => None,
+                    };
+                    let f = turn_loop.run().await;
+                    drop(permit);
+                    f
+                } => Some(f),
+            };
+            match finished {
+                Some(f) => sup.finish(&handle, f).await,
+                None => handle.run().control = None,
+            }
+        });
+        Ok(true)
+    }
+
+    /// Records how a run ended. A terminal child whose parent no longer
+    /// waits on it (it ran in the background or was released) puts its task
+    /// notification in the parent's inbox in the same transaction; a
+    /// waiting parent gets the result through its waiter instead. Exactly
+    /// one of the two happens.
+    async fn finish(self: &Arc<Self>, handle: &Arc<AgentHandle>, finished: Finished) {
+        let Finished {
+            mut record,
+            outcome,
+        } = finished;
+        let id = record.uuid();
+        let (waiter, backgrounded) = {
+            let mut run = handle.run();
+            (run.waiter.take(), run.backgrounded)
+        };
+        record.background |= backgrounded;
+        let status = record.status();
+        let parent = (!record.parent_id.is_empty())
+            .then(|| Uuid::from_slice(&record.parent_id).ok())
+            .flatten();
+        let note = match parent {
+            Some(p) if waiter.is_none() && status.is_terminal() => {
+                Some((p, notification::task_notification(&record, &outcome)))
+            }
+            _ => None,
+        };
+        let written = self
+            .store
+            .finish_agent(&record, note.as_ref().map(|(p, item)| (*p, item)))
+            .await;
+        if let Err(e) = &written {
+            tracing::error!(agent = %id, error = %e, "could not record the agent's end");
+        }
+        handle.hub.publish_status(snapshot_of(&record));
+        if let Some(w) = waiter {
+            let _ = w.send(WaitEnd::Finished(Box::new(record.clone())));
+        }
+        handle.run().control = None;
+        if self.shutdown.is_cancelled() {
+            return;
+        }
+        // A message that arrived while the loop was finishing wakes it again.
+        if matches!(status, Status::Completed | Status::Paused)
+            && self.store.has_inbox(id).unwrap_or(false)
+            && let Err(e) = self.ensure_running(id).await
+        {
+            tracing::warn!(agent = %id, error = %e, "cannot wake the agent for its new messages");
+        }
+        if written.is_ok()
+            && let Some((parent, _)) = note
+            && let Err(e) = self.ensure_running(parent).await
+        {
+            tracing::warn!(agent = %parent, error = %e, "cannot wake the parent for its notification");
+        }
+    }
+
+    /// Starts a loop for an existing agent (revival, resume after restart).
+    /// Ok(false) when one already runs. Errors when the agent cannot be
+    /// resumed; the reason is recorded as `resume_blocked_reason`.
+    async fn revive(self: &Arc<Self>, mut record: AgentRecord) -> Result<bool, AgentdError> {
+        let id = record.uuid();
+        let blocked = |reason: &str, detail: String| (reason.to_string(), detail);
+        let check = (|| {
+            let prompt = match self.store.get_prompt(id) {
+                Ok(Some(p)) => p,
+                _ => {
+                    return Err(blocked(
+                        "transcript_missing",
+                        "its stored prompt context is gone".into(),
+                    ));
+                }
+            };
+            if self.store.transcript_len(id).unwrap_or(0) == 0 {
+                return Err(blocked(
+                    "transcript_missing",
+                    "its transcript is empty".into(),
+                ));
+            }
+            let cwd = Path::new(&record.cwd);
+            if !cwd.is_dir() {
+                return Err(blocked(
+                    "cwd_missing",
+                    format!("its working directory {} is gone", record.cwd),
+                ));
+            }
+            let provider = ModelSpec::parse(&record.model)
+                .and_then(|spec| Provider::from_spec(&spec, cwd, &self.models))
+                .map_err(|e| blocked("model_unavailable", e.to_string()))?;
+            Ok((prompt, provider))
+        })();
+        match check {
+            Ok((prompt, provider)) => {
+                record.resume_blocked_reason.clear();
+                record.started_at_ms = now_ms();
+                self.start(record, prompt, provider, None)
+            }
+            Err((reason, detail)) => {
+                record.resume_blocked_reason = reason.clone();
+                record.updated_at_ms = now_ms();
+                self.store.put_agent_durable(&record).await?;
+                self.handle(&record)?
+                    .hub
+                    .publish_status(snapshot_of(&record));
+                Err(AgentdError::precondition(format!(
+                    "agent {} cannot be resumed ({reason}): {detail}",
+                    short(&record)
+                )))
+            }
+        }
+    }
+
+    /// Releases a foreground agent to the background after the configured
+    /// time (DESIGN §4), unless it ended or was released before.
+    fn arm_auto_background(self: &Arc<Self>, id: Uuid) {
+        let secs = self.config.auto_background_secs();
+        if secs == 0 {
+            return;
+        }
+        let sup = self.clone();
         self.tasks.spawn(async move {
             tokio::select! {
-                _ = turn_loop.run() => {}
-                _ = kill.cancelled() => {}
+                _ = tokio::time::sleep(Duration::from_secs(secs)) => {
+                    if let Err(e) = sup.background_by_id(id, "auto").await {
+                        tracing::debug!(agent = %id, error = %e, "auto-background skipped");
+                    }
+                }
+                _ = sup.shutdown.cancelled() => {}
             }
-            task_handle.run().take();
         });
-        Ok(())
     }
 
     /// Finds the agent named by a full id, a unique id prefix, or a name.
@@ -342,37 +612,6 @@ impl Supervisor {
             *counts.entry(record?.status()).or_insert(0) += 1;
         }
         Ok(counts)
-    }
-
-    /// Cancels the agent: a running loop stops at once (an in-flight model
-    /// call is dropped, a running tool is killed); an idle agent is marked
-    /// cancelled. Returns the agent as it ended.
-    pub async fn cancel(&self, query: &str) -> Result<AgentRecord, AgentdError> {
-        let record = self.resolve(query)?;
-        let status = record.status();
-        if status.is_terminal() {
-            return Err(AgentdError::precondition(format!(
-                "agent {} has already {}; there is nothing to stop",
-                short(&record),
-                status.as_str()
-            )));
-        }
-        let handle = self.handle(&record)?;
-        let token = handle.run().as_ref().map(|r| r.cancel.clone());
-        match token {
-            Some(token) => {
-                token.cancel();
-                self.wait_until_idle(&handle).await?;
-            }
-            None => {
-                let mut cancelled = record.clone();
-                cancelled.set_status(Status::Cancelled);
-                cancelled.updated_at_ms = now_ms();
-                self.store.put_agent_durable(&cancelled).await?;
-                handle.hub.publish_status(snapshot_of(&cancelled));
-            }
-        }
-        self.reload(&record)
     }
 
     /// Waits until the agent is no longer live, then returns it.
@@ -417,8 +656,8 @@ impl Supervisor {
             let handles: Vec<_> = self.handles().values().cloned().collect();
             let mut killed = 0;
             for handle in handles {
-                if let Some(run) = handle.run().as_ref() {
-                    run.kill.cancel();
+                if let Some(control) = handle.run().control.as_ref() {
+                    control.kill.cancel();
                     killed += 1;
                 }
             }

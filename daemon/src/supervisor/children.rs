@@ -1,0 +1,255 @@
+//! The tools that reach other agents, run on behalf of a calling agent:
+//! `Agent` (spawn a subagent, foreground or background), `SendMessage`,
+//! `ListAgents` and `TaskStop`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::{NewAgent, Supervisor, WaitEnd, short};
+use crate::agent::types;
+use crate::error::AgentdError;
+use crate::store::{AgentRecord, Status};
+use crate::tools::ToolOutput;
+
+/// Deepest nesting: a top-level agent is depth 0.
+pub const MAX_DEPTH: u32 = 3;
+
+fn field<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
+    input
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| {
+            ToolOutput::error(format!(
+                "`{name}` is required and must be a non-empty string"
+            ))
+        })
+}
+
+impl Supervisor {
+    pub async fn run_orchestration_tool(
+        self: Arc<Self>,
+        caller: &AgentRecord,
+        name: &str,
+        input: &Value,
+    ) -> ToolOutput {
+        let result = match name {
+            "Agent" => self.spawn_child(caller, input).await,
+            "SendMessage" => self.send_for(caller, input).await,
+            "ListAgents" => self.list_for(caller),
+            "TaskStop" => self.stop_for(caller, input).await,
+            other => Err(ToolOutput::error(format!("No such tool: {other}"))),
+        };
+        result.unwrap_or_else(|e| e)
+    }
+
+    async fn spawn_child(
+        self: &Arc<Self>,
+        caller: &AgentRecord,
+        input: &Value,
+    ) -> Result<ToolOutput, ToolOutput> {
+        let description = field(input, "description")?;
+        let prompt = field(input, "prompt")?;
+        for later in [
+            "fork_turns",
+            "fork_tools",
+            "fork_profile",
+            "isolation",
+            "working_dir",
+        ] {
+            if input.get(later).is_some_and(|v| !v.is_null()) {
+                return Err(ToolOutput::error(format!(
+                    "`{later}` is not available in this version of agentd; call Agent without it"
+                )));
+            }
+        }
+        if caller.depth + 1 > MAX_DEPTH {
+            return Err(ToolOutput::error(format!(
+                "subagents may nest at most {MAX_DEPTH} deep and this agent is at depth {}; do the work yourself",
+                caller.depth
+            )));
+        }
+        let type_name = input
+            .get("subagent_type")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(types::DEFAULT_TYPE);
+        let cwd = std::path::Path::new(&caller.cwd);
+        let agent_type = types::resolve(type_name, cwd, &agentd_shared::paths::config_dir())
+            .map_err(ToolOutput::error)?;
+        let background = input
+            .get("run_in_background")
+            .and_then(Value::as_bool)
+            .unwrap_or(agent_type.background);
+        let req = NewAgent {
+            prompt: prompt.to_string(),
+            model: input
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| agent_type.model.clone())
+                .unwrap_or_default(),
+            name: input
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            description: description.to_string(),
+            cwd: caller.cwd.clone(),
+            background,
+            subagent_type: agent_type.name.clone(),
+            ..Default::default()
+        };
+        let (record, prompt_ctx, provider, first) = self
+            .prepare(&req, Some(caller), Some(&agent_type))
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
+        let (tx, rx) = oneshot::channel();
+        let waiter = (!background).then_some(tx);
+        let child = self
+            .store_and_start(record, prompt_ctx, provider, first, waiter)
+            .await
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
+        let id = child.uuid();
+        if background {
+            return Ok(ToolOutput::ok(format!(
+                "Agent launched in the background.\ntask_id: {id}\nYou will receive a <task-notification> when it finishes; do not poll it or start another agent for the same task. Use SendMessage to steer it and ListAgents to see it."
+            )));
+        }
+        // A parent blocked on its child must not hold a running slot the
+        // child may need (16 parents each waiting on a child would deadlock).
+        let end = self.wait_child_releasing_slot(rx).await;
+        Ok(match end {
+            Some(WaitEnd::Finished(rec)) => match rec.status() {
+                Status::Completed => ToolOutput::ok(format!("{}\n\n(agent {id})", rec.result)),
+                Status::Failed => ToolOutput::error(format!("Agent {id} failed: {}", rec.error)),
+                Status::Cancelled => ToolOutput::error(format!("Agent {id} was cancelled")),
+                other => ToolOutput::error(format!(
+                    "Agent {id} stopped as {}; it can be continued with SendMessage",
+                    other.as_str()
+                )),
+            },
+            Some(WaitEnd::Released) => ToolOutput::ok(format!(
+                "Async launched: agent {id} was moved to the background and keeps running.\ntask_id: {id}\nYou will receive a <task-notification> when it finishes; do not start another agent for the same task."
+            )),
+            None => ToolOutput::error(format!("lost track of agent {id}")),
+        })
+    }
+
+    async fn wait_child_releasing_slot(&self, rx: oneshot::Receiver<WaitEnd>) -> Option<WaitEnd> {
+        self.slots.add_permits(1);
+        let end = rx.await.ok();
+        // Take the slot back (a forget keeps the count balanced).
+        if let Ok(p) = self.slots.acquire().await {
+            p.forget();
+        }
+        end
+    }
+
+    /// Agents the caller may address: its children and its siblings.
+    fn family_of(&self, caller: &AgentRecord) -> Result<Vec<AgentRecord>, AgentdError> {
+        let mut out = Vec::new();
+        for r in self.store.agents() {
+            let r = r?;
+            let child = r.parent_id == caller.id;
+            let sibling = !caller.parent_id.is_empty()
+                && r.parent_id == caller.parent_id
+                && r.id != caller.id;
+            if child || sibling {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    fn list_for(&self, caller: &AgentRecord) -> Result<ToolOutput, ToolOutput> {
+        let family = self
+            .family_of(caller)
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
+        if family.is_empty() {
+            return Ok(ToolOutput::ok("No subagents or sibling agents."));
+        }
+        let rows: Vec<Value> = family
+            .iter()
+            .map(|r| {
+                json!({
+                    "id": r.uuid().to_string(),
+                    "name": r.name,
+                    "relation": if r.parent_id == caller.id { "child" } else { "sibling" },
+                    "subagent_type": r.subagent_type,
+                    "description": r.description,
+                    "status": r.status().as_str(),
+                    "can_message": r.can_message(),
+                    "resume_blocked_reason": r.resume_blocked_reason,
+                })
+            })
+            .collect();
+        Ok(ToolOutput::ok(
+            serde_json::to_string_pretty(&rows).unwrap_or_default(),
+        ))
+    }
+
+    fn addressable(&self, caller: &AgentRecord, query: &str) -> Result<AgentRecord, ToolOutput> {
+        let target = self
+            .resolve(query)
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
+        let family = self
+            .family_of(caller)
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
+        if family.iter().any(|r| r.id == target.id) {
+            Ok(target)
+        } else {
+            Err(ToolOutput::error(format!(
+                "agent {} is not one of your subagents or siblings (ListAgents shows those)",
+                short(&target)
+            )))
+        }
+    }
+
+    async fn send_for(
+        self: &Arc<Self>,
+        caller: &AgentRecord,
+        input: &Value,
+    ) -> Result<ToolOutput, ToolOutput> {
+        let to = field(input, "to")?;
+        let message = field(input, "message")?;
+        let target = self.addressable(caller, to)?;
+        let (rec, revived) = self
+            .send(&target.uuid().to_string(), message, Some(caller))
+            .await
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
+        Ok(ToolOutput::ok(if revived {
+            format!(
+                "Agent {} was idle and is now working on your message.",
+                short(&rec)
+            )
+        } else {
+            format!(
+                "Message queued for agent {}; it gets it at its next turn boundary.",
+                short(&rec)
+            )
+        }))
+    }
+
+    async fn stop_for(
+        &self,
+        caller: &AgentRecord,
+        input: &Value,
+    ) -> Result<ToolOutput, ToolOutput> {
+        let task = field(input, "task_id")?;
+        let target = self.addressable(caller, task)?;
+        if target.parent_id != caller.id {
+            return Err(ToolOutput::error("you can stop only your own subagents"));
+        }
+        let rec = self
+            .cancel(&target.uuid().to_string())
+            .await
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
+        Ok(ToolOutput::ok(format!(
+            "Agent {} is {}.",
+            short(&rec),
+            rec.status().as_str()
+        )))
+    }
+}
