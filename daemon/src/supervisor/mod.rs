@@ -426,6 +426,10 @@ impl Supervisor {
         });
         run.waiter = waiter;
         run.backgrounded = false;
+        handle.hub.publish_status(StatusSnapshot {
+            status: Status::Pending,
+            ..handle.hub.status()
+        });
         drop(run);
         let sup = self.clone();
         let slots = self.slots.clone();
@@ -544,8 +548,16 @@ impl Supervisor {
         })();
         match check {
             Ok((prompt, provider)) => {
+                if self.handle(&record)?.is_running() {
+                    return Ok(false);
+                }
                 record.resume_blocked_reason.clear();
                 record.started_at_ms = now_ms();
+                // Pending from now on, for every reader (waiters included),
+                // until the loop takes a slot and runs.
+                record.set_status(Status::Pending);
+                record.updated_at_ms = now_ms();
+                self.store.put_agent_durable(&record).await?;
                 self.start(record, prompt, provider, None)
             }
             Err((reason, detail)) => {

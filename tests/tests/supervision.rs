@@ -1,0 +1,737 @@
+//! Supervision: subagents, notifications, send/revive, pause, cancel
+//! cascades, rm, background release and resume after a restart — the real
+//! daemon against the mock model, routed by rules on each request's content.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::time::{Duration, Instant};
+
+use agentd_e2e::Env;
+use agentd_e2e::mock::{Block, MockMessage, MockServer, RecordedRequest, Reply};
+use serde_json::{Value, json};
+
+const FAST_RETRY: &str =
+    "[retry]\nmax_attempts = 3\ninitial_backoff_ms = 20\nmax_backoff_ms = 100\n";
+const MODEL: &str = "anthropic:claude-test";
+/// How a delivered task notification begins (the Agent tool's own result
+/// mentions "<task-notification>" too, so count this).
+const NOTE: &str = "<task-notification>\n<task-id>";
+
+fn world(mock: &MockServer, config: &str) -> Env {
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    env.write_config(&format!("{config}{FAST_RETRY}"));
+    env
+}
+
+/// The text of the first message (the agent's prompt).
+fn prompt_of(r: &RecordedRequest) -> String {
+    text_of(&r.json["messages"][0]["content"])
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| {
+                if b["type"] == "tool_result" {
+                    text_of(&b["content"])
+                } else {
+                    b["text"].as_str().unwrap_or_default().to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn n_messages(r: &RecordedRequest) -> usize {
+    r.json["messages"].as_array().map_or(0, Vec::len)
+}
+
+fn agent_call(prompt: &str, background: bool) -> Block {
+    Block::ToolUse {
+        id: String::new(),
+        name: "Agent".into(),
+        input: json!({"description": "delegated work", "prompt": prompt, "run_in_background": background}),
+    }
+}
+
+fn transcript(env: &Env, id: &str) -> Vec<Value> {
+    env.ctl(&["log", id, "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn all_text(entries: &[Value]) -> String {
+    entries
+        .iter()
+        .map(|e| text_of(&e["content"]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn run_bg(env: &Env, name: &str, prompt: &str) -> String {
+    env.ctl(&[
+        "run",
+        "--background",
+        "--model",
+        MODEL,
+        "--name",
+        name,
+        prompt,
+    ])
+    .expect_code(0)
+    .stdout
+    .trim()
+    .to_string()
+}
+
+#[test]
+fn a_foreground_subagent_answers_its_parents_agent_call() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    mock.when(
+        |r| prompt_of(r).contains("CHILD-1"),
+        Reply::Message(MockMessage::text("child found 3 files")),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(
+            MockMessage::text("Delegating.").with(agent_call("CHILD-1 look around", false)),
+        ),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("parent done")),
+    );
+
+    let out = env.ctl(&["run", "--model", MODEL, "--name", "boss", "PARENT go"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("parent done"), "{}", out.stdout);
+    let parent_second = mock
+        .requests()
+        .into_iter()
+        .find(|r| prompt_of(r).contains("PARENT") && n_messages(r) == 3)
+        .unwrap();
+    let result = &parent_second.json["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert!(
+        text_of(&result["content"]).contains("child found 3 files"),
+        "{result}"
+    );
+
+    let agents = env.ctl(&["list", "--all", "--json"]).json();
+    let parent = agents
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "boss")
+        .unwrap()
+        .clone();
+    let child = agents
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] != "boss")
+        .unwrap()
+        .clone();
+    assert_eq!(child["parent_id"], parent["id"]);
+    assert_eq!(child["subagent_type"], "general-purpose");
+    assert_eq!(child["status"], "completed");
+    assert_eq!(child["background"], false);
+    let child_req = mock
+        .requests()
+        .into_iter()
+        .find(|r| prompt_of(r).contains("CHILD-1"))
+        .unwrap();
+    assert!(
+        child_req.json["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("general-purpose agent")
+    );
+    // No notification for a child whose parent waited on it.
+    assert!(!all_text(&transcript(&env, "boss")).contains(NOTE));
+}
+
+#[test]
+fn a_background_child_notifies_its_idle_parent_exactly_once() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    mock.when(
+        |r| prompt_of(r).contains("CHILD-BG"),
+        Reply::Message(MockMessage::text("bg result 42").delay_start(Duration::from_millis(500))),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("Launching.").with(agent_call("CHILD-BG count", true))),
+    );
+    mock.when(
+        |r| {
+            prompt_of(r).contains("PARENT")
+                && text_of(&r.json["messages"].as_array().unwrap().last().unwrap()["content"])
+                    .contains(NOTE)
+        },
+        Reply::Message(MockMessage::text("The child says 42.")),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("Waiting for the child.")),
+    );
+
+    let out = env.ctl(&["run", "--model", MODEL, "--name", "p", "PARENT go"]);
+    out.expect_code(0);
+    assert!(
+        out.stdout.contains("Waiting for the child."),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    wait_until(
+        "the parent is woken and answers",
+        Duration::from_secs(20),
+        || env.ctl(&["show", "p", "--json"]).json()["result"] == "The child says 42.",
+    );
+    let entries = transcript(&env, "p");
+    let text = all_text(&entries);
+    assert_eq!(text.matches(NOTE).count(), 1, "{text}");
+    assert!(text.contains("<status>completed</status>") && text.contains("bg result 42"));
+    let child = env
+        .ctl(&["list", "--all", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] != "p")
+        .unwrap()
+        .clone();
+    assert!(text.contains(&format!(
+        "<task-id>{}</task-id>",
+        child["id"].as_str().unwrap()
+    )));
+    assert_eq!(child["background"], true);
+}
+
+#[test]
+fn fifty_children_ending_together_each_notify_their_parent_once() {
+    let mock = MockServer::start();
+    let env = world(&mock, "max_running_agents = 64\n");
+    let _daemon = env.start_daemon();
+    // All fifty answer after the same delay, so they end within moments.
+    mock.when(
+        |r| prompt_of(r).starts_with("KID-"),
+        Reply::Message(MockMessage::text("kid done").delay_start(Duration::from_millis(800))),
+    );
+    let mut launch = MockMessage::text("Launching fifty.");
+    for i in 0..50 {
+        launch = launch.with(agent_call(&format!("KID-{i:02}"), true));
+    }
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(launch),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("noted")),
+    );
+
+    let id = run_bg(&env, "p50", "PARENT fan out");
+    wait_until(
+        "all fifty notifications are in the parent's transcript",
+        Duration::from_secs(60),
+        || all_text(&transcript(&env, &id)).matches(NOTE).count() >= 50,
+    );
+    wait_until("the parent is idle", Duration::from_secs(20), || {
+        env.ctl(&["show", &id, "--json"]).json()["status"] == "completed"
+    });
+    let text = all_text(&transcript(&env, &id));
+    let kids: Vec<Value> = env
+        .ctl(&["list", "--all", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["parent_id"] == json!(id))
+        .cloned()
+        .collect();
+    assert_eq!(kids.len(), 50);
+    for kid in &kids {
+        let tag = format!("<task-id>{}</task-id>", kid["id"].as_str().unwrap());
+        assert_eq!(
+            text.matches(&tag).count(),
+            1,
+            "child {} notified {} times; transcript:\n{}",
+            kid["id"],
+            text.matches(&tag).count(),
+            serde_json::to_string_pretty(&transcript(&env, &id)).unwrap()
+        );
+    }
+    assert_eq!(text.matches(NOTE).count(), 50);
+}
+
+#[test]
+fn a_notification_pending_at_sigkill_is_delivered_once_after_restart() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let daemon = env.start_daemon();
+    mock.when(
+        |r| prompt_of(r).contains("CHILD-K"),
+        Reply::Message(MockMessage::text("child k result")),
+    );
+    // The parent launches the child, then stays busy in a long tool call, so
+    // the child's notification waits in its inbox when the daemon dies.
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(
+            MockMessage::text("Launching, then working.")
+                .with(agent_call("CHILD-K go", true))
+                .with(Block::ToolUse {
+                    id: String::new(),
+                    name: "Bash".into(),
+                    input: json!({"command": "sleep 30"}),
+                }),
+        ),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("parent finished")),
+    );
+    let id = run_bg(&env, "pk", "PARENT work");
+    wait_until("the child completed", Duration::from_secs(20), || {
+        env.ctl(&["list", "--all", "--json"])
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["parent_id"] == json!(id) && a["status"] == "completed")
+    });
+    assert!(
+        !all_text(&transcript(&env, &id)).contains(NOTE),
+        "not delivered before the crash"
+    );
+    daemon.kill9();
+
+    let _daemon = env.start_daemon();
+    wait_until(
+        "the resumed parent finishes",
+        Duration::from_secs(20),
+        || env.ctl(&["show", &id, "--json"]).json()["status"] == "completed",
+    );
+    let entries = transcript(&env, &id);
+    let text = all_text(&entries);
+    assert_eq!(text.matches(NOTE).count(), 1, "{text}");
+    assert!(text.contains("child k result"));
+    // The unanswered tool calls were dropped with a note, not rewritten.
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["role"] == "system" && e["content"][0]["kind"] == "drop_entry"),
+        "{entries:?}"
+    );
+}
+
+#[test]
+fn send_reaches_a_running_agent_at_its_next_turn_boundary() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    let marker = env.project().join("started");
+    mock.enqueue(Reply::Message(MockMessage::text("Working.").with(
+        Block::ToolUse {
+            id: "toolu_s".into(),
+            name: "Bash".into(),
+            input: json!({"command": format!("touch {}; sleep 1", marker.display())}),
+        },
+    )));
+    mock.enqueue(Reply::Message(MockMessage::text("Got it.")));
+    let id = run_bg(&env, "busy", "do things");
+    wait_until("the tool runs", Duration::from_secs(20), || marker.exists());
+    let sent = env.ctl(&["send", "busy", "EXTRA INFO: use port 8080"]);
+    sent.expect_code(0);
+    assert!(sent.stdout.contains("queued"), "{}", sent.stdout);
+    env.ctl(&["wait", &id]).expect_code(0);
+    let second = &mock.requests()[1];
+    let last = second.json["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last["content"][0]["type"], "tool_result",
+        "results first, in the same message"
+    );
+    assert_eq!(last["content"][1]["text"], "EXTRA INFO: use port 8080");
+}
+
+#[test]
+fn send_revives_idle_agents_and_refuses_ended_ones() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(MockMessage::text("first answer")));
+    mock.enqueue(Reply::Message(MockMessage::text("second answer")));
+    env.ctl(&["run", "--model", MODEL, "--name", "r", "question one"])
+        .expect_code(0);
+    let out = env.ctl(&["send", "r", "question two", "--wait"]);
+    out.expect_code(0);
+    assert_eq!(out.stdout, "second answer\n");
+    let third = &mock.requests()[1];
+    assert_eq!(
+        n_messages(third),
+        3,
+        "the revival continues the same conversation"
+    );
+    assert_eq!(
+        text_of(&third.json["messages"][2]["content"]),
+        "question two"
+    );
+    let agent = env.ctl(&["show", "r", "--json"]).json();
+    assert_eq!(
+        (agent["status"].as_str(), agent["turns"].as_u64()),
+        (Some("completed"), Some(2))
+    );
+
+    let big = "x".repeat(64 * 1024 + 1);
+    let out = env.ctl(&["send", "r", &big]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("invalid argument") && out.stderr.contains("64 KiB"),
+        "{}",
+        out.stderr
+    );
+
+    mock.enqueue(Reply::Status {
+        code: 400,
+        message: "bad request".into(),
+        retry_after: None,
+    });
+    env.ctl(&["run", "--model", MODEL, "--name", "f", "fail please"])
+        .expect_code(1);
+    let out = env.ctl(&["send", "f", "again"]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("failed precondition") && out.stderr.contains("cannot be continued"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn pause_stops_at_a_safe_point_and_send_continues() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    let marker = env.project().join("m");
+    mock.enqueue(Reply::Message(MockMessage::text("step").with(
+        Block::ToolUse {
+            id: "toolu_p".into(),
+            name: "Bash".into(),
+            input: json!({"command": format!("touch {}; sleep 1; echo ok", marker.display())}),
+        },
+    )));
+    mock.enqueue(Reply::Message(MockMessage::text("resumed and done")));
+    let id = run_bg(&env, "pz", "work");
+    wait_until("the tool runs", Duration::from_secs(20), || marker.exists());
+    let out = env.ctl(&["pause", "pz"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("paused"), "{}", out.stdout);
+    // The running tool finished and its result was kept.
+    let entries = transcript(&env, &id);
+    assert_eq!(entries.len(), 3);
+    assert!(text_of(&entries[2]["content"]).contains("ok"));
+    assert_eq!(mock.requests().len(), 1, "no model call after the pause");
+    assert_eq!(
+        env.ctl(&["show", &id, "--json"]).json()["can_message"],
+        true
+    );
+    let out = env.ctl(&["send", "pz", "carry on", "--wait"]);
+    out.expect_code(0);
+    assert_eq!(out.stdout, "resumed and done\n");
+}
+
+#[test]
+fn stop_cascades_to_every_descendant_and_rm_refuses_live_agents() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    mock.when(
+        |r| prompt_of(r).contains("SLOW-CHILD"),
+        Reply::Message(MockMessage::text("late").delay_start(Duration::from_secs(60))),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("go").with(agent_call("SLOW-CHILD wait", true))),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("waiting").delay_start(Duration::from_secs(60))),
+    );
+    let id = run_bg(&env, "tree", "PARENT start");
+    wait_until("the child runs", Duration::from_secs(20), || {
+        env.ctl(&["list", "--json"])
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["parent_id"] == json!(id) && a["status"] == "running")
+    });
+    let out = env.ctl(&["rm", "tree"]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("--force"), "{}", out.stderr);
+    env.ctl(&["stop", "tree"]).expect_code(0);
+    let agents = env.ctl(&["list", "--all", "--json"]).json();
+    for a in agents.as_array().unwrap() {
+        assert_eq!(a["status"], "cancelled", "{a}");
+    }
+    // Ended agents are removed; the record and transcript are gone.
+    env.ctl(&["rm", "tree"]).expect_code(0);
+    env.ctl(&["log", &id]).expect_code(1);
+}
+
+#[test]
+fn rm_force_cancels_and_removes_a_running_agent() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("never").delay_start(Duration::from_secs(60)),
+    ));
+    let id = run_bg(&env, "doomed", "hold");
+    mock.wait_for_requests(1, Duration::from_secs(10));
+    env.ctl(&["rm", "--force", "doomed"]).expect_code(0);
+    let out = env.ctl(&["show", &id]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("no agent matches"));
+}
+
+#[test]
+fn an_interrupted_agent_resumes_after_restart_from_the_same_request() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let daemon = env.start_daemon();
+    let marker = env.project().join("began");
+    mock.enqueue(Reply::Message(
+        MockMessage::text("Running a long job.").with(Block::ToolUse {
+            id: "toolu_long".into(),
+            name: "Bash".into(),
+            input: json!({"command": format!("touch {}; sleep 30", marker.display())}),
+        }),
+    ));
+    mock.enqueue(Reply::Message(MockMessage::text(
+        "Decided differently after the restart.",
+    )));
+    let id = run_bg(&env, "phoenix", "do the long job");
+    wait_until("the tool runs", Duration::from_secs(20), || marker.exists());
+    daemon.kill9();
+    let _daemon = env.start_daemon();
+    env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    // The unanswered tool call was dropped: the model saw exactly the
+    // request that produced it, byte for byte, and decided again.
+    assert_eq!(reqs[1].body, reqs[0].body);
+    let agent = env.ctl(&["show", &id, "--json"]).json();
+    assert_eq!(agent["result"], "Decided differently after the restart.");
+}
+
+#[test]
+fn resume_is_blocked_with_a_reason_when_the_working_directory_is_gone() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let daemon = env.start_daemon();
+    let dir = env.root.path().join("gone");
+    std::fs::create_dir_all(&dir).unwrap();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("never").delay_start(Duration::from_secs(60)),
+    ));
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            MODEL,
+            "--cwd",
+            dir.to_str().unwrap(),
+            "hold",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    mock.wait_for_requests(1, Duration::from_secs(10));
+    daemon.kill9();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let _daemon = env.start_daemon();
+    let agent = env.ctl(&["show", &id, "--json"]).json();
+    assert_eq!(agent["status"], "interrupted");
+    assert_eq!(agent["resume_blocked_reason"], "cwd_missing");
+    assert_eq!(agent["can_message"], false);
+    let out = env.ctl(&["send", &id, "hello"]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("cwd_missing"), "{}", out.stderr);
+}
+
+#[test]
+fn bg_releases_a_foreground_run_which_prints_the_id_and_exits_0() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("slow answer").delay_start(Duration::from_secs(2)),
+    ));
+    let child = env
+        .ctl_command(&[
+            "--no-autostart",
+            "run",
+            "--model",
+            MODEL,
+            "--name",
+            "fg",
+            "take your time",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    mock.wait_for_requests(1, Duration::from_secs(10));
+    let started = Instant::now();
+    env.ctl(&["bg", "fg"]).expect_code(0);
+    let out = agentd_e2e::Out::from(child.wait_with_output().unwrap());
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "released at once, not when the agent ended"
+    );
+    out.expect_code(0);
+    let id = out.stdout.lines().last().unwrap().to_string();
+    assert_eq!(env.ctl(&["show", "fg", "--json"]).json()["id"], id);
+    // The agent kept running: the one model call completes, never re-sent.
+    env.ctl(&["wait", "fg"]).expect_code(0);
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[test]
+fn the_auto_background_timer_releases_a_foreground_run() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    env.set_daemon_env("AGENTD_AUTO_BACKGROUND_SECS", "1");
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("eventually").delay_start(Duration::from_secs(3)),
+    ));
+    let started = Instant::now();
+    let out = env.ctl(&["run", "--model", MODEL, "--name", "auto", "slow"]);
+    out.expect_code(0);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(2900),
+        "released after {took:?}"
+    );
+    assert!(out.stderr.contains("background"), "{}", out.stderr);
+    env.ctl(&["wait", "auto"]).expect_code(0);
+    assert_eq!(
+        env.ctl(&["show", "auto", "--json"]).json()["result"],
+        "eventually"
+    );
+}
+
+#[test]
+fn releasing_a_childs_waiter_returns_async_launched_and_notifies_later() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    mock.when(
+        |r| prompt_of(r).contains("CHILD-R"),
+        Reply::Message(MockMessage::text("child r result").delay_start(Duration::from_secs(2))),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(
+            MockMessage::text("Delegating in the foreground.")
+                .with(agent_call("CHILD-R work", false)),
+        ),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("ack")),
+    );
+    let id = run_bg(&env, "pr", "PARENT go");
+    let child_id = {
+        let mut found = String::new();
+        wait_until("the child runs", Duration::from_secs(20), || {
+            let list = env.ctl(&["list", "--json"]).json();
+            if let Some(c) = list
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["parent_id"] == json!(id))
+            {
+                found = c["id"].as_str().unwrap().to_string();
+                true
+            } else {
+                false
+            }
+        });
+        found
+    };
+    mock.wait_for_requests(2, Duration::from_secs(10));
+    env.ctl(&["bg", &child_id]).expect_code(0);
+    wait_until(
+        "the parent heard back twice",
+        Duration::from_secs(20),
+        || {
+            let t = all_text(&transcript(&env, &id));
+            t.contains("Async launched") && t.contains(NOTE)
+        },
+    );
+    let text = all_text(&transcript(&env, &id));
+    assert_eq!(text.matches(NOTE).count(), 1);
+    assert!(text.contains("child r result"));
+    let child_calls = mock
+        .requests()
+        .iter()
+        .filter(|r| prompt_of(r).contains("CHILD-R"))
+        .count();
+    assert_eq!(child_calls, 1, "the child's model call was not re-sent");
+}
+
+#[test]
+fn subagents_nest_at_most_three_deep() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    // Every agent's first turn delegates once more; later turns finish.
+    mock.when(
+        |r| n_messages(r) == 1,
+        Reply::Message(MockMessage::text("deeper").with(agent_call("LEVEL go deeper", false))),
+    );
+    mock.when(
+        |_| true,
+        Reply::Message(MockMessage::text("done at this level")),
+    );
+    env.ctl(&["run", "--model", MODEL, "--name", "top", "LEVEL start"])
+        .expect_code(0);
+    let agents = env.ctl(&["list", "--all", "--json"]).json();
+    assert_eq!(agents.as_array().unwrap().len(), 4, "depths 0..=3");
+    let deepest = agents.as_array().unwrap().last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let text = all_text(&transcript(&env, &deepest));
+    assert!(text.contains("nest at most 3 deep"), "{text}");
+}
