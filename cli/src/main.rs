@@ -53,6 +53,8 @@ enum Command {
     Bg(commands::bg::Args),
     /// Remove an agent's record and transcript.
     Rm(commands::rm::Args),
+    /// Follow lifecycle events of all agents (created, status, notifications).
+    Events(commands::events::Args),
     /// Show the daemon's version, socket, data directory, uptime and agent counts.
     Status(commands::status::Args),
 }
@@ -108,6 +110,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Pause(args) => commands::pause::run(&target, args).await,
         Command::Bg(args) => commands::bg::run(&target, args).await,
         Command::Rm(args) => commands::rm::run(&target, args).await,
+        Command::Events(args) => commands::events::run(&target, args).await,
         Command::Status(args) => commands::status::run(&target, args).await,
     }
 }

@@ -735,3 +735,170 @@ fn subagents_nest_at_most_three_deep() {
     let text = all_text(&transcript(&env, &deepest));
     assert!(text.contains("nest at most 3 deep"), "{text}");
 }
+
+#[test]
+fn events_streams_creation_status_changes_and_notifications() {
+    use std::io::BufRead;
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    let mut watcher = env
+        .ctl_command(&["--no-autostart", "events", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = watcher.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    // Give the watcher a moment to subscribe before anything happens.
+    std::thread::sleep(Duration::from_millis(300));
+    mock.when(
+        |r| prompt_of(r).contains("CHILD-E"),
+        Reply::Message(MockMessage::text("e done")),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("go").with(agent_call("CHILD-E", true))),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("ok")),
+    );
+    let id = run_bg(&env, "pe", "PARENT events");
+    let mut seen: Vec<Value> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !seen.iter().any(|e| e["type"] == "notification") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .expect("the notification event arrives");
+        seen.push(serde_json::from_str(&line).unwrap());
+    }
+    let _ = watcher.kill();
+    let created: Vec<&Value> = seen.iter().filter(|e| e["type"] == "created").collect();
+    assert_eq!(created.len(), 2, "{seen:?}");
+    assert_eq!(created[0]["agent_id"], json!(id));
+    assert!(
+        seen.iter().any(|e| e["agent_id"] == json!(id)
+            && e["type"] == "status"
+            && e["status"] == "running")
+    );
+    let note = seen.iter().find(|e| e["type"] == "notification").unwrap();
+    assert_eq!(note["agent_id"], json!(id), "addressed to the parent");
+    assert!(note["text"].as_str().unwrap().contains("e done"));
+}
+
+#[test]
+fn agents_beyond_the_running_limit_wait_as_pending_and_start_in_order() {
+    let mock = MockServer::start();
+    let env = world(&mock, "max_running_agents = 2\n");
+    let _daemon = env.start_daemon();
+    for i in 0..4 {
+        mock.when(
+            move |r| prompt_of(r) == format!("JOB-{i}"),
+            Reply::Message(
+                MockMessage::text(&format!("job {i} done")).delay_start(Duration::from_millis(700)),
+            ),
+        );
+    }
+    let ids: Vec<String> = (0..4)
+        .map(|i| run_bg(&env, &format!("j{i}"), &format!("JOB-{i}")))
+        .collect();
+    mock.wait_for_requests(2, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(200));
+    let status = |id: &str| {
+        env.ctl(&["show", id, "--json"]).json()["status"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(mock.requests().len(), 2, "only two run at once");
+    assert_eq!(status(&ids[2]), "pending");
+    assert_eq!(status(&ids[3]), "pending");
+    for id in &ids {
+        env.ctl(&["wait", id, "--timeout", "20"]).expect_code(0);
+    }
+    let order: Vec<String> = mock.requests().iter().map(prompt_of).collect();
+    assert_eq!(
+        order[2..],
+        ["JOB-2".to_string(), "JOB-3".to_string()],
+        "pending agents start in order"
+    );
+}
+
+#[test]
+fn agent_tools_list_message_and_stop_the_callers_subagents() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let _daemon = env.start_daemon();
+    // The child waits a long time on its first call; the parent lists it,
+    // messages it, then stops it.
+    mock.when(
+        |r| prompt_of(r).contains("CHILD-T") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("slow").delay_start(Duration::from_secs(60))),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("launch").with(Block::ToolUse {
+            id: String::new(),
+            name: "Agent".into(),
+            input: json!({"description": "tool target", "prompt": "CHILD-T", "run_in_background": true, "name": "kid"}),
+        })),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 3,
+        Reply::Message(
+            MockMessage::text("inspect")
+                .with(Block::ToolUse {
+                    id: String::new(),
+                    name: "ListAgents".into(),
+                    input: json!({}),
+                })
+                .with(Block::ToolUse {
+                    id: String::new(),
+                    name: "SendMessage".into(),
+                    input: json!({"to": "kid", "message": "hurry"}),
+                })
+                .with(Block::ToolUse {
+                    id: String::new(),
+                    name: "TaskStop".into(),
+                    input: json!({"task_id": "kid"}),
+                }),
+        ),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("all handled")),
+    );
+    let id = run_bg(&env, "pt", "PARENT tools");
+    wait_until("the parent finishes", Duration::from_secs(20), || {
+        env.ctl(&["show", &id, "--json"]).json()["status"] == "completed"
+    });
+    let entries = transcript(&env, &id);
+    let results = &entries[4]["content"];
+    let listed = text_of(&results[0]["content"]);
+    assert!(
+        listed.contains("\"name\": \"kid\"") && listed.contains("\"relation\": \"child\""),
+        "{listed}"
+    );
+    assert!(
+        text_of(&results[1]["content"]).contains("queued"),
+        "{results}"
+    );
+    assert!(
+        text_of(&results[2]["content"]).contains("cancelled"),
+        "{results}"
+    );
+    assert_eq!(
+        env.ctl(&["show", "kid", "--json"]).json()["status"],
+        "cancelled"
+    );
+    // The child's inbox got the message as from its parent.
+    assert!(results[2]["is_error"].is_null());
+}

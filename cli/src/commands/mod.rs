@@ -1,6 +1,7 @@
 //! One module per `agentctl` command.
 
 pub mod bg;
+pub mod events;
 pub mod list;
 pub mod log;
 pub mod pause;

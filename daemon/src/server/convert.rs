@@ -145,6 +145,20 @@ pub fn tool(t: &ToolEvent) -> pb::ToolActivity {
     }
 }
 
+pub fn lifecycle(e: &crate::supervisor::hub::Lifecycle) -> pb::WatchEvent {
+    use crate::supervisor::hub::LifecycleKind;
+    use pb::watch_event::Event;
+    pb::WatchEvent {
+        agent_id: e.agent.to_string(),
+        at: Some(timestamp(e.at_ms)),
+        event: Some(match &e.kind {
+            LifecycleKind::Created(r) => Event::Created(agent(r, 0)),
+            LifecycleKind::Status(s) => Event::Status(status_change(s)),
+            LifecycleKind::Notification(text) => Event::Notification(text.clone()),
+        }),
+    }
+}
+
 pub fn retry(r: &RetryNotice) -> pb::ResponseRetry {
     pb::ResponseRetry {
         attempt: r.attempt,

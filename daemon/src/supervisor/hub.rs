@@ -68,9 +68,28 @@ struct HubState {
 }
 
 pub struct Hub {
+    agent: uuid::Uuid,
     state: Mutex<HubState>,
     events: broadcast::Sender<AgentEvent>,
     status: watch::Sender<StatusSnapshot>,
+    /// The daemon-wide stream of lifecycle events (`Watch`).
+    lifecycle: broadcast::Sender<Lifecycle>,
+}
+
+/// A daemon-wide lifecycle event, for editors and `agentctl events`.
+#[derive(Debug, Clone)]
+pub enum LifecycleKind {
+    Created(Box<crate::store::AgentRecord>),
+    Status(StatusSnapshot),
+    /// A task notification was put in this agent's inbox.
+    Notification(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Lifecycle {
+    pub agent: uuid::Uuid,
+    pub at_ms: i64,
+    pub kind: LifecycleKind,
 }
 
 /// What a new subscriber starts from.
@@ -84,8 +103,15 @@ pub struct Subscription {
 }
 
 impl Hub {
-    pub fn new(next_seq: u64, status: StatusSnapshot) -> Hub {
+    pub fn new(
+        agent: uuid::Uuid,
+        next_seq: u64,
+        status: StatusSnapshot,
+        lifecycle: broadcast::Sender<Lifecycle>,
+    ) -> Hub {
         Hub {
+            agent,
+            lifecycle,
             state: Mutex::new(HubState {
                 next_seq,
                 partial: Vec::new(),
@@ -167,6 +193,11 @@ impl Hub {
     pub fn publish_status(&self, snapshot: StatusSnapshot) {
         let _state = self.lock();
         self.status.send_replace(snapshot.clone());
+        let _ = self.lifecycle.send(Lifecycle {
+            agent: self.agent,
+            at_ms: crate::store::now_ms(),
+            kind: LifecycleKind::Status(snapshot.clone()),
+        });
         let _ = self.events.send(AgentEvent::Status(snapshot));
     }
 
@@ -206,7 +237,12 @@ mod tests {
 
     #[test]
     fn subscriber_sees_entries_after_its_snapshot_exactly_once() {
-        let hub = Hub::new(0, snapshot(Status::Running));
+        let hub = Hub::new(
+            uuid::Uuid::nil(),
+            0,
+            snapshot(Status::Running),
+            broadcast::channel(4).0,
+        );
         hub.publish_entry(entry(0));
         hub.publish_delta(StreamDelta::Text {
             index: 0,
@@ -228,7 +264,12 @@ mod tests {
 
     #[test]
     fn a_pending_retry_is_shown_to_new_subscribers_until_streaming_resumes() {
-        let hub = Hub::new(0, snapshot(Status::Running));
+        let hub = Hub::new(
+            uuid::Uuid::nil(),
+            0,
+            snapshot(Status::Running),
+            broadcast::channel(4).0,
+        );
         hub.publish_delta(StreamDelta::Text {
             index: 0,
             text: "void".into(),

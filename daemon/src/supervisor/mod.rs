@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::{Semaphore, broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
@@ -28,7 +28,7 @@ use crate::model::{ModelSettings, ModelSpec, Provider};
 use crate::store::{
     AgentRecord, PermissionMode, PromptContext, Role, Status, Store, TranscriptEntry, now_ms,
 };
-use hub::{Hub, StatusSnapshot};
+use hub::{Hub, Lifecycle, LifecycleKind, StatusSnapshot};
 
 /// Prompts larger than this are refused.
 pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
@@ -114,6 +114,7 @@ pub struct Supervisor {
     tasks: TaskTracker,
     /// Agents running at once; beyond it they wait as `pending`, in order.
     slots: Arc<Semaphore>,
+    lifecycle: broadcast::Sender<Lifecycle>,
 }
 
 impl Supervisor {
@@ -134,6 +135,7 @@ impl Supervisor {
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
             slots,
+            lifecycle: broadcast::channel(4096).0,
         })
     }
 
@@ -151,6 +153,11 @@ impl Supervisor {
 
     pub fn max_output_tokens(&self) -> u32 {
         self.config.max_output_tokens
+    }
+
+    /// The daemon-wide lifecycle stream (`Watch`).
+    pub fn watch(&self) -> broadcast::Receiver<Lifecycle> {
+        self.lifecycle.subscribe()
     }
 
     /// Cancelled when the daemon begins to shut down; long-lived streams end.
@@ -230,7 +237,12 @@ impl Supervisor {
         // here cannot go stale before the handle is inserted.
         let next_seq = self.store.transcript_len(id)?;
         let handle = Arc::new(AgentHandle {
-            hub: Arc::new(Hub::new(next_seq, snapshot_of(record))),
+            hub: Arc::new(Hub::new(
+                id,
+                next_seq,
+                snapshot_of(record),
+                self.lifecycle.clone(),
+            )),
             run: Mutex::new(RunState::default()),
         });
         Ok(self.handles().entry(id).or_insert(handle).clone())
@@ -352,6 +364,11 @@ impl Supervisor {
         self.store.append_durable(id, &first).await?;
         tracing::info!(agent = %id, model = %record.model, parent = ?(!record.parent_id.is_empty()).then(|| record.uuid()), "agent created");
         let foreground = !record.background;
+        let _ = self.lifecycle.send(Lifecycle {
+            agent: id,
+            at_ms: now_ms(),
+            kind: LifecycleKind::Created(Box::new(record.clone())),
+        });
         self.start(record.clone(), prompt, provider, waiter)?;
         if foreground {
             self.arm_auto_background(id);
@@ -503,6 +520,15 @@ impl Supervisor {
             && let Err(e) = self.ensure_running(id).await
         {
             tracing::warn!(agent = %id, error = %e, "cannot wake the agent for its new messages");
+        }
+        if written.is_ok()
+            && let Some((parent, item)) = &note
+        {
+            let _ = self.lifecycle.send(Lifecycle {
+                agent: *parent,
+                at_ms: now_ms(),
+                kind: LifecycleKind::Notification(item.text.clone()),
+            });
         }
         if written.is_ok()
             && let Some((parent, _)) = note

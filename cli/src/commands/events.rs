@@ -1,0 +1,81 @@
+//! `agentctl events`: the daemon's lifecycle stream (agents created, status
+//! changes, task notifications) until interrupted.
+
+use std::io::Write;
+
+use agentd_shared::proto as pb;
+use serde_json::json;
+
+use crate::autostart::Target;
+use crate::exit::{Failure, SUCCESS};
+use crate::render;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print one JSON object per line.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
+    let mut client = target.client().await?;
+    let mut events = client.watch(pb::WatchRequest {}).await?.into_inner();
+    loop {
+        let next = tokio::select! {
+            e = events.message() => e,
+            _ = tokio::signal::ctrl_c() => return Ok(SUCCESS),
+        };
+        let Some(e) = next? else {
+            return Ok(SUCCESS);
+        };
+        let at = render::rfc3339(e.at.as_ref());
+        let short = agentd_shared::ids::short_id(&e.agent_id).to_string();
+        let line = match &e.event {
+            Some(pb::watch_event::Event::Created(a)) => {
+                if args.json {
+                    json!({"at": at, "agent_id": e.agent_id, "type": "created", "agent": render::AgentJson::of(a)})
+                        .to_string()
+                } else {
+                    format!("{at} {short} created: {}", a.description)
+                }
+            }
+            Some(pb::watch_event::Event::Status(s)) => {
+                let status = render::status_name(s.status);
+                if args.json {
+                    json!({"at": at, "agent_id": e.agent_id, "type": "status", "status": status, "error": s.error, "turns": s.turns})
+                        .to_string()
+                } else if s.error.is_empty() {
+                    format!("{at} {short} {status}")
+                } else {
+                    format!("{at} {short} {status}: {}", s.error)
+                }
+            }
+            Some(pb::watch_event::Event::Notification(text)) => {
+                if args.json {
+                    json!({"at": at, "agent_id": e.agent_id, "type": "notification", "text": text})
+                        .to_string()
+                } else {
+                    let summary = text
+                        .lines()
+                        .find(|l| l.starts_with("<summary>"))
+                        .unwrap_or("")
+                        .trim_start_matches("<summary>")
+                        .trim_end_matches("</summary>");
+                    format!("{at} {short} notified: {summary}")
+                }
+            }
+            Some(pb::watch_event::Event::PermissionRequest(p)) => {
+                if args.json {
+                    json!({"at": at, "agent_id": e.agent_id, "type": "permission_request", "tool": p.tool_name, "summary": p.summary})
+                        .to_string()
+                } else {
+                    format!("{at} {short} asks to run {}: {}", p.tool_name, p.summary)
+                }
+            }
+            None => continue,
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+}
