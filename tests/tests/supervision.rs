@@ -781,6 +781,7 @@ fn events_streams_creation_status_changes_and_notifications() {
         seen.push(serde_json::from_str(&line).unwrap());
     }
     let _ = watcher.kill();
+    let _ = watcher.wait();
     let created: Vec<&Value> = seen.iter().filter(|e| e["type"] == "created").collect();
     assert_eq!(created.len(), 2, "{seen:?}");
     assert_eq!(created[0]["agent_id"], json!(id));
@@ -803,7 +804,7 @@ fn agents_beyond_the_running_limit_wait_as_pending_and_start_in_order() {
         mock.when(
             move |r| prompt_of(r) == format!("JOB-{i}"),
             Reply::Message(
-                MockMessage::text(&format!("job {i} done")).delay_start(Duration::from_millis(700)),
+                MockMessage::text(format!("job {i} done")).delay_start(Duration::from_millis(700)),
             ),
         );
     }
