@@ -41,6 +41,8 @@ enum Command {
     Show(commands::show::Args),
     /// Print an agent's transcript.
     Log(commands::log::Args),
+    /// Follow an agent: recent history, then live output (Ctrl-B background, Ctrl-D detach, Ctrl-C cancel).
+    Attach(commands::attach::Args),
     /// Wait for an agent to end: exit 0 if it completed, 1 if not, 124 on timeout.
     Wait(commands::wait::Args),
     /// Cancel an agent and all of its subagents.
@@ -104,6 +106,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::List(args) => commands::list::run(&target, args).await,
         Command::Show(args) => commands::show::run(&target, args).await,
         Command::Log(args) => commands::log::run(&target, args).await,
+        Command::Attach(args) => commands::attach::run(&target, args).await,
         Command::Wait(args) => commands::wait::run(&target, args).await,
         Command::Stop(args) => commands::stop::run(&target, args).await,
         Command::Send(args) => commands::send::run(&target, args).await,

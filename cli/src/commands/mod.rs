@@ -1,5 +1,6 @@
 //! One module per `agentctl` command.
 
+pub mod attach;
 pub mod bg;
 pub mod events;
 pub mod list;

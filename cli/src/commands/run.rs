@@ -109,6 +109,7 @@ async fn follow(client: &mut crate::autostart::Client, id: &str) -> Result<u8, F
             pb::attach_event::Event::Entry(e) => view.entry(&e),
             pb::attach_event::Event::Delta(d) => view.delta(&d),
             pb::attach_event::Event::Retry(r) => view.retry(&r),
+            pb::attach_event::Event::Notice(n) => eprintln!("[{}]", n.text),
             pb::attach_event::Event::Released(_) => {
                 view.finish();
                 eprintln!(

@@ -179,16 +179,36 @@ pub async fn serve(
                 let next = if let Some(e) = held.take() { e } else { tokio::select! {
                     e = events.recv() => e,
                     req = inbound.next() => {
-                        match req {
+                        use pb::attach_request::Request;
+                        let notice = match req {
                             // The client half-closed or detached: stop.
                             None | Some(Err(_)) => return Ok(()),
-                            Some(Ok(pb::AttachRequest { request: Some(pb::attach_request::Request::Detach(true)) })) => return Ok(()),
-                            Some(Ok(_)) => {
-                                return Err(AgentdError::not_yet(
-                                    "answering permissions, sending messages and backgrounding through attach",
-                                ));
+                            Some(Ok(pb::AttachRequest { request: Some(Request::Detach(true)) })) => return Ok(()),
+                            Some(Ok(pb::AttachRequest { request: Some(Request::Background(true)) })) => {
+                                match sup.background(&agent_id.to_string()).await {
+                                    Ok(_) => None,
+                                    Err(e) => Some((e.to_string(), true)),
+                                }
+                            }
+                            Some(Ok(pb::AttachRequest { request: Some(Request::Message(text)) })) => {
+                                match sup.send(&agent_id.to_string(), &text, None).await {
+                                    Ok((_, true)) => Some(("message delivered; the agent was woken for it".to_string(), false)),
+                                    Ok((_, false)) => Some(("message queued for the next turn boundary".to_string(), false)),
+                                    Err(e) => Some((e.to_string(), true)),
+                                }
+                            }
+                            Some(Ok(pb::AttachRequest { request: Some(Request::PermissionAnswer(_)) })) => {
+                                Some((format!("there is no permission request to answer: agentd {} runs agents in bypass mode", agentd_shared::VERSION), true))
+                            }
+                            Some(Ok(_)) => Some(("unexpected attach request".to_string(), true)),
+                        };
+                        if let Some((text, is_error)) = notice {
+                            let n = pb::attach_event::Event::Notice(pb::Notice { text, is_error });
+                            if out.send(event(n)).await.is_err() {
+                                return Ok(());
                             }
                         }
+                        continue;
                     }
                     _ = shutdown.cancelled() => {
                         return Err(AgentdError::Unavailable("agentd is shutting down".into()));

@@ -1,0 +1,249 @@
+//! Attach: history then live events with no gap and no duplicate at the
+//! seam, any number of clients, and requests sent on the stream.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::time::Duration;
+
+use agentd_e2e::Env;
+use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
+use agentd_shared::proto as pb;
+use serde_json::{Value, json};
+
+fn world(mock: &MockServer) -> Env {
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    env
+}
+
+fn start(id: &str, from_seq: u64) -> pb::AttachRequest {
+    pb::AttachRequest {
+        request: Some(pb::attach_request::Request::Start(pb::AttachStart {
+            id: id.to_string(),
+            from_seq,
+        })),
+    }
+}
+
+#[test]
+fn attachers_joining_at_any_moment_see_every_entry_once_in_order() {
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    std::fs::write(env.project().join("f.txt"), "x\n").unwrap();
+    let turns = 25;
+    for i in 0..turns {
+        mock.enqueue(Reply::Message(
+            MockMessage::text(format!("step {i}"))
+                .slow(Duration::from_millis(1))
+                .with(Block::ToolUse {
+                    id: format!("toolu_{i}"),
+                    name: "Read".into(),
+                    input: json!({"file_path": "f.txt"}),
+                }),
+        ));
+    }
+    mock.enqueue(Reply::Message(MockMessage::text("finished")));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let socket = env.socket();
+    let cwd = env.project().display().to_string();
+    let results: Vec<(u64, Vec<u64>, usize)> = rt.block_on(async move {
+        let mut client = agentd_shared::client::agent_client(&socket).await.unwrap();
+        let agent = client
+            .create_agent(pb::CreateAgentRequest {
+                prompt: "many turns".into(),
+                model: "anthropic:claude-test".into(),
+                cwd,
+                background: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mut tasks = Vec::new();
+        for k in 0..12u64 {
+            let mut client = client.clone();
+            let id = agent.id.clone();
+            tasks.push(tokio::spawn(async move {
+                // Staggered joins: some before, most during, some after the run.
+                tokio::time::sleep(Duration::from_millis(k * 15)).await;
+                let from = k % 3; // also start mid-history
+                let stream =
+                    futures::stream::iter([start(&id, from)]).chain(futures::stream::pending());
+                let mut events = client.attach(stream).await.unwrap().into_inner();
+                let (mut seqs, mut text_deltas) = (Vec::new(), 0usize);
+                while let Some(ev) = events.message().await.unwrap() {
+                    match ev.event {
+                        Some(pb::attach_event::Event::Entry(e)) => seqs.push(e.seq),
+                        Some(pb::attach_event::Event::Delta(_)) => text_deltas += 1,
+                        Some(pb::attach_event::Event::Status(s))
+                            if s.status == pb::AgentStatus::Completed as i32 =>
+                        {
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                (from, seqs, text_deltas)
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        out
+    });
+    let total = 2 * turns as u64 + 2; // prompt, (assistant, results) per turn, final answer
+    for (from, seqs, _) in &results {
+        let expected: Vec<u64> = (*from..total).collect();
+        assert_eq!(
+            seqs, &expected,
+            "an attacher from seq {from} missed or repeated entries"
+        );
+    }
+    assert!(
+        results.iter().any(|(_, _, d)| *d > 0),
+        "live attachers saw streaming deltas"
+    );
+}
+
+use futures::StreamExt;
+
+#[test]
+fn attach_json_follows_an_agent_to_its_end() {
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("thinking aloud").slow(Duration::from_millis(20)),
+    ));
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "talk",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    let out = env.ctl(&["attach", &id, "--json", "--from", "0"]);
+    out.expect_code(0);
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[0]["type"], "agent");
+    assert_eq!(events[0]["agent"]["id"], json!(id));
+    let entries: Vec<&Value> = events.iter().filter(|e| e["type"] == "entry").collect();
+    assert_eq!(entries[0]["entry"]["seq"], 0);
+    assert_eq!(
+        entries.last().unwrap()["entry"]["content"][0]["text"],
+        "thinking aloud"
+    );
+    assert_eq!(events.last().unwrap()["type"], "status");
+    assert_eq!(events.last().unwrap()["status"], "completed");
+}
+
+#[test]
+fn background_and_messages_can_be_sent_on_the_attach_stream() {
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    let marker = env.project().join("started");
+    mock.enqueue(Reply::Message(MockMessage::text("working").with(
+        Block::ToolUse {
+            id: "toolu_1".into(),
+            name: "Bash".into(),
+            input: json!({"command": format!("touch {}; sleep 1", marker.display())}),
+        },
+    )));
+    mock.enqueue(Reply::Message(MockMessage::text("done")));
+    let run = env
+        .ctl_command(&[
+            "--no-autostart",
+            "run",
+            "--model",
+            "anthropic:claude-test",
+            "--name",
+            "att",
+            "go",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !marker.exists() {
+        assert!(std::time::Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let socket = env.socket();
+    let notices: Vec<pb::Notice> = rt.block_on(async move {
+        let mut client = agentd_shared::client::agent_client(&socket).await.unwrap();
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.send(start("att", 0)).await.unwrap();
+        let mut events = client
+            .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+        tx.send(pb::AttachRequest {
+            request: Some(pb::attach_request::Request::Message(
+                "also check the logs".into(),
+            )),
+        })
+        .await
+        .unwrap();
+        tx.send(pb::AttachRequest {
+            request: Some(pb::attach_request::Request::Background(true)),
+        })
+        .await
+        .unwrap();
+        let mut notices = Vec::new();
+        while let Some(ev) = events.message().await.unwrap() {
+            match ev.event {
+                Some(pb::attach_event::Event::Notice(n)) => notices.push(n),
+                Some(pb::attach_event::Event::Status(s))
+                    if s.status == pb::AgentStatus::Completed as i32 =>
+                {
+                    break;
+                }
+                _ => {}
+            }
+        }
+        notices
+    });
+    let out = agentd_e2e::Out::from(run.wait_with_output().unwrap());
+    out.expect_code(0);
+    assert!(
+        out.stderr.contains("moved to the background"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.text.contains("queued") && !n.is_error),
+        "{notices:?}"
+    );
+    let second = &mock.requests()[1];
+    let last = second.json["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["content"][1]["text"], "also check the logs");
+}
