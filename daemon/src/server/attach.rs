@@ -111,6 +111,10 @@ pub async fn serve(
         let shutdown = sup.shutdown_token();
         let mut cursor = from_seq;
         let mut first = true;
+        // Deltas of the response in progress this client already has: a
+        // client that lags is resubscribed and sent only the rest, so deltas
+        // too arrive exactly once.
+        let mut sent_deltas = 0usize;
         'resubscribe: loop {
             let sub = handle.hub.subscribe();
             let mut events = sub.events;
@@ -124,6 +128,8 @@ pub async fn serve(
                 }
                 for e in batch.iter().take_while(|e| e.seq < sub.next_seq) {
                     cursor = e.seq + 1;
+                    // The response the client was following is persisted.
+                    sent_deltas = 0;
                     if out
                         .send(event(pb::attach_event::Event::Entry(convert::entry(e))))
                         .await
@@ -134,28 +140,39 @@ pub async fn serve(
                 }
             }
             cursor = cursor.max(sub.next_seq);
-            // The response in progress, then the current status. After a
-            // lag only entries are guaranteed; deltas are best effort.
-            if first {
-                if let Some(r) = &sub.retry
-                    && out
-                        .send(event(pb::attach_event::Event::Retry(convert::retry(r))))
-                        .await
-                        .is_err()
-                {
-                    return Ok(());
-                }
-                for d in &sub.partial {
-                    if out
-                        .send(event(pb::attach_event::Event::Delta(convert::delta(d))))
-                        .await
-                        .is_err()
-                    {
-                        return Ok(());
-                    }
-                }
+            // The response in progress (the part this client lacks), then
+            // the current status.
+            if sub.partial.len() < sent_deltas {
+                // The response restarted (a retry) while this client lagged.
+                sent_deltas = 0;
+            }
+            if (first || sent_deltas == 0)
+                && let Some(r) = &sub.retry
+                && out
+                    .send(event(pb::attach_event::Event::Retry(convert::retry(r))))
+                    .await
+                    .is_err()
+            {
+                return Ok(());
             }
             first = false;
+            let missing = sub.partial.get(sent_deltas..).unwrap_or_default();
+            let mut pending = missing.iter().cloned();
+            if let Some(mut d) = pending.next() {
+                for next in pending {
+                    if let Err(next) = coalesce(&mut d, next) {
+                        let e = pb::attach_event::Event::Delta(convert::delta(&d));
+                        if out.send(event(e)).await.is_err() {
+                            return Ok(());
+                        }
+                        d = next;
+                    }
+                }
+                if out.send(event(pb::attach_event::Event::Delta(convert::delta(&d)))).await.is_err() {
+                    return Ok(());
+                }
+            }
+            sent_deltas = sub.partial.len();
             if out
                 .send(event(pb::attach_event::Event::Status(convert::status_change(&sub.status))))
                 .await
@@ -216,6 +233,7 @@ pub async fn serve(
                 }};
                 let ev = match next {
                     Ok(AgentEvent::Entry(e)) => {
+                        sent_deltas = 0;
                         if e.seq < cursor {
                             continue;
                         }
@@ -223,12 +241,15 @@ pub async fn serve(
                         pb::attach_event::Event::Entry(convert::entry(&e))
                     }
                     Ok(AgentEvent::Delta(mut d)) => {
+                        sent_deltas += 1;
                         // Deltas already waiting are sent as one: a slow
                         // client gets the same text in fewer messages.
                         while delta_len(&d) < MAX_COALESCED {
                             match events.try_recv() {
                                 Ok(AgentEvent::Delta(next)) => {
+                                    sent_deltas += 1;
                                     if let Err(next) = coalesce(&mut d, next) {
+                                        sent_deltas -= 1;
                                         held = Some(Ok(AgentEvent::Delta(next)));
                                         break;
                                     }
@@ -254,7 +275,10 @@ pub async fn serve(
                     Ok(AgentEvent::Status(s)) => {
                         pb::attach_event::Event::Status(convert::status_change(&s))
                     }
-                    Ok(AgentEvent::Retry(r)) => pb::attach_event::Event::Retry(convert::retry(&r)),
+                    Ok(AgentEvent::Retry(r)) => {
+                        sent_deltas = 0;
+                        pb::attach_event::Event::Retry(convert::retry(&r))
+                    }
                     Ok(AgentEvent::Released(reason)) => {
                         pb::attach_event::Event::Released(pb::Released { reason })
                     }

@@ -15,8 +15,10 @@ pub use crate::model::ModelEvent;
 use crate::model::StreamDelta;
 use crate::store::{Status, TranscriptEntry};
 
-/// Live events buffered per subscriber before it is considered lagging.
-const EVENT_BUFFER: usize = 4096;
+/// Live events buffered per subscriber before it is considered lagging
+/// (a lagging attacher re-reads entries from disk; deltas are coalesced).
+/// Kept small: every agent with a hub pays for the whole ring.
+const EVENT_BUFFER: usize = 256;
 
 /// A tool call starting or finishing.
 #[derive(Debug, Clone, PartialEq)]

@@ -248,6 +248,14 @@ impl Supervisor {
         Ok(self.handles().entry(id).or_insert(handle).clone())
     }
 
+    /// Drops the handles of agents with no loop and nobody holding them
+    /// (no attacher, no waiter), so a long-lived daemon does not keep a hub
+    /// for every agent it ever ran. One is made again on next use.
+    fn sweep_idle_handles(&self) {
+        self.handles()
+            .retain(|_, h| Arc::strong_count(h) > 1 || h.run().control.is_some());
+    }
+
     /// Validates `req` and builds what a new agent needs; stores nothing.
     fn prepare(
         &self,
@@ -363,6 +371,7 @@ impl Supervisor {
         self.store.put_agent(&record)?;
         self.store.append_durable(id, &first).await?;
         tracing::info!(agent = %id, model = %record.model, parent = ?(!record.parent_id.is_empty()).then(|| record.uuid()), "agent created");
+        self.sweep_idle_handles();
         let foreground = !record.background;
         let _ = self.lifecycle.send(Lifecycle {
             agent: id,

@@ -6,6 +6,10 @@
 //! cargo run --release -p agentd-e2e --bin bench -- append [--entries 2000] [--writers 1,16]
 //! cargo run --release -p agentd-e2e --bin bench -- turns [--turns 200]
 //! cargo run --release -p agentd-e2e --bin bench -- relay [--chars 200000]
+//! cargo run --release -p agentd-e2e --bin bench -- switch [--runs 200]
+//! cargo run --release -p agentd-e2e --bin bench -- replay [--entries 100000]
+//! cargo run --release -p agentd-e2e --bin bench -- concurrent [--agents 200]
+//! cargo run --release -p agentd-e2e --bin bench -- restart [--agents 10000] [--entries-per-agent 100]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
@@ -366,6 +370,308 @@ fn bench_relay(args: &[String]) {
     );
 }
 
+fn create_fg(
+    rt: &tokio::runtime::Runtime,
+    client: &mut pb::agent_service_client::AgentServiceClient<tonic::transport::Channel>,
+    env: &Env,
+    prompt: &str,
+    background: bool,
+) -> pb::Agent {
+    rt.block_on(client.create_agent(pb::CreateAgentRequest {
+        prompt: prompt.into(),
+        model: "anthropic:claude-bench".into(),
+        cwd: env.project().display().to_string(),
+        background,
+        ..Default::default()
+    }))
+    .unwrap()
+    .into_inner()
+}
+
+/// Background switch latency: from sending `Background` for a foreground
+/// agent whose model call is in flight to its waiter's release, as seen by
+/// an attached client (the `Released` event `agentctl run` exits on).
+fn bench_switch(args: &[String]) {
+    let runs: usize = arg(args, "--runs", "200").parse().unwrap();
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    env.write_config("max_running_agents = 512\n");
+    let _daemon = env.start_daemon();
+    mock.when(
+        |_| true,
+        Reply::Message(MockMessage::text("slow").delay_start(Duration::from_secs(30))),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut client = rt
+        .block_on(agentd_shared::client::agent_client(&env.socket()))
+        .unwrap();
+    let mut lat = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let agent = create_fg(&rt, &mut client, &env, &format!("switch {i}"), false);
+        let d = rt.block_on(async {
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            tx.send(pb::AttachRequest {
+                request: Some(pb::attach_request::Request::Start(pb::AttachStart {
+                    id: agent.id.clone(),
+                    from_seq: 0,
+                })),
+            })
+            .await
+            .unwrap();
+            let mut events = client
+                .clone()
+                .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+                .await
+                .unwrap()
+                .into_inner();
+            // Wait until the model call is in flight.
+            loop {
+                if let Some(pb::attach_event::Event::Status(s)) =
+                    events.message().await.unwrap().unwrap().event
+                    && s.status == pb::AgentStatus::Running as i32
+                {
+                    break;
+                }
+            }
+            let t = Instant::now();
+            client
+                .background(pb::BackgroundRequest {
+                    id: agent.id.clone(),
+                })
+                .await
+                .unwrap();
+            loop {
+                if let Some(pb::attach_event::Event::Released(_)) =
+                    events.message().await.unwrap().unwrap().event
+                {
+                    break;
+                }
+            }
+            drop(tx);
+            t.elapsed()
+        });
+        lat.push(d);
+        let _ = rt.block_on(client.cancel_agent(pb::CancelAgentRequest { id: agent.id }));
+    }
+    lat.sort();
+    println!(
+        "background switch, {runs} foreground agents with a model call in flight: Background RPC sent -> Released at an attached client p50 {:.3} ms, p99 {:.3} ms",
+        ms(percentile(&lat, 0.5)),
+        ms(percentile(&lat, 0.99))
+    );
+}
+
+/// Puts an agent with `entries` transcript entries straight into the store
+/// of `env` (before its daemon starts).
+fn seed_agent(rt: &tokio::runtime::Runtime, store: &Store, entries: usize) -> uuid::Uuid {
+    use agentd::store::{AgentRecord, PromptContext, Status};
+    let id = uuid::Uuid::now_v7();
+    let mut record = AgentRecord {
+        id: id.as_bytes().to_vec(),
+        description: "seeded".into(),
+        model: "anthropic:claude-bench".into(),
+        cwd: "/".into(),
+        created_at_ms: now_ms(),
+        updated_at_ms: now_ms(),
+        turns: (entries / 2) as u32,
+        max_turns: 100,
+        ..Default::default()
+    };
+    record.set_status(Status::Completed);
+    store.put_agent(&record).unwrap();
+    store.put_prompt(id, &PromptContext::default()).unwrap();
+    for chunk in (0..entries as u64).collect::<Vec<_>>().chunks(10_000) {
+        let batch: Vec<TranscriptEntry> = chunk.iter().map(|&seq| entry(seq)).collect();
+        rt.block_on(store.append_batch_durable(id, &batch)).unwrap();
+    }
+    id
+}
+
+/// Attach replay throughput: a client attaching from seq 0 to an agent
+/// with a long transcript, until it has every entry.
+fn bench_replay(args: &[String]) {
+    let entries: usize = arg(args, "--entries", "100000").parse().unwrap();
+    let env = Env::new();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let id = {
+        let store = Store::open(&env.data_dir()).unwrap();
+        seed_agent(&rt, &store, entries)
+    };
+    let _daemon = env.start_daemon();
+    let (n, took) = rt.block_on(async {
+        let mut client = agentd_shared::client::agent_client(&env.socket())
+            .await
+            .unwrap();
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.send(pb::AttachRequest {
+            request: Some(pb::attach_request::Request::Start(pb::AttachStart {
+                id: id.to_string(),
+                from_seq: 0,
+            })),
+        })
+        .await
+        .unwrap();
+        let t = Instant::now();
+        let mut events = client
+            .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut n = 0usize;
+        while n < entries {
+            if let Some(pb::attach_event::Event::Entry(_)) =
+                events.message().await.unwrap().unwrap().event
+            {
+                n += 1;
+            }
+        }
+        drop(tx);
+        (n, t.elapsed())
+    });
+    println!(
+        "attach replay of {n} entries (~300 bytes each): {:.1} ms = {:.0} entries/s",
+        ms(took),
+        n as f64 / took.as_secs_f64()
+    );
+}
+
+fn proc_stat(pid: i32) -> (u64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss_kb = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(") ")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    (rss_kb, ticks as f64 / hz)
+}
+
+/// 200 agents streaming at once against the mock: the daemon's memory and
+/// CPU per agent.
+fn bench_concurrent(args: &[String]) {
+    let agents: usize = arg(args, "--agents", "200").parse().unwrap();
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    env.write_config(&format!("max_running_agents = {}\n", agents + 8));
+    let daemon = env.start_daemon();
+    let pid = daemon.pid();
+    // Each agent streams 200 text deltas over about 10 s, then ends.
+    let text: String = "word ".repeat(160);
+    mock.when(
+        |_| true,
+        Reply::Message(MockMessage::text(text).slow(Duration::from_millis(50))),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut client = rt
+        .block_on(agentd_shared::client::agent_client(&env.socket()))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let (rss0, cpu0) = proc_stat(pid);
+    let t0 = Instant::now();
+    let ids: Vec<String> = (0..agents)
+        .map(|i| create_fg(&rt, &mut client, &env, &format!("agent {i}"), true).id)
+        .collect();
+    std::thread::sleep(Duration::from_secs(4));
+    let (rss_mid, _) = proc_stat(pid);
+    for id in &ids {
+        rt.block_on(client.wait_agent(pb::WaitAgentRequest { id: id.clone() }))
+            .unwrap();
+    }
+    let wall = t0.elapsed();
+    let (rss_end, cpu_end) = proc_stat(pid);
+    let cpu = cpu_end - cpu0;
+    println!(
+        "{agents} concurrent streaming agents: daemon RSS idle {:.1} MiB, during {:.1} MiB ({:.1} KiB per agent), after {:.1} MiB; CPU {:.2} s over {:.1} s wall = {:.1} ms CPU per agent ({:.1}% of one core)",
+        rss0 as f64 / 1024.0,
+        rss_mid as f64 / 1024.0,
+        (rss_mid.saturating_sub(rss0)) as f64 / agents as f64,
+        rss_end as f64 / 1024.0,
+        cpu,
+        wall.as_secs_f64(),
+        cpu * 1000.0 / agents as f64,
+        100.0 * cpu / wall.as_secs_f64()
+    );
+}
+
+/// Restart to ready with many agents and transcript entries on disk.
+fn bench_restart(args: &[String]) {
+    let agents: usize = arg(args, "--agents", "10000").parse().unwrap();
+    let per: usize = arg(args, "--entries-per-agent", "100").parse().unwrap();
+    let env = Env::new();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let seeded = Instant::now();
+    {
+        let store = Store::open(&env.data_dir()).unwrap();
+        for _ in 0..agents {
+            seed_agent(&rt, &store, per);
+        }
+    }
+    println!(
+        "seeded {agents} agents x {per} entries in {:.1} s",
+        seeded.elapsed().as_secs_f64()
+    );
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let daemon = env.start_daemon();
+        times.push(t.elapsed());
+        assert!(daemon.terminate().success());
+    }
+    times.sort();
+    let du: u64 = walk_size(&env.data_dir());
+    println!(
+        "restart to ready (READY=1) with {agents} agents and {} entries ({:.0} MiB on disk), 5 starts: min {:.1} ms, median {:.1} ms, max {:.1} ms",
+        agents * per,
+        du as f64 / 1048576.0,
+        ms(times[0]),
+        ms(times[2]),
+        ms(times[4])
+    );
+}
+
+fn walk_size(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| {
+                    let p = e.path();
+                    if p.is_dir() {
+                        walk_size(&p)
+                    } else {
+                        e.metadata().map(|m| m.len()).unwrap_or(0)
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -373,6 +679,10 @@ fn main() {
         Some("append") => bench_append(&args),
         Some("turns") => bench_turns(&args),
         Some("relay") => bench_relay(&args),
+        Some("switch") => bench_switch(&args),
+        Some("replay") => bench_replay(&args),
+        Some("concurrent") => bench_concurrent(&args),
+        Some("restart") => bench_restart(&args),
         _ => {
             eprintln!(
                 "usage: bench list [--agents N] [--runs N] | bench append [--entries N] [--writers 1,16]"
