@@ -4,6 +4,7 @@
 mod autostart;
 mod commands;
 mod exit;
+mod permission_prompt;
 mod render;
 mod transcript_view;
 

@@ -105,6 +105,8 @@ pub struct AgentJson<'a> {
     pub resume_blocked_reason: Option<&'a str>,
     pub result: Option<&'a str>,
     pub error: Option<&'a str>,
+    /// What a `waiting` agent waits for.
+    pub waiting_for: Option<&'a str>,
     /// Only `show` reads the transcript length.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transcript_len: Option<u64>,
@@ -134,6 +136,7 @@ impl<'a> AgentJson<'a> {
             resume_blocked_reason: non_empty(&a.resume_blocked_reason),
             result: non_empty(&a.result),
             error: non_empty(&a.error),
+            waiting_for: non_empty(&a.waiting_for),
             transcript_len: None,
         }
     }

@@ -36,6 +36,8 @@ enum Key {
     Background,
     Detach,
     Cancel,
+    /// y, a or n: answers the oldest open permission ask.
+    Answer(char),
 }
 
 /// Reads keys in raw mode on a blocking thread; restores the terminal when
@@ -56,6 +58,11 @@ impl Keyboard {
             while let Ok(ev) = read() {
                 let Event::Key(k) = ev else { continue };
                 if !k.modifiers.contains(KeyModifiers::CONTROL) {
+                    if let KeyCode::Char(c @ ('y' | 'a' | 'n')) = k.code
+                        && tx.send(Key::Answer(c)).is_err()
+                    {
+                        return;
+                    }
                     continue;
                 }
                 let key = match k.code {
@@ -119,6 +126,8 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         eprint!("attached to {short}: Ctrl-B background · Ctrl-D detach · Ctrl-C cancel\r\n");
     }
     let mut view = TranscriptView::with_user_text();
+    // Open permission asks, oldest first.
+    let mut asks: Vec<pb::PermissionRequest> = Vec::new();
     loop {
         let key = async {
             match keyboard.as_mut() {
@@ -139,6 +148,18 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                         view.finish();
                         eprintln!("detached from {short}; it keeps running");
                         return Ok(SUCCESS);
+                    }
+                    Some(Key::Answer(c)) => {
+                        if !asks.is_empty() {
+                            use pb::permission_answer::Decision;
+                            let ask = asks.remove(0);
+                            let decision = match c {
+                                'y' => Decision::AllowOnce,
+                                'a' => Decision::AllowAlways,
+                                _ => Decision::Deny,
+                            };
+                            let _ = tx.send(crate::permission_prompt::answer(&ask.request_id, decision, String::new())).await;
+                        }
                     }
                     Some(Key::Cancel) => {
                         if confirm(&format!("Cancel agent {short} and its subagents?")) {
@@ -161,10 +182,16 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             Some(Ok(pb::AttachEvent { event: Some(e) })) => e,
             Some(Ok(_)) => continue,
         };
+        if let pb::attach_event::Event::PermissionRequest(p) = &event {
+            asks.retain(|a| a.request_id != p.request_id);
+            if !p.resolved {
+                asks.push(p.clone());
+            }
+        }
         if args.json {
             print_json(&event);
         } else {
-            show(&mut view, &event, &short);
+            show(&mut view, &event, &short, keyboard.is_some());
         }
         if let pb::attach_event::Event::Status(s) = &event {
             let status = pb::AgentStatus::try_from(s.status).unwrap_or_default();
@@ -180,7 +207,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     }
 }
 
-fn show(view: &mut TranscriptView, event: &pb::attach_event::Event, short: &str) {
+fn show(view: &mut TranscriptView, event: &pb::attach_event::Event, short: &str, keys: bool) {
     use pb::attach_event::Event;
     match event {
         Event::Entry(e) => view.entry(e),
@@ -209,6 +236,15 @@ fn show(view: &mut TranscriptView, event: &pb::attach_event::Event, short: &str)
                 };
                 eprint!("[{short} {status}{why}]\r\n");
             }
+        }
+        Event::PermissionRequest(p) if !p.resolved => {
+            view.finish();
+            let how = if keys {
+                "press y (once), a (always) or n (deny)"
+            } else {
+                "attach in a terminal to answer"
+            };
+            eprint!("[{} — {how}]\r\n", crate::permission_prompt::question(p));
         }
         Event::Agent(_) | Event::Tool(_) | Event::PermissionRequest(_) => {}
     }
@@ -245,9 +281,15 @@ fn print_json(event: &pb::attach_event::Event) {
         }
         Event::Released(r) => json!({"type": "released", "reason": r.reason}),
         Event::Notice(n) => json!({"type": "notice", "text": n.text, "is_error": n.is_error}),
-        Event::PermissionRequest(p) => {
-            json!({"type": "permission_request", "request_id": p.request_id, "tool": p.tool_name, "summary": p.summary})
-        }
+        Event::PermissionRequest(p) => json!({
+            "type": "permission_request",
+            "request_id": p.request_id,
+            "agent_id": p.agent_id,
+            "tool": p.tool_name,
+            "input": serde_json::from_str::<serde_json::Value>(&p.input_json).unwrap_or_default(),
+            "summary": p.summary,
+            "resolved": p.resolved,
+        }),
     };
     let mut out = std::io::stdout().lock();
     let _ = serde_json::to_writer(&mut out, &v);

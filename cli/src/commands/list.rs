@@ -59,7 +59,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 render::age(render::system_time(a.created_at.as_ref()), now),
                 a.turns.to_string(),
                 render::clip(&a.model, 32),
-                render::clip(&a.description, 60),
+                if a.waiting_for.is_empty() {
+                    render::clip(&a.description, 60)
+                } else {
+                    render::clip(&format!("waiting: {}", a.waiting_for), 60)
+                },
             ]
         })
         .collect();

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use agentd_shared::proto as pb;
 use futures::StreamExt;
 
+use crate::permission_prompt::Mode;
+
 use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, INTERRUPTED, SUCCESS};
 use crate::render;
@@ -27,6 +29,10 @@ pub struct Args {
     /// Model turns before the agent is stopped [default: the daemon's, 100].
     #[arg(long)]
     max_turns: Option<u32>,
+    /// When tools ask first: default (Bash, Write, Edit ask), accept-edits
+    /// (only Bash asks), plan (read-only), bypass (nothing asks).
+    #[arg(long, value_enum, default_value = "bypass")]
+    permission_mode: Mode,
     /// What the agent should do.
     prompt: String,
 }
@@ -61,6 +67,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             cwd: cwd.display().to_string(),
             background: args.background,
             max_turns: args.max_turns.unwrap_or(0),
+            permission_mode: args.permission_mode.wire() as i32,
             ..Default::default()
         })
         .await?
@@ -80,10 +87,14 @@ async fn follow(client: &mut crate::autostart::Client, id: &str) -> Result<u8, F
             from_seq: 0,
         })),
     };
-    // The request stream stays open (pending) for the life of the call:
-    // ending it would mean "detach".
-    let requests = futures::stream::iter([start]).chain(futures::stream::pending());
-    let mut events = client.attach(requests).await?.into_inner();
+    // The request stream stays open for the life of the call (ending it
+    // would mean "detach"); permission answers go up through it.
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    let _ = tx.send(start).await;
+    let mut events = client
+        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await?
+        .into_inner();
     let mut view = TranscriptView::default();
     let short = agentd_shared::ids::short_id(id).to_string();
     loop {
@@ -110,6 +121,12 @@ async fn follow(client: &mut crate::autostart::Client, id: &str) -> Result<u8, F
             pb::attach_event::Event::Delta(d) => view.delta(&d),
             pb::attach_event::Event::Retry(r) => view.retry(&r),
             pb::attach_event::Event::Notice(n) => eprintln!("[{}]", n.text),
+            pb::attach_event::Event::PermissionRequest(p) if !p.resolved => {
+                view.finish();
+                if let Some(answer) = crate::permission_prompt::ask(&p).await {
+                    let _ = tx.send(answer).await;
+                }
+            }
             pb::attach_event::Event::Released(_) => {
                 view.finish();
                 eprintln!(

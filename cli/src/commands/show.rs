@@ -55,6 +55,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         ("can message", a.can_message.to_string()),
         ("resume blocked", a.resume_blocked_reason.clone()),
         ("error", a.error.clone()),
+        ("waiting for", a.waiting_for.clone()),
     ];
     lines.retain(|(_, v)| !v.is_empty());
     for (k, v) in lines {

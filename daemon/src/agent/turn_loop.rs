@@ -19,6 +19,7 @@ use crate::store::{
 };
 use crate::supervisor::Supervisor;
 use crate::supervisor::hub::{Hub, StatusSnapshot, ToolEvent};
+use crate::supervisor::permissions::{self, Answer, Gate};
 use crate::tools::{self, ToolContext, ToolOutput};
 
 /// Consecutive responses cut off at max_tokens that the loop asks the model
@@ -317,10 +318,14 @@ impl TurnLoop {
                     summary: summary.clone(),
                     is_error: false,
                 });
-                let output = tokio::select! {
-                    biased;
-                    _ = self.stops.cancel.cancelled() => return Ok(Outcome::Cancelled),
-                    out = self.run_tool(&name, input) => out,
+                let output = match self.permit(&name, input).await? {
+                    Err(stop) => return Ok(stop),
+                    Ok(Some(refusal)) => refusal,
+                    Ok(None) => tokio::select! {
+                        biased;
+                        _ = self.stops.cancel.cancelled() => return Ok(Outcome::Cancelled),
+                        out = self.run_tool(&name, input) => out,
+                    },
                 };
                 self.hub.publish_tool(ToolEvent {
                     tool_use_id: id.clone(),
@@ -340,6 +345,51 @@ impl TurnLoop {
             // one user message.
             self.deliver_inbox(results).await?;
         }
+    }
+
+    /// Applies the permission mode to a tool call: Ok(None) to run it,
+    /// Ok(Some(error)) when refused or denied, Err(outcome) when the agent
+    /// was stopped while it waited for an answer.
+    async fn permit(
+        &mut self,
+        name: &str,
+        input: &Value,
+    ) -> Result<Result<Option<ToolOutput>, Outcome>, StoreError> {
+        match permissions::gate(&self.record, name) {
+            Gate::Allow => return Ok(Ok(None)),
+            Gate::Refuse(why) => return Ok(Ok(Some(ToolOutput::error(why)))),
+            Gate::Ask => {}
+        }
+        let (ask, rx) = self.sup.open_ask(&self.record, name, input);
+        self.set_status(Status::Waiting).await?;
+        let answer = tokio::select! {
+            biased;
+            _ = self.stops.cancel.cancelled() => Err(Outcome::Cancelled),
+            _ = self.stops.shutdown.cancelled() => Err(Outcome::Interrupted),
+            _ = self.stops.pause.cancelled() => Err(Outcome::Paused),
+            a = rx => Ok(a),
+        };
+        let answer = match answer {
+            Err(stop) => {
+                self.sup.close_ask(&ask.request_id);
+                return Ok(Err(stop));
+            }
+            Ok(a) => a,
+        };
+        self.set_status(Status::Running).await?;
+        Ok(Ok(match answer {
+            Ok(Answer::AllowOnce) => None,
+            Ok(Answer::AllowAlways) => {
+                self.record.always_allowed.push(name.to_string());
+                None
+            }
+            Ok(Answer::Deny(reason)) => Some(ToolOutput::error(if reason.trim().is_empty() {
+                format!("The user denied this {name} call.")
+            } else {
+                format!("The user denied this {name} call: {reason}")
+            })),
+            Err(_) => Some(ToolOutput::error("the permission request was withdrawn")),
+        }))
     }
 
     async fn run_tool(&self, name: &str, input: &Value) -> ToolOutput {

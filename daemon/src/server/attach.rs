@@ -155,6 +155,7 @@ pub async fn serve(
             {
                 return Ok(());
             }
+            let first_subscription = first;
             first = false;
             let missing = sub.partial.get(sent_deltas..).unwrap_or_default();
             let mut pending = missing.iter().cloned();
@@ -173,6 +174,15 @@ pub async fn serve(
                 }
             }
             sent_deltas = sub.partial.len();
+            // Open permission asks of this agent and its descendants.
+            if first_subscription {
+                for ask in sup.open_asks_for(agent_id) {
+                    let e = pb::attach_event::Event::PermissionRequest(convert::permission(&ask, false));
+                    if out.send(event(e)).await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
             if out
                 .send(event(pb::attach_event::Event::Status(convert::status_change(&sub.status))))
                 .await
@@ -214,8 +224,22 @@ pub async fn serve(
                                     Err(e) => Some((e.to_string(), true)),
                                 }
                             }
-                            Some(Ok(pb::AttachRequest { request: Some(Request::PermissionAnswer(_)) })) => {
-                                Some((format!("there is no permission request to answer: agentd {} runs agents in bypass mode", agentd_shared::VERSION), true))
+                            Some(Ok(pb::AttachRequest { request: Some(Request::PermissionAnswer(a)) })) => {
+                                use pb::permission_answer::Decision;
+                                use crate::supervisor::permissions::Answer;
+                                let answer = match Decision::try_from(a.decision).unwrap_or_default() {
+                                    Decision::AllowOnce => Some(Answer::AllowOnce),
+                                    Decision::AllowAlways => Some(Answer::AllowAlways),
+                                    Decision::Deny => Some(Answer::Deny(a.reason.clone())),
+                                    Decision::Unspecified => None,
+                                };
+                                match answer {
+                                    None => Some(("a permission answer needs a decision".to_string(), true)),
+                                    Some(answer) => match sup.answer(agent_id, &a.request_id, answer) {
+                                        Ok(()) => None,
+                                        Err(e) => Some((e.to_string(), true)),
+                                    },
+                                }
                             }
                             Some(Ok(_)) => Some(("unexpected attach request".to_string(), true)),
                         };
@@ -278,6 +302,9 @@ pub async fn serve(
                     Ok(AgentEvent::Retry(r)) => {
                         sent_deltas = 0;
                         pb::attach_event::Event::Retry(convert::retry(&r))
+                    }
+                    Ok(AgentEvent::Permission { ask, resolved }) => {
+                        pb::attach_event::Event::PermissionRequest(convert::permission(&ask, resolved))
                     }
                     Ok(AgentEvent::Released(reason)) => {
                         pb::attach_event::Event::Released(pb::Released { reason })

@@ -98,6 +98,7 @@ pub fn agent(r: &AgentRecord, transcript_len: u64) -> pb::Agent {
         tool_uses: r.tool_uses,
         worktree_path: r.worktree_path.clone(),
         worktree_branch: r.worktree_branch.clone(),
+        waiting_for: String::new(),
     }
 }
 
@@ -155,7 +156,22 @@ pub fn lifecycle(e: &crate::supervisor::hub::Lifecycle) -> pb::WatchEvent {
             LifecycleKind::Created(r) => Event::Created(agent(r, 0)),
             LifecycleKind::Status(s) => Event::Status(status_change(s)),
             LifecycleKind::Notification(text) => Event::Notification(text.clone()),
+            LifecycleKind::Permission(ask) => Event::PermissionRequest(permission(ask, false)),
         }),
+    }
+}
+
+pub fn permission(
+    ask: &crate::supervisor::hub::PermissionAsk,
+    resolved: bool,
+) -> pb::PermissionRequest {
+    pb::PermissionRequest {
+        request_id: ask.request_id.clone(),
+        agent_id: ask.agent.to_string(),
+        tool_name: ask.tool.clone(),
+        input_json: ask.input_json.clone(),
+        summary: ask.summary.clone(),
+        resolved,
     }
 }
 

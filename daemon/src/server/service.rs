@@ -29,7 +29,9 @@ impl AgentApi {
 
     fn wire(&self, record: &crate::store::AgentRecord) -> Result<pb::Agent, AgentdError> {
         let len = self.sup.store().transcript_len(record.uuid())?;
-        Ok(convert::agent(record, len))
+        let mut agent = convert::agent(record, len);
+        agent.waiting_for = self.sup.waiting_for(record.uuid()).unwrap_or_default();
+        Ok(agent)
     }
 }
 
@@ -102,7 +104,13 @@ impl AgentService for AgentApi {
             .sup
             .list(r.all)?
             .iter()
-            .map(|rec| convert::agent(rec, 0))
+            .map(|rec| {
+                let mut agent = convert::agent(rec, 0);
+                if rec.status() == crate::store::Status::Waiting {
+                    agent.waiting_for = self.sup.waiting_for(rec.uuid()).unwrap_or_default();
+                }
+                agent
+            })
             .collect();
         Ok(Response::new(pb::ListAgentsResponse { agents }))
     }

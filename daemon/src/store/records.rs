@@ -134,6 +134,9 @@ pub struct AgentRecord {
     /// When the agent (this run of it) started: for notification durations.
     #[prost(int64, tag = "24")]
     pub started_at_ms: i64,
+    /// Tools the user allowed "always" for this agent.
+    #[prost(string, repeated, tag = "25")]
+    pub always_allowed: Vec<String>,
 }
 
 impl AgentRecord {

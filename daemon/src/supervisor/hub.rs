@@ -58,6 +58,21 @@ pub enum AgentEvent {
     Retry(RetryNotice),
     /// The foreground waiter was released; the agent keeps running.
     Released(String),
+    /// A permission ask was opened (or, `resolved`, closed).
+    Permission {
+        ask: PermissionAsk,
+        resolved: bool,
+    },
+}
+
+/// An open question to the user: may this agent run this tool call?
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionAsk {
+    pub request_id: String,
+    pub agent: uuid::Uuid,
+    pub tool: String,
+    pub input_json: String,
+    pub summary: String,
 }
 
 struct HubState {
@@ -85,6 +100,7 @@ pub enum LifecycleKind {
     Status(StatusSnapshot),
     /// A task notification was put in this agent's inbox.
     Notification(String),
+    Permission(PermissionAsk),
 }
 
 #[derive(Debug, Clone)]
@@ -201,6 +217,11 @@ impl Hub {
             kind: LifecycleKind::Status(snapshot.clone()),
         });
         let _ = self.events.send(AgentEvent::Status(snapshot));
+    }
+
+    pub fn publish_permission(&self, ask: PermissionAsk, resolved: bool) {
+        let _state = self.lock();
+        let _ = self.events.send(AgentEvent::Permission { ask, resolved });
     }
 
     pub fn publish_released(&self, reason: &str) {

@@ -8,6 +8,7 @@ mod children;
 mod control;
 pub mod hub;
 mod notification;
+pub mod permissions;
 mod resolve;
 
 use std::collections::{BTreeMap, HashMap};
@@ -115,6 +116,7 @@ pub struct Supervisor {
     /// Agents running at once; beyond it they wait as `pending`, in order.
     slots: Arc<Semaphore>,
     lifecycle: broadcast::Sender<Lifecycle>,
+    asks: permissions::Asks,
 }
 
 impl Supervisor {
@@ -136,6 +138,7 @@ impl Supervisor {
             tasks: TaskTracker::new(),
             slots,
             lifecycle: broadcast::channel(4096).0,
+            asks: permissions::Asks::default(),
         })
     }
 
@@ -275,15 +278,6 @@ impl Supervisor {
                 req.prompt.len()
             )));
         }
-        match req.permission_mode {
-            PermissionMode::Unspecified | PermissionMode::Bypass => {}
-            other => {
-                return Err(AgentdError::Unimplemented(format!(
-                    "permission mode {other:?} is not implemented in agentd {} yet; only bypass is",
-                    agentd_shared::VERSION
-                )));
-            }
-        }
         if !req.isolation.is_empty() {
             return Err(AgentdError::not_yet("worktree isolation"));
         }
@@ -328,7 +322,13 @@ impl Supervisor {
             } else {
                 req.max_turns
             },
-            permission_mode: PermissionMode::Bypass as i32,
+            // Children inherit their parent's mode; a client's agent gets
+            // the one asked for (bypass when none).
+            permission_mode: match (parent, req.permission_mode) {
+                (Some(p), _) => p.permission_mode,
+                (None, PermissionMode::Unspecified) => PermissionMode::Bypass as i32,
+                (None, mode) => mode as i32,
+            },
             usage: Some(Default::default()),
             depth: parent.map_or(0, |p| p.depth + 1),
             ..Default::default()

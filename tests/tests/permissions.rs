@@ -1,0 +1,380 @@
+//! Permission modes and asks: a tool call waits (`waiting`) until a client
+//! attached to the agent or an ancestor answers; the first answer wins.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::time::{Duration, Instant};
+
+use agentd_e2e::Env;
+use agentd_e2e::mock::{Block, MockMessage, MockServer, RecordedRequest, Reply};
+use agentd_shared::proto as pb;
+use pb::permission_answer::Decision;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+const MODEL: &str = "anthropic:claude-test";
+
+fn prompt_of(r: &RecordedRequest) -> String {
+    r.json["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn n_messages(r: &RecordedRequest) -> usize {
+    r.json["messages"].as_array().map_or(0, Vec::len)
+}
+
+fn bash(id: &str, command: &str) -> Block {
+    Block::ToolUse {
+        id: id.into(),
+        name: "Bash".into(),
+        input: json!({"command": command}),
+    }
+}
+
+/// An attached gRPC client: its events arrive on `events`, answers go up.
+struct Attached {
+    tx: mpsc::Sender<pb::AttachRequest>,
+    events: mpsc::UnboundedReceiver<pb::attach_event::Event>,
+}
+
+impl Attached {
+    async fn open(env: &Env, id: &str) -> Attached {
+        let mut client = agentd_shared::client::agent_client(&env.socket())
+            .await
+            .unwrap();
+        let (tx, rx) = mpsc::channel(8);
+        tx.send(pb::AttachRequest {
+            request: Some(pb::attach_request::Request::Start(pb::AttachStart {
+                id: id.into(),
+                from_seq: 0,
+            })),
+        })
+        .await
+        .unwrap();
+        let mut stream = client
+            .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+        let (etx, events) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok(Some(ev)) = stream.message().await {
+                if let Some(e) = ev.event
+                    && etx.send(e).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        Attached { tx, events }
+    }
+
+    /// The next open permission ask.
+    async fn next_ask(&mut self) -> pb::PermissionRequest {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let ev = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .expect("an ask arrives")
+                .unwrap();
+            if let pb::attach_event::Event::PermissionRequest(p) = ev
+                && !p.resolved
+            {
+                return p;
+            }
+        }
+    }
+
+    /// Waits until the ask is closed (answered by anyone).
+    async fn resolved(&mut self, ask: &pb::PermissionRequest) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let ev = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .expect("the ask closes")
+                .unwrap();
+            if let pb::attach_event::Event::PermissionRequest(p) = ev
+                && p.resolved
+                && p.request_id == ask.request_id
+            {
+                return;
+            }
+        }
+    }
+
+    async fn next_notice(&mut self) -> pb::Notice {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let ev = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .expect("a notice arrives")
+                .unwrap();
+            if let pb::attach_event::Event::Notice(n) = ev {
+                return n;
+            }
+        }
+    }
+
+    async fn answer(&self, ask: &pb::PermissionRequest, decision: Decision, reason: &str) {
+        self.tx
+            .send(pb::AttachRequest {
+                request: Some(pb::attach_request::Request::PermissionAnswer(
+                    pb::PermissionAnswer {
+                        request_id: ask.request_id.clone(),
+                        decision: decision as i32,
+                        reason: reason.into(),
+                    },
+                )),
+            })
+            .await
+            .unwrap();
+    }
+}
+
+fn run_bg(env: &Env, name: &str, mode: &str, prompt: &str) -> String {
+    env.ctl(&[
+        "run",
+        "--background",
+        "--model",
+        MODEL,
+        "--name",
+        name,
+        "--permission-mode",
+        mode,
+        prompt,
+    ])
+    .expect_code(0)
+    .stdout
+    .trim()
+    .to_string()
+}
+
+fn show(env: &Env, id: &str) -> Value {
+    env.ctl(&["show", id, "--json"]).json()
+}
+
+fn wait_status(env: &Env, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let a = show(env, id);
+        if a["status"] == status {
+            return a;
+        }
+        assert!(Instant::now() < deadline, "{id} never became {status}: {a}");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+#[test]
+fn default_mode_waits_for_an_answer_and_honours_allow_deny_and_always() {
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("first").with(bash("t1", "echo one > one.txt")),
+    ));
+    mock.enqueue(Reply::Message(
+        MockMessage::text("second").with(bash("t2", "echo two > two.txt")),
+    ));
+    mock.enqueue(Reply::Message(
+        MockMessage::text("third").with(bash("t3", "echo three > three.txt")),
+    ));
+    mock.enqueue(Reply::Message(
+        MockMessage::text("fourth").with(bash("t4", "echo four > four.txt")),
+    ));
+    mock.enqueue(Reply::Message(MockMessage::text("done")));
+    let id = run_bg(&env, "asker", "default", "write files");
+
+    // Nobody attached: the agent waits, and says what for.
+    let waiting = wait_status(&env, &id, "waiting");
+    assert_eq!(
+        waiting["waiting_for"],
+        "permission to run Bash: echo one > one.txt"
+    );
+    let table = env.ctl(&["list"]);
+    assert!(
+        table.stdout.contains("waiting: permission to run Bash"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        !env.project().join("one.txt").exists(),
+        "nothing ran before the answer"
+    );
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // Attaching later still shows the open ask.
+        let mut client = Attached::open(&env, &id).await;
+        let ask = client.next_ask().await;
+        assert_eq!(ask.tool_name, "Bash");
+        assert_eq!(ask.agent_id, id);
+        client.answer(&ask, Decision::AllowOnce, "").await;
+        let ask = client.next_ask().await;
+        assert!(ask.summary.contains("two.txt"));
+        client.answer(&ask, Decision::Deny, "not that file").await;
+        let ask = client.next_ask().await;
+        assert!(ask.summary.contains("three.txt"));
+        client.answer(&ask, Decision::AllowAlways, "").await;
+        client.resolved(&ask).await;
+        // The fourth Bash call runs without asking.
+    });
+    let done = wait_status(&env, &id, "completed");
+    assert!(done["waiting_for"].is_null());
+    assert!(env.project().join("one.txt").exists());
+    assert!(
+        !env.project().join("two.txt").exists(),
+        "denied calls never run"
+    );
+    assert!(env.project().join("three.txt").exists());
+    assert!(env.project().join("four.txt").exists());
+    let third_request = &mock.requests()[2];
+    let denied = &third_request.json["messages"][4]["content"][0];
+    assert_eq!(denied["is_error"], true);
+    assert_eq!(
+        denied["content"],
+        "The user denied this Bash call: not that file"
+    );
+}
+
+#[test]
+fn plan_mode_refuses_changes_and_accept_edits_asks_only_for_bash() {
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(MockMessage::text("try").with(
+        Block::ToolUse {
+            id: "w1".into(),
+            name: "Write".into(),
+            input: json!({"file_path": "plan.txt", "content": "x"}),
+        },
+    )));
+    mock.enqueue(Reply::Message(MockMessage::text("ok, planned")));
+    env.ctl(&[
+        "run",
+        "--model",
+        MODEL,
+        "--permission-mode",
+        "plan",
+        "plan it",
+    ])
+    .expect_code(0);
+    assert!(!env.project().join("plan.txt").exists());
+    let refused = &mock.requests()[1].json["messages"][2]["content"][0];
+    assert_eq!(refused["is_error"], true);
+    assert!(
+        refused["content"].as_str().unwrap().contains("plan mode"),
+        "{refused}"
+    );
+
+    mock.enqueue(Reply::Message(MockMessage::text("edit").with(
+        Block::ToolUse {
+            id: "w2".into(),
+            name: "Write".into(),
+            input: json!({"file_path": "edit.txt", "content": "y"}),
+        },
+    )));
+    mock.enqueue(Reply::Message(
+        MockMessage::text("shell").with(bash("b2", "echo hi > shell.txt")),
+    ));
+    mock.enqueue(Reply::Message(MockMessage::text("finished")));
+    let id = run_bg(&env, "editor", "accept-edits", "edit then shell");
+    let waiting = wait_status(&env, &id, "waiting");
+    assert!(
+        env.project().join("edit.txt").exists(),
+        "edits run without asking"
+    );
+    assert!(waiting["waiting_for"].as_str().unwrap().contains("Bash"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut c = Attached::open(&env, &id).await;
+        let ask = c.next_ask().await;
+        c.answer(&ask, Decision::AllowOnce, "").await;
+        c.resolved(&ask).await;
+    });
+    wait_status(&env, &id, "completed");
+    assert!(env.project().join("shell.txt").exists());
+}
+
+#[test]
+fn a_childs_ask_reaches_the_parents_attachers_and_the_first_answer_wins() {
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    let _daemon = env.start_daemon();
+    mock.when(
+        |r| prompt_of(r).contains("CHILD") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("child shell").with(bash("cb", "echo child > child.txt"))),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("CHILD"),
+        Reply::Message(MockMessage::text("child done")),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("delegate").with(Block::ToolUse {
+            id: "a1".into(),
+            name: "Agent".into(),
+            input: json!({"description": "shell work", "prompt": "CHILD run it"}),
+        })),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("parent done")),
+    );
+    let id = run_bg(&env, "pp", "default", "PARENT go");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut first = Attached::open(&env, &id).await;
+        let mut second = Attached::open(&env, &id).await;
+        let ask = first.next_ask().await;
+        assert_ne!(ask.agent_id, id, "the child asks");
+        assert_eq!(
+            second.next_ask().await.request_id,
+            ask.request_id,
+            "every attacher sees it"
+        );
+        first.answer(&ask, Decision::AllowOnce, "").await;
+        // Give the first answer time to land, then answer again.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        second.answer(&ask, Decision::Deny, "too late").await;
+        let notice = second.next_notice().await;
+        assert!(
+            notice.is_error && notice.text.contains("not open"),
+            "{notice:?}"
+        );
+    });
+    wait_status(&env, &id, "completed");
+    assert!(
+        env.project().join("child.txt").exists(),
+        "the first answer (allow) won"
+    );
+    let child = env
+        .ctl(&["list", "--all", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["parent_id"] == json!(id))
+        .unwrap()
+        .clone();
+    assert_eq!(
+        child["permission_mode"], "default",
+        "children inherit the mode"
+    );
+}
