@@ -903,3 +903,103 @@ fn agent_tools_list_message_and_stop_the_callers_subagents() {
     // The child's inbox got the message as from its parent.
     assert!(results[2]["is_error"].is_null());
 }
+
+#[test]
+fn custom_and_explore_types_shape_the_childs_prompt_and_tools() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let agents_dir = env.project().join(".agentd/agents");
+    std::fs::create_dir_all(&agents_dir).unwrap();
+    std::fs::create_dir_all(env.project().join(".git")).unwrap();
+    std::fs::write(
+        agents_dir.join("reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews changes\ntools: [Read, Grep]\n---\nYou are REVIEWER-PROMPT. Review carefully.\n",
+    )
+    .unwrap();
+    let _daemon = env.start_daemon();
+    let call = |prompt: &str, kind: &str| Block::ToolUse {
+        id: String::new(),
+        name: "Agent".into(),
+        input: json!({"description": "typed", "prompt": prompt, "subagent_type": kind}),
+    };
+    mock.when(
+        |r| prompt_of(r).contains("REVIEW-TASK") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("reviewing")),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("EXPLORE-TASK") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("trying to write").with(Block::ToolUse {
+            id: String::new(),
+            name: "Write".into(),
+            input: json!({"file_path": "nope.txt", "content": "x"}),
+        })),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("EXPLORE-TASK"),
+        Reply::Message(MockMessage::text("explored")),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(
+            MockMessage::text("typed children")
+                .with(call("REVIEW-TASK look", "reviewer"))
+                .with(call("EXPLORE-TASK look", "Explore"))
+                .with(call("whatever", "no-such-type")),
+        ),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("done")),
+    );
+    env.ctl(&["run", "--model", MODEL, "--name", "typed", "PARENT go"])
+        .expect_code(0);
+
+    let reqs = mock.requests();
+    let review = reqs
+        .iter()
+        .find(|r| prompt_of(r).contains("REVIEW-TASK"))
+        .unwrap();
+    assert!(
+        review.json["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are REVIEWER-PROMPT.")
+    );
+    let names: Vec<&str> = review.json["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Read", "Grep"]);
+    let explore = reqs
+        .iter()
+        .find(|r| prompt_of(r).contains("EXPLORE-TASK") && n_messages(r) == 3)
+        .unwrap();
+    let refused = &explore.json["messages"][2]["content"][0];
+    assert_eq!(
+        refused["is_error"], true,
+        "Explore may not write: {refused}"
+    );
+    assert!(!env.project().join("nope.txt").exists());
+    let parent_final = reqs
+        .iter()
+        .find(|r| prompt_of(r).contains("PARENT") && n_messages(r) == 3)
+        .unwrap();
+    let results = parent_final.json["messages"][2]["content"]
+        .as_array()
+        .unwrap();
+    assert_eq!(results[2]["is_error"], true);
+    assert!(text_of(&results[2]["content"]).contains("unknown subagent_type 'no-such-type'"));
+    let kids = env.ctl(&["list", "--all", "--json"]).json();
+    let types: Vec<&str> = kids
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["subagent_type"].as_str())
+        .collect();
+    assert!(
+        types.contains(&"reviewer") && types.contains(&"Explore"),
+        "{types:?}"
+    );
+}
