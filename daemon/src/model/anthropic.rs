@@ -10,11 +10,10 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::http::{ApiKey, read_error};
+use super::http::{self, ApiKey};
 use super::sse::{SseEvent, SseParser};
 use super::{ModelError, ModelRequest, ModelResponse, StreamDelta};
 use crate::store::Usage;
@@ -120,46 +119,24 @@ impl Anthropic {
     ) -> Result<ModelResponse, ModelError> {
         let body = request_body(req, &self.model, self.cache_ttl);
         let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
-        let response = self
+        let request = self
             .http
             .post(&url)
             .header("x-api-key", self.api_key.header_value()?)
             .header("anthropic-version", API_VERSION)
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| {
-                ModelError::transient(format!("cannot reach {url}: {}", super::http::describe(&e)))
-            })?;
-        if !response.status().is_success() {
-            return Err(read_error("anthropic", response).await);
-        }
-        let mut stream = response.bytes_stream();
+            .body(body);
+        let response = http::send(request, &url, "anthropic").await?;
+        let mut body = http::BodyStream::new(response, self.idle_timeout);
         let mut parser = SseParser::default();
         let mut assembly = Assembly::default();
         let mut events = Vec::new();
         loop {
-            let chunk = match tokio::time::timeout(self.idle_timeout, stream.next()).await {
-                Err(_) => {
-                    return Err(ModelError::transient(format!(
-                        "the stream was silent for {}s",
-                        self.idle_timeout.as_secs()
-                    )));
-                }
-                Ok(None) => {
-                    return Err(ModelError::transient(
-                        "the stream ended before message_stop".to_string(),
-                    ));
-                }
-                Ok(Some(Err(e))) => {
-                    return Err(ModelError::transient(format!(
-                        "the stream broke: {}",
-                        super::http::describe(&e)
-                    )));
-                }
-                Ok(Some(Ok(bytes))) => bytes,
+            let Some(chunk) = body.next().await? else {
+                return Err(ModelError::transient(
+                    "the stream ended before message_stop".to_string(),
+                ));
             };
             parser.feed(&chunk, &mut events);
             for event in events.drain(..) {

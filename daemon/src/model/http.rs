@@ -105,6 +105,59 @@ pub async fn read_error(provider: &str, response: reqwest::Response) -> ModelErr
     }
 }
 
+/// Sends a request; a non-2xx answer becomes the provider's error.
+pub async fn send(
+    request: reqwest::RequestBuilder,
+    url: &str,
+    provider: &str,
+) -> Result<reqwest::Response, ModelError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| ModelError::transient(format!("cannot reach {url}: {}", describe(&e))))?;
+    if response.status().is_success() {
+        Ok(response)
+    } else {
+        Err(read_error(provider, response).await)
+    }
+}
+
+type ByteStream =
+    std::pin::Pin<Box<dyn futures::Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send>>;
+
+/// A streamed response body read chunk by chunk; a body silent for longer
+/// than the idle timeout, or broken, is a transient error.
+pub struct BodyStream {
+    inner: ByteStream,
+    idle: Duration,
+}
+
+impl BodyStream {
+    pub fn new(response: reqwest::Response, idle: Duration) -> BodyStream {
+        BodyStream {
+            inner: Box::pin(response.bytes_stream()),
+            idle,
+        }
+    }
+
+    /// The next chunk; None at the end of the body.
+    pub async fn next(&mut self) -> Result<Option<bytes::Bytes>, ModelError> {
+        use futures::StreamExt;
+        match tokio::time::timeout(self.idle, self.inner.next()).await {
+            Err(_) => Err(ModelError::transient(format!(
+                "the stream was silent for {}s",
+                self.idle.as_secs()
+            ))),
+            Ok(None) => Ok(None),
+            Ok(Some(Err(e))) => Err(ModelError::transient(format!(
+                "the stream broke: {}",
+                describe(&e)
+            ))),
+            Ok(Some(Ok(bytes))) => Ok(Some(bytes)),
+        }
+    }
+}
+
 /// A transport error in words, with its causes (reqwest's own message is
 /// often just "error sending request").
 pub fn describe(e: &reqwest::Error) -> String {

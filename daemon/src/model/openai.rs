@@ -10,11 +10,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::http::{ApiKey, read_error};
+use super::http::{self, ApiKey};
 use super::sse::SseParser;
 use super::{ModelError, ModelRequest, ModelResponse, StreamDelta};
 use crate::store::Usage;
@@ -349,37 +348,20 @@ impl OpenAi {
         if let Some(key) = &self.api_key {
             request = request.header("authorization", key.prefixed_header_value("Bearer ")?);
         }
-        let response = request.send().await.map_err(|e| {
-            ModelError::transient(format!("cannot reach {url}: {}", super::http::describe(&e)))
-        })?;
-        if !response.status().is_success() {
-            return Err(read_error("openai", response).await);
-        }
-        let mut stream = response.bytes_stream();
+        let response = http::send(request, &url, "openai").await?;
+        let mut body = http::BodyStream::new(response, self.idle_timeout);
         let mut parser = SseParser::default();
         let mut assembly = Assembly::default();
         let mut events = Vec::new();
         loop {
-            let chunk = match tokio::time::timeout(self.idle_timeout, stream.next()).await {
-                Err(_) => {
-                    return Err(ModelError::transient(format!(
-                        "the stream was silent for {}s",
-                        self.idle_timeout.as_secs()
-                    )));
+            let Some(chunk) = body.next().await? else {
+                // Some servers end without [DONE] once the reason is given.
+                if assembly.finish_reason.is_some() {
+                    return Ok(assembly.finish());
                 }
-                Ok(None) if assembly.finish_reason.is_some() => return Ok(assembly.finish()),
-                Ok(None) => {
-                    return Err(ModelError::transient(
-                        "the stream ended before [DONE]".to_string(),
-                    ));
-                }
-                Ok(Some(Err(e))) => {
-                    return Err(ModelError::transient(format!(
-                        "the stream broke: {}",
-                        super::http::describe(&e)
-                    )));
-                }
-                Ok(Some(Ok(bytes))) => bytes,
+                return Err(ModelError::transient(
+                    "the stream ended before [DONE]".to_string(),
+                ));
             };
             parser.feed(&chunk, &mut events);
             for event in std::mem::take(&mut events) {
