@@ -24,6 +24,8 @@ pub struct Config {
     pub max_output_tokens: u32,
     /// Agents running at once; more wait as `pending` and start in order.
     pub max_running_agents: u32,
+    /// How deep subagents may nest (a client's agent is depth 0).
+    pub max_subagent_depth: u32,
     /// Resume agents that were live when the daemon stopped.
     pub resume_on_start: bool,
     /// Seconds before a foreground agent is moved to the background
@@ -54,6 +56,7 @@ impl Default for Config {
             stream_idle_timeout_secs: 300,
             max_output_tokens: 16_384,
             max_running_agents: 16,
+            max_subagent_depth: 3,
             resume_on_start: true,
             auto_background_secs: 120,
             anthropic: ProviderConfig::default(),

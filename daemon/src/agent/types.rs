@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::store::PermissionMode;
+
 /// The type used when `subagent_type` is omitted.
 pub const DEFAULT_TYPE: &str = "general-purpose";
 
@@ -21,6 +23,8 @@ pub struct AgentType {
     pub tools: Option<Vec<String>>,
     pub model: Option<String>,
     pub background: bool,
+    /// Overrides the parent's permission mode for agents of this type.
+    pub permission_mode: Option<PermissionMode>,
     /// The type's own instructions, placed before the environment section.
     pub instructions: String,
 }
@@ -34,6 +38,7 @@ fn builtin(name: &str) -> Option<AgentType> {
             tools: None,
             model: None,
             background: false,
+            permission_mode: None,
             instructions: "You are a general-purpose agent working on a task delegated by \
 another agent. Complete it autonomously with the tools you have, then answer with a concise \
 report of what you did and found: your final message is all the delegating agent sees."
@@ -47,6 +52,7 @@ questions; never changes anything"
             tools: Some(READ_ONLY_TOOLS.iter().map(|s| s.to_string()).collect()),
             model: None,
             background: false,
+            permission_mode: None,
             instructions: "You are a read-only exploration agent. Find files with Glob, search \
 contents with Grep, read with Read. You cannot and must not modify anything. Answer with the \
 facts you found, citing file paths and line numbers."
@@ -70,6 +76,8 @@ struct FrontMatter {
     background: bool,
     #[serde(default)]
     isolation: Option<String>,
+    #[serde(default, rename = "permissionMode", alias = "permission_mode")]
+    permission_mode: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -111,6 +119,18 @@ pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
             "{where_}: the body (the type's system prompt) is empty"
         ));
     }
+    let permission_mode = match fm.permission_mode.as_deref() {
+        None => None,
+        Some("default") => Some(PermissionMode::Default),
+        Some("accept-edits" | "acceptEdits") => Some(PermissionMode::AcceptEdits),
+        Some("plan") => Some(PermissionMode::Plan),
+        Some("bypass" | "bypassPermissions") => Some(PermissionMode::Bypass),
+        Some(other) => {
+            return Err(format!(
+                "{where_}: unknown permissionMode '{other}' (default, accept-edits, plan or bypass)"
+            ));
+        }
+    };
     let tools = fm.tools.map(|t| match t {
         ToolList::List(v) => v,
         ToolList::Comma(s) => s
@@ -125,6 +145,7 @@ pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
         tools,
         model: fm.model.filter(|m| !m.trim().is_empty() && m != "inherit"),
         background: fm.background,
+        permission_mode,
         instructions: body.to_string(),
     })
 }
@@ -203,13 +224,14 @@ mod tests {
         std::fs::create_dir_all(repo.join(".agentd/agents")).unwrap();
         std::fs::write(
             repo.join(".agentd/agents/reviewer.md"),
-            "---\nname: reviewer\ndescription: Reviews diffs\ntools: Read, Grep\nmodel: anthropic:claude-x\n---\nYou review code.\n",
+            "---\nname: reviewer\ndescription: Reviews diffs\ntools: Read, Grep\nmodel: anthropic:claude-x\npermissionMode: plan\n---\nYou review code.\n",
         )
         .unwrap();
         let t = resolve("reviewer", &repo.join("sub"), &cfg).unwrap();
         assert_eq!(t.tools, Some(vec!["Read".to_string(), "Grep".to_string()]));
         assert_eq!(t.model.as_deref(), Some("anthropic:claude-x"));
         assert_eq!(t.instructions, "You review code.");
+        assert_eq!(t.permission_mode, Some(PermissionMode::Plan));
         let err = resolve("nobody", &repo, &cfg).unwrap_err();
         assert!(err.contains("unknown subagent_type 'nobody'"), "{err}");
     }
@@ -236,6 +258,14 @@ mod tests {
             parse_type_file(p, "---\nname: a\ndescription: d\n---\n")
                 .unwrap_err()
                 .contains("body")
+        );
+        assert!(
+            parse_type_file(
+                p,
+                "---\nname: a\ndescription: d\npermissionMode: yolo\n---\nbody"
+            )
+            .unwrap_err()
+            .contains("unknown permissionMode")
         );
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".git")).unwrap();

@@ -13,9 +13,6 @@ use crate::error::AgentdError;
 use crate::store::{AgentRecord, Status};
 use crate::tools::ToolOutput;
 
-/// Deepest nesting: a top-level agent is depth 0.
-pub const MAX_DEPTH: u32 = 3;
-
 fn field<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
     input
         .get(name)
@@ -65,9 +62,10 @@ impl Supervisor {
                 )));
             }
         }
-        if caller.depth + 1 > MAX_DEPTH {
+        let max_depth = self.config.max_subagent_depth;
+        if caller.depth + 1 > max_depth {
             return Err(ToolOutput::error(format!(
-                "subagents may nest at most {MAX_DEPTH} deep and this agent is at depth {}; do the work yourself",
+                "subagents may nest at most {max_depth} deep and this agent is at depth {}; do the work yourself",
                 caller.depth
             )));
         }
@@ -100,6 +98,7 @@ impl Supervisor {
             cwd: caller.cwd.clone(),
             background,
             subagent_type: agent_type.name.clone(),
+            permission_mode: agent_type.permission_mode.unwrap_or_default(),
             ..Default::default()
         };
         let (record, prompt_ctx, provider, first) = self

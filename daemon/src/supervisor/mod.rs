@@ -325,9 +325,9 @@ impl Supervisor {
             // Children inherit their parent's mode; a client's agent gets
             // the one asked for (bypass when none).
             permission_mode: match (parent, req.permission_mode) {
-                (Some(p), _) => p.permission_mode,
+                (Some(p), PermissionMode::Unspecified) => p.permission_mode,
                 (None, PermissionMode::Unspecified) => PermissionMode::Bypass as i32,
-                (None, mode) => mode as i32,
+                (_, mode) => mode as i32,
             },
             usage: Some(Default::default()),
             depth: parent.map_or(0, |p| p.depth + 1),
