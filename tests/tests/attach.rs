@@ -316,3 +316,125 @@ fn a_client_that_falls_behind_a_burst_still_gets_every_delta_once() {
     assert_eq!(received.len(), text.len(), "deltas lost or repeated");
     assert!(received == text, "deltas out of order");
 }
+
+/// Runs `agentctl attach` on a real terminal (a pseudo-terminal made by
+/// util-linux `script`), feeding it `keys` with pauses; returns its output.
+fn attach_in_terminal(env: &Env, id: &str, keys: &[(u64, &[u8])]) -> agentd_e2e::Out {
+    use std::io::Write;
+    let ctl = agentd_e2e::agentctl_bin();
+    let mut cmd = std::process::Command::new("script");
+    cmd.args([
+        "-qfec",
+        &format!("{} --no-autostart attach {id}", ctl.display()),
+        "/dev/null",
+    ])
+    .env("AGENTD_SOCKET", env.socket())
+    .env("AGENTD_DATA_DIR", env.data_dir())
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for (pause_ms, bytes) in keys {
+        std::thread::sleep(Duration::from_millis(*pause_ms));
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    drop(stdin);
+    agentd_e2e::Out::from(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn terminal_attach_backgrounds_detaches_cancels_and_answers_with_keys() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("skipped: util-linux `script` (a pseudo-terminal for the test) is not installed");
+        return;
+    }
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("eventually").delay_start(Duration::from_secs(3)),
+    ));
+    // A foreground run, released by Ctrl-B from a terminal attached to it.
+    let run = env
+        .ctl_command(&[
+            "--no-autostart",
+            "run",
+            "--model",
+            "anthropic:claude-test",
+            "--name",
+            "fgk",
+            "slow",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    mock.wait_for_requests(1, Duration::from_secs(10));
+    let out = attach_in_terminal(&env, "fgk", &[(800, b"\x02"), (500, b"\x04")]);
+    assert!(out.stdout.contains("detached from"), "{}", out.stdout);
+    let run = agentd_e2e::Out::from(run.wait_with_output().unwrap());
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains("moved to the background"),
+        "{}",
+        run.stderr
+    );
+
+    // Ctrl-C asks first; "y" cancels.
+    mock.enqueue(Reply::Message(
+        MockMessage::text("never").delay_start(Duration::from_secs(30)),
+    ));
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "hold",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    let out = attach_in_terminal(&env, &id, &[(800, b"\x03"), (500, b"y\n")]);
+    assert!(out.stdout.contains("Cancel agent"), "{}", out.stdout);
+    assert_eq!(
+        env.ctl(&["show", &id, "--json"]).json()["status"],
+        "cancelled"
+    );
+
+    // A permission ask answered with "y" in place.
+    mock.enqueue(Reply::Message(MockMessage::text("shell").with(
+        Block::ToolUse {
+            id: "k1".into(),
+            name: "Bash".into(),
+            input: json!({"command": "echo keyed > keyed.txt"}),
+        },
+    )));
+    mock.enqueue(Reply::Message(MockMessage::text("done")));
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "--permission-mode",
+            "default",
+            "ask",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    let out = attach_in_terminal(&env, &id, &[(1200, b"y")]);
+    assert!(out.stdout.contains("asks to run Bash"), "{}", out.stdout);
+    assert!(env.project().join("keyed.txt").exists());
+    env.ctl(&["wait", &id, "--timeout", "10"]).expect_code(0);
+}
