@@ -251,6 +251,20 @@ impl Default for Env {
     }
 }
 
+/// Waits (bounded) until `path` exists: a tool in a test has started.
+#[track_caller]
+pub fn wait_for_path(path: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// A running daemon; killed (SIGKILL) when dropped.
 pub struct Daemon {
     pub child: Child,

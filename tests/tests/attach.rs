@@ -180,11 +180,7 @@ fn background_and_messages_can_be_sent_on_the_attach_stream() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !marker.exists() {
-        assert!(std::time::Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    agentd_e2e::wait_for_path(&marker);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

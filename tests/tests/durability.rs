@@ -143,14 +143,7 @@ fn sigterm_lets_a_running_tool_finish_before_stopping_at_the_safe_point() {
         .stdout
         .trim()
         .to_string();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !env.project().join("started").exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the tool never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    agentd_e2e::wait_for_path(&env.project().join("started"));
     assert!(daemon.terminate().success());
     // The tool ran to completion and its result was persisted before the stop.
     assert_eq!(

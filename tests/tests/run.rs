@@ -205,14 +205,7 @@ fn stop_kills_a_running_tool_promptly() {
         .stdout
         .trim()
         .to_string();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !marker.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the tool never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    agentd_e2e::wait_for_path(&marker);
     let started = std::time::Instant::now();
     env.ctl(&["stop", &id]).expect_code(0);
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
