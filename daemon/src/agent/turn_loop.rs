@@ -64,6 +64,9 @@ pub struct StopSignals {
     pub shutdown: CancellationToken,
     /// The agent is paused: stop at the next safe point, continuable.
     pub pause: CancellationToken,
+    /// Not a stop: the agent was released to the background; its record
+    /// says so from its next write on.
+    pub backgrounded: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The tools that act on other agents, run by the loop with the supervisor.
@@ -481,6 +484,7 @@ impl TurnLoop {
             stop_reason,
         };
         self.record.updated_at_ms = entry.created_at_ms;
+        self.note_background();
         self.store.put_agent(&self.record)?;
         self.store
             .append_consuming(self.record.uuid(), &entry, consumed)
@@ -491,7 +495,18 @@ impl TurnLoop {
         Ok(())
     }
 
+    fn note_background(&mut self) {
+        if self
+            .stops
+            .backgrounded
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            self.record.background = true;
+        }
+    }
+
     async fn set_status(&mut self, status: Status) -> Result<(), StoreError> {
+        self.note_background();
         self.record.set_status(status);
         self.record.updated_at_ms = now_ms();
         self.store.put_agent_durable(&self.record).await?;

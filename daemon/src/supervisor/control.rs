@@ -225,6 +225,11 @@ impl Supervisor {
                 return Ok(());
             }
             run.backgrounded = true;
+            if let Some(control) = run.control.as_ref() {
+                control
+                    .backgrounded
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             run.waiter.take()
         };
         if let Some(w) = waiter {

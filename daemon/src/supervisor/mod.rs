@@ -68,6 +68,8 @@ struct RunControl {
     pause: CancellationToken,
     /// Drops the loop outright (only after the shutdown grace period).
     kill: CancellationToken,
+    /// Set when the agent is released to the background.
+    backgrounded: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[derive(Default)]
@@ -435,6 +437,7 @@ impl Supervisor {
             cancel: CancellationToken::new(),
             shutdown: self.shutdown.clone(),
             pause: CancellationToken::new(),
+            backgrounded: Arc::default(),
         };
         let kill = CancellationToken::new();
         let turn_loop = TurnLoop::new(
@@ -449,6 +452,7 @@ impl Supervisor {
             cancel: stops.cancel.clone(),
             pause: stops.pause.clone(),
             kill: kill.clone(),
+            backgrounded: stops.backgrounded.clone(),
         });
         run.waiter = waiter;
         run.backgrounded = false;
