@@ -159,11 +159,7 @@ fn background_and_messages_can_be_sent_on_the_attach_stream() {
     let _daemon = env.start_daemon();
     let marker = env.project().join("started");
     mock.enqueue(Reply::Message(MockMessage::text("working").with(
-        Block::ToolUse {
-            id: "toolu_1".into(),
-            name: "Bash".into(),
-            input: json!({"command": format!("touch {}; sleep 1", marker.display())}),
-        },
+        Block::bash("toolu_1", format!("touch {}; sleep 1", marker.display())),
     )));
     mock.enqueue(Reply::Message(MockMessage::text("done")));
     let run = env
@@ -407,13 +403,9 @@ fn terminal_attach_backgrounds_detaches_cancels_and_answers_with_keys() {
     );
 
     // A permission ask answered with "y" in place.
-    mock.enqueue(Reply::Message(MockMessage::text("shell").with(
-        Block::ToolUse {
-            id: "k1".into(),
-            name: "Bash".into(),
-            input: json!({"command": "echo keyed > keyed.txt"}),
-        },
-    )));
+    mock.enqueue(Reply::Message(
+        MockMessage::text("shell").with(Block::bash("k1", "echo keyed > keyed.txt")),
+    ));
     mock.enqueue(Reply::Message(MockMessage::text("done")));
     let id = env
         .ctl(&[

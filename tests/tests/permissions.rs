@@ -25,14 +25,6 @@ fn n_messages(r: &RecordedRequest) -> usize {
     r.json["messages"].as_array().map_or(0, Vec::len)
 }
 
-fn bash(id: &str, command: &str) -> Block {
-    Block::ToolUse {
-        id: id.into(),
-        name: "Bash".into(),
-        input: json!({"command": command}),
-    }
-}
-
 /// An attached gRPC client: its events arrive on `events`, answers go up.
 struct Attached {
     tx: mpsc::Sender<pb::AttachRequest>,
@@ -174,16 +166,16 @@ fn default_mode_waits_for_an_answer_and_honours_allow_deny_and_always() {
     env.use_mock(&mock.url());
     let _daemon = env.start_daemon();
     mock.enqueue(Reply::Message(
-        MockMessage::text("first").with(bash("t1", "echo one > one.txt")),
+        MockMessage::text("first").with(Block::bash("t1", "echo one > one.txt")),
     ));
     mock.enqueue(Reply::Message(
-        MockMessage::text("second").with(bash("t2", "echo two > two.txt")),
+        MockMessage::text("second").with(Block::bash("t2", "echo two > two.txt")),
     ));
     mock.enqueue(Reply::Message(
-        MockMessage::text("third").with(bash("t3", "echo three > three.txt")),
+        MockMessage::text("third").with(Block::bash("t3", "echo three > three.txt")),
     ));
     mock.enqueue(Reply::Message(
-        MockMessage::text("fourth").with(bash("t4", "echo four > four.txt")),
+        MockMessage::text("fourth").with(Block::bash("t4", "echo four > four.txt")),
     ));
     mock.enqueue(Reply::Message(MockMessage::text("done")));
     let id = run_bg(&env, "asker", "default", "write files");
@@ -283,7 +275,7 @@ fn plan_mode_refuses_changes_and_accept_edits_asks_only_for_bash() {
         },
     )));
     mock.enqueue(Reply::Message(
-        MockMessage::text("shell").with(bash("b2", "echo hi > shell.txt")),
+        MockMessage::text("shell").with(Block::bash("b2", "echo hi > shell.txt")),
     ));
     mock.enqueue(Reply::Message(MockMessage::text("finished")));
     let id = run_bg(&env, "editor", "accept-edits", "edit then shell");
@@ -315,7 +307,9 @@ fn a_childs_ask_reaches_the_parents_attachers_and_the_first_answer_wins() {
     let _daemon = env.start_daemon();
     mock.when(
         |r| prompt_of(r).contains("CHILD") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("child shell").with(bash("cb", "echo child > child.txt"))),
+        Reply::Message(
+            MockMessage::text("child shell").with(Block::bash("cb", "echo child > child.txt")),
+        ),
     );
     mock.when(
         |r| prompt_of(r).contains("CHILD"),

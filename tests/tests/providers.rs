@@ -171,8 +171,16 @@ fn multi_turn_requests_are_byte_stable_and_served_from_the_prompt_cache() {
 /// Runs a two-turn agent whose first request meets `fault`; returns the env,
 /// the mock, the CLI output and the (still running) daemon.
 fn run_with_fault(fault: Reply) -> (Env, MockServer, agentd_e2e::Out, agentd_e2e::Daemon) {
+    run_with_fault_and_config(fault, FAST_RETRY)
+}
+
+fn run_with_fault_and_config(
+    fault: Reply,
+    config: &str,
+) -> (Env, MockServer, agentd_e2e::Out, agentd_e2e::Daemon) {
     let mock = MockServer::start();
     let env = world(&mock);
+    env.write_config(config);
     let daemon = env.start_daemon();
     mock.enqueue(fault);
     mock.enqueue(Reply::Message(tool_msg(
@@ -298,30 +306,15 @@ fn transient_faults_are_retried_to_success_without_partial_entries() {
 
 #[test]
 fn retry_after_is_honoured() {
-    let mock = MockServer::start();
-    let env = world(&mock);
     // Backoff alone would retry within 40 ms; retry-after asks for a second.
-    env.write_config("[retry]\nmax_attempts = 3\ninitial_backoff_ms = 20\nmax_backoff_ms = 5000\n");
-    let _daemon = env.start_daemon();
-    mock.enqueue(Reply::Status {
-        code: 429,
-        message: "slow down".into(),
-        retry_after: Some(1),
-    });
-    mock.enqueue(Reply::Message(tool_msg(
-        "toolu_1",
-        "Bash",
-        json!({"command": "echo ran >> ran.txt"}),
-    )));
-    mock.enqueue(Reply::Message(MockMessage::text("Finished.")));
-    let out = env.ctl(&[
-        "run",
-        "--model",
-        "anthropic:claude-test",
-        "--name",
-        "f",
-        "go",
-    ]);
+    let (env, mock, out, _daemon) = run_with_fault_and_config(
+        Reply::Status {
+            code: 429,
+            message: "slow down".into(),
+            retry_after: Some(1),
+        },
+        "[retry]\nmax_attempts = 3\ninitial_backoff_ms = 20\nmax_backoff_ms = 5000\n",
+    );
     out.expect_code(0);
     assert!(
         out.stderr.contains("retrying in") && out.stderr.contains("slow down"),
@@ -443,11 +436,7 @@ fn thinking_blocks_round_trip_with_their_signatures() {
             ],
             ..MockMessage::text("")
         }
-        .with(Block::ToolUse {
-            id: "toolu_t".into(),
-            name: "Bash".into(),
-            input: json!({"command": "true"}),
-        }),
+        .with(Block::bash("toolu_t", "true")),
     ));
     mock.enqueue(Reply::Message(MockMessage::text("ok")));
     env.ctl(&["run", "--model", "anthropic:claude-test", "think"])

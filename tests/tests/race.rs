@@ -76,11 +76,7 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
         Reply::Message(
             MockMessage::text("Now checking the shell.")
                 .slow(slow)
-                .with(Block::ToolUse {
-                    id: "toolu_bash".into(),
-                    name: "Bash".into(),
-                    input: json!({"command": "sleep 0.01; echo checked"}),
-                }),
+                .with(Block::bash("toolu_bash", "sleep 0.01; echo checked")),
         ),
     );
     mock.when(

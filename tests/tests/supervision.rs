@@ -300,11 +300,7 @@ fn a_notification_pending_at_sigkill_is_delivered_once_after_restart() {
         Reply::Message(
             MockMessage::text("Launching, then working.")
                 .with(agent_call("CHILD-K go", true))
-                .with(Block::ToolUse {
-                    id: String::new(),
-                    name: "Bash".into(),
-                    input: json!({"command": "sleep 30"}),
-                }),
+                .with(Block::bash("", "sleep 30")),
         ),
     );
     mock.when(
@@ -352,11 +348,7 @@ fn send_reaches_a_running_agent_at_its_next_turn_boundary() {
     let _daemon = env.start_daemon();
     let marker = env.project().join("started");
     mock.enqueue(Reply::Message(MockMessage::text("Working.").with(
-        Block::ToolUse {
-            id: "toolu_s".into(),
-            name: "Bash".into(),
-            input: json!({"command": format!("touch {}; sleep 1", marker.display())}),
-        },
+        Block::bash("toolu_s", format!("touch {}; sleep 1", marker.display())),
     )));
     mock.enqueue(Reply::Message(MockMessage::text("Got it.")));
     let id = run_bg(&env, "busy", "do things");
@@ -438,13 +430,10 @@ fn pause_stops_at_a_safe_point_and_send_continues() {
     let env = world(&mock, "");
     let _daemon = env.start_daemon();
     let marker = env.project().join("m");
-    mock.enqueue(Reply::Message(MockMessage::text("step").with(
-        Block::ToolUse {
-            id: "toolu_p".into(),
-            name: "Bash".into(),
-            input: json!({"command": format!("touch {}; sleep 1; echo ok", marker.display())}),
-        },
-    )));
+    mock.enqueue(Reply::Message(MockMessage::text("step").with(Block::bash(
+        "toolu_p",
+        format!("touch {}; sleep 1; echo ok", marker.display()),
+    ))));
     mock.enqueue(Reply::Message(MockMessage::text("resumed and done")));
     let id = run_bg(&env, "pz", "work");
     wait_until("the tool runs", Duration::from_secs(20), || marker.exists());
@@ -527,11 +516,10 @@ fn an_interrupted_agent_resumes_after_restart_from_the_same_request() {
     let daemon = env.start_daemon();
     let marker = env.project().join("began");
     mock.enqueue(Reply::Message(
-        MockMessage::text("Running a long job.").with(Block::ToolUse {
-            id: "toolu_long".into(),
-            name: "Bash".into(),
-            input: json!({"command": format!("touch {}; sleep 30", marker.display())}),
-        }),
+        MockMessage::text("Running a long job.").with(Block::bash(
+            "toolu_long",
+            format!("touch {}; sleep 30", marker.display()),
+        )),
     ));
     mock.enqueue(Reply::Message(MockMessage::text(
         "Decided differently after the restart.",

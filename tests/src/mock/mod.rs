@@ -160,6 +160,11 @@ impl Block {
         }
     }
 
+    /// A Bash tool call running `command`.
+    pub fn bash(id: impl Into<String>, command: impl Into<String>) -> Block {
+        Block::tool(id, "Bash", serde_json::json!({"command": command.into()}))
+    }
+
     pub fn thinking(thinking: impl Into<String>, signature: impl Into<String>) -> Block {
         Block::Thinking {
             thinking: thinking.into(),
