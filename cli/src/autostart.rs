@@ -44,6 +44,9 @@ impl Target {
     pub async fn client(&self) -> Result<Client, Failure> {
         match agent_client(&self.socket).await {
             Ok(c) => return Ok(c),
+            // Something is there that must not be used: never start a
+            // daemon beside it, never send it anything.
+            Err(e) if !e.is_unreachable() => return Err(Failure::new(UNREACHABLE, e.to_string())),
             Err(e) if !self.autostart => {
                 return Err(Failure::new(
                     UNREACHABLE,

@@ -4,8 +4,10 @@
 mod autostart;
 mod commands;
 mod exit;
+mod follow;
 mod permission_prompt;
 mod render;
+mod terminal;
 mod transcript_view;
 
 use std::path::PathBuf;

@@ -1,6 +1,4 @@
-//! Answering permission asks from the terminal.
-
-use std::io::{IsTerminal, Write};
+//! Permission asks as the terminal shows and answers them.
 
 use agentd_shared::proto as pb;
 
@@ -27,9 +25,7 @@ impl Mode {
 pub fn question(p: &pb::PermissionRequest) -> String {
     format!(
         "agent {} asks to run {}: {}",
-        agentd_shared::ids::short_id(&p.agent_id),
-        p.tool_name,
-        p.summary
+        p.agent_short_id, p.tool_name, p.summary
     )
 }
 
@@ -38,50 +34,10 @@ pub fn answer(
     request_id: &str,
     decision: pb::permission_answer::Decision,
     reason: String,
-) -> pb::AttachRequest {
-    pb::AttachRequest {
-        request: Some(pb::attach_request::Request::PermissionAnswer(
-            pb::PermissionAnswer {
-                request_id: request_id.to_string(),
-                decision: decision as i32,
-                reason,
-            },
-        )),
+) -> pb::PermissionAnswer {
+    pb::PermissionAnswer {
+        request_id: request_id.to_string(),
+        decision: decision as i32,
+        reason,
     }
-}
-
-/// Asks on the terminal (a line on stdin); without a terminal, says how to
-/// answer and returns None: the agent waits.
-pub async fn ask(p: &pb::PermissionRequest) -> Option<pb::AttachRequest> {
-    if !std::io::stdin().is_terminal() {
-        eprintln!(
-            "{} — waiting for an answer (`agentctl attach {}` in a terminal)",
-            question(p),
-            agentd_shared::ids::short_id(&p.agent_id)
-        );
-        return None;
-    }
-    eprint!(
-        "{}\n  allow [y]es once, [a]lways for this agent, [n]o (optionally with a reason): ",
-        question(p)
-    );
-    let _ = std::io::stderr().flush();
-    let line = tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line).map(|_| line)
-    })
-    .await
-    .ok()?
-    .ok()?;
-    let line = line.trim();
-    use pb::permission_answer::Decision;
-    let (decision, reason) = match line.chars().next().map(|c| c.to_ascii_lowercase()) {
-        Some('y') => (Decision::AllowOnce, String::new()),
-        Some('a') => (Decision::AllowAlways, String::new()),
-        _ => (
-            Decision::Deny,
-            line.trim_start_matches(['n', 'N']).trim().to_string(),
-        ),
-    };
-    Some(answer(&p.request_id, decision, reason))
 }

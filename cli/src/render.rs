@@ -31,6 +31,45 @@ pub fn status_name(status: i32) -> &'static str {
     }
 }
 
+/// The stored spelling of a resume-blocked reason; None when not blocked.
+pub fn resume_blocked_name(reason: i32) -> Option<&'static str> {
+    use pb::ResumeBlockedReason as R;
+    match R::try_from(reason).unwrap_or_default() {
+        R::Unspecified => None,
+        R::TranscriptMissing => Some("transcript_missing"),
+        R::WorktreeMissing => Some("worktree_missing"),
+        R::CwdMissing => Some("cwd_missing"),
+        R::ModelUnavailable => Some("model_unavailable"),
+        R::ProfileInvalid => Some("profile_invalid"),
+        R::ForkContextMissing => Some("fork_context_missing"),
+        R::AgentTypeUnknown => Some("agent_type_unknown"),
+    }
+}
+
+/// The Anthropic spelling of a stop reason.
+pub fn stop_reason_name(reason: i32) -> Option<&'static str> {
+    use pb::StopReason as S;
+    match S::try_from(reason).unwrap_or_default() {
+        S::Unspecified => None,
+        S::EndTurn => Some("end_turn"),
+        S::ToolUse => Some("tool_use"),
+        S::MaxTokens => Some("max_tokens"),
+        S::StopSequence => Some("stop_sequence"),
+        S::PauseTurn => Some("pause_turn"),
+        S::Refusal => Some("refusal"),
+        S::ContextWindowExceeded => Some("model_context_window_exceeded"),
+        S::Other => Some("other"),
+    }
+}
+
+pub fn release_reason_name(reason: i32) -> &'static str {
+    match pb::ReleaseReason::try_from(reason).unwrap_or_default() {
+        pb::ReleaseReason::Unspecified => "unknown",
+        pb::ReleaseReason::Request => "request",
+        pb::ReleaseReason::Auto => "auto",
+    }
+}
+
 fn permission_mode_name(mode: i32) -> &'static str {
     match pb::PermissionMode::try_from(mode).unwrap_or_default() {
         pb::PermissionMode::Unspecified => "default",
@@ -102,14 +141,13 @@ pub struct AgentJson<'a> {
     pub permission_mode: &'static str,
     pub usage: UsageJson,
     pub can_message: bool,
-    pub resume_blocked_reason: Option<&'a str>,
+    pub resume_blocked_reason: Option<&'static str>,
+    pub resume_blocked_detail: Option<&'a str>,
     pub result: Option<&'a str>,
     pub error: Option<&'a str>,
     /// What a `waiting` agent waits for.
     pub waiting_for: Option<&'a str>,
-    /// Only `show` reads the transcript length.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub transcript_len: Option<u64>,
+    pub transcript_len: u64,
 }
 
 impl<'a> AgentJson<'a> {
@@ -133,11 +171,12 @@ impl<'a> AgentJson<'a> {
             permission_mode: permission_mode_name(a.permission_mode),
             usage: UsageJson::of(a.usage.as_ref()),
             can_message: a.can_message,
-            resume_blocked_reason: non_empty(&a.resume_blocked_reason),
+            resume_blocked_reason: resume_blocked_name(a.resume_blocked_reason),
+            resume_blocked_detail: non_empty(&a.resume_blocked_detail),
             result: non_empty(&a.result),
             error: non_empty(&a.error),
             waiting_for: non_empty(&a.waiting_for),
-            transcript_len: None,
+            transcript_len: a.transcript_len,
         }
     }
 }
@@ -161,7 +200,7 @@ pub fn content(e: &pb::TranscriptEntry) -> Value {
 /// The JSON of a transcript entry, as `log --json` prints it. The content
 /// is embedded as stored (it is JSON already), not re-encoded.
 #[derive(Debug, Serialize)]
-pub struct EntryJson<'a> {
+pub struct EntryJson {
     pub seq: u64,
     pub role: &'static str,
     pub content: Box<RawValue>,
@@ -169,11 +208,11 @@ pub struct EntryJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<&'a str>,
+    pub stop_reason: Option<&'static str>,
 }
 
-impl<'a> EntryJson<'a> {
-    pub fn of(e: &'a pb::TranscriptEntry) -> Self {
+impl EntryJson {
+    pub fn of(e: &pb::TranscriptEntry) -> Self {
         let content = std::str::from_utf8(&e.content_json)
             .ok()
             .and_then(|s| RawValue::from_string(s.to_string()).ok())
@@ -186,7 +225,7 @@ impl<'a> EntryJson<'a> {
             content,
             created_at: rfc3339(e.created_at.as_ref()),
             usage: assistant.then(|| UsageJson::of(e.usage.as_ref())),
-            stop_reason: assistant.then_some(e.stop_reason.as_str()),
+            stop_reason: stop_reason_name(e.stop_reason),
         }
     }
 }

@@ -1,10 +1,41 @@
 //! The daemon's configuration: `$XDG_CONFIG_HOME/agentd/config.toml`, all
 //! keys optional.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::store::StoreOptions;
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Only the message and the line: the parser's own rendering quotes
+    /// the line, which could hold an API key.
+    #[error("invalid config {path} (line {line}): {message}")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("cannot set up the HTTP client: {0}")]
+    Http(String),
+}
+
+/// Provider keys, always removed from the environment of tool processes.
+const PROVIDER_KEY_VARS: [&str; 4] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENAI_ORG_ID",
+];
 
 use crate::model::{ApiKey, CacheTtl, ModelSettings, RetryPolicy, anthropic, openai};
 
@@ -31,9 +62,22 @@ pub struct Config {
     /// Seconds before a foreground agent is moved to the background
     /// (0: never). `AGENTD_AUTO_BACKGROUND_SECS` overrides it.
     pub auto_background_secs: u64,
+    /// Writes are refused (and agents wait) when less than this many MiB
+    /// are free where the data directory is.
+    pub store_min_free_mb: u64,
     pub anthropic: ProviderConfig,
     pub openai: ProviderConfig,
     pub retry: RetryPolicy,
+    pub secrets: SecretsConfig,
+}
+
+/// `[secrets]`: environment variables tools never see (DESIGN §16).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecretsConfig {
+    /// Names removed from every tool's environment, besides the provider
+    /// keys (which always are).
+    pub env: Vec<String>,
 }
 
 /// `[anthropic]` / `[openai]`. The environment (`ANTHROPIC_API_KEY`,
@@ -59,6 +103,8 @@ impl Default for Config {
             max_subagent_depth: 3,
             resume_on_start: true,
             auto_background_secs: 120,
+            store_min_free_mb: 64,
+            secrets: SecretsConfig::default(),
             anthropic: ProviderConfig::default(),
             openai: ProviderConfig::default(),
             retry: RetryPolicy::default(),
@@ -73,34 +119,34 @@ fn env(name: &str) -> Option<String> {
 impl Config {
     /// Reads `path`; a missing file means all defaults, a malformed one is an
     /// error naming the file.
-    pub fn load(path: &Path) -> anyhow::Result<Config> {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
-            Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
         };
-        // Only the message and line: toml's own rendering quotes the line,
-        // which could be an API key.
-        toml::from_str(&text).map_err(|e| {
-            let line = e
+        toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: e
                 .span()
                 .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
-                .unwrap_or(0);
-            anyhow::anyhow!(
-                "invalid config {} (line {line}): {}",
-                path.display(),
-                e.message()
-            )
+                .unwrap_or(0),
+            message: e.message().to_string(),
         })
     }
 
     /// Keys and endpoints for the real providers, the environment first.
-    pub fn model_settings(&self) -> anyhow::Result<ModelSettings> {
+    pub fn model_settings(&self) -> Result<ModelSettings, ConfigError> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| anyhow::anyhow!("cannot set up the HTTP client: {e}"))?;
+            .map_err(|e| ConfigError::Http(e.to_string()))?;
         Ok(ModelSettings {
             http,
             anthropic_key: env("ANTHROPIC_API_KEY")
@@ -131,6 +177,23 @@ impl Config {
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
     }
+
+    pub fn store_options(&self) -> StoreOptions {
+        StoreOptions {
+            min_free_bytes: self.store_min_free_mb.saturating_mul(1024 * 1024),
+        }
+    }
+
+    /// Variables removed from every tool's environment.
+    pub fn secret_env_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = PROVIDER_KEY_VARS.iter().map(|s| s.to_string()).collect();
+        for name in &self.secrets.env {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
 }
 
 #[cfg(test)]
@@ -149,11 +212,14 @@ mod tests {
         let good = dir.path().join("good.toml");
         std::fs::write(
             &good,
-            "max_turns = 7\ndefault_model = \"scripted:x.json\"\n",
+            "max_turns = 7\ndefault_model = \"scripted:x.json\"\n[secrets]\nenv = [\"GITHUB_TOKEN\"]\n",
         )
         .unwrap();
         let cfg = Config::load(&good).unwrap();
         assert_eq!(cfg.max_turns, 7);
+        let secrets = cfg.secret_env_names();
+        assert!(secrets.contains(&"GITHUB_TOKEN".to_string()));
+        assert!(secrets.contains(&"ANTHROPIC_API_KEY".to_string()));
         assert_eq!(cfg.default_model.as_deref(), Some("scripted:x.json"));
     }
 

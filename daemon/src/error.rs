@@ -5,7 +5,8 @@ use tonic::{Code, Status};
 use crate::store::StoreError;
 
 /// Everything a request can fail with. Messages say what to do, not only
-/// what went wrong.
+/// what went wrong, and quote what was sent at most as a short prefix
+/// ([`quote`]).
 #[derive(Debug, thiserror::Error)]
 pub enum AgentdError {
     #[error("{0}")]
@@ -40,23 +41,62 @@ impl AgentdError {
             agentd_shared::VERSION
         ))
     }
-}
 
-impl From<AgentdError> for Status {
-    fn from(err: AgentdError) -> Status {
-        let code = match &err {
+    pub fn code(&self) -> Code {
+        match self {
             AgentdError::InvalidArgument(_) => Code::InvalidArgument,
             AgentdError::NotFound(_) => Code::NotFound,
             AgentdError::FailedPrecondition(_) => Code::FailedPrecondition,
             AgentdError::AlreadyExists(_) => Code::AlreadyExists,
             AgentdError::Unimplemented(_) => Code::Unimplemented,
             AgentdError::Unavailable(_) => Code::Unavailable,
-            AgentdError::Store(StoreError::Corrupt { .. }) => Code::DataLoss,
+            // gRPC's own words: "the entire file system is out of space".
+            AgentdError::Store(StoreError::DiskFull { .. }) => Code::ResourceExhausted,
+            AgentdError::Store(StoreError::Reopening) => Code::Unavailable,
             AgentdError::Store(_) => Code::Internal,
-        };
-        if code == Code::Internal || code == Code::DataLoss {
+        }
+    }
+}
+
+impl From<AgentdError> for Status {
+    fn from(err: AgentdError) -> Status {
+        let code = err.code();
+        if code == Code::Internal {
             tracing::error!(error = %err, "request failed in the store");
         }
         Status::new(code, err.to_string())
+    }
+}
+
+/// Characters of user input an error message quotes.
+const QUOTED_CHARS: usize = 64;
+
+/// `text` as an error message may quote it: its first 64 characters, and
+/// how much more there was. Messages travel in gRPC trailers, which are
+/// limited; a 100,000-character id must not turn NOT_FOUND into a
+/// transport error.
+pub fn quote(text: &str) -> String {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(QUOTED_CHARS).collect();
+    let rest = chars.count();
+    if rest == 0 {
+        head
+    } else {
+        format!("{head}… ({rest} more characters)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_are_short_prefixes() {
+        assert_eq!(quote("abc"), "abc");
+        let long = "x".repeat(100_000);
+        let q = quote(&long);
+        assert!(q.len() < 120, "{q}");
+        assert!(q.ends_with("(99936 more characters)"), "{q}");
+        assert_eq!(quote(&"é".repeat(64)), "é".repeat(64));
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod domain;
 pub mod error;
 pub mod model;
 pub mod server;

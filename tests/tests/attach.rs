@@ -199,7 +199,7 @@ fn background_and_messages_can_be_sent_on_the_attach_stream() {
         .await
         .unwrap();
         tx.send(pb::AttachRequest {
-            request: Some(pb::attach_request::Request::Background(true)),
+            request: Some(pb::attach_request::Request::Background(pb::Background {})),
         })
         .await
         .unwrap();

@@ -194,14 +194,14 @@ fn run_with_fault_and_config(
         "--model",
         "anthropic:claude-test",
         "--name",
-        "f",
+        "faulty",
         "go",
     ]);
     (env, mock, out, daemon)
 }
 
 fn assert_clean_transcript(env: &Env) {
-    let log = env.ctl(&["log", "f", "--json"]).expect_code(0).json();
+    let log = env.ctl(&["log", "faulty", "--json"]).expect_code(0).json();
     let roles: Vec<&str> = log
         .as_array()
         .unwrap()
@@ -298,7 +298,7 @@ fn transient_faults_are_retried_to_success_without_partial_entries() {
             "{name}: one retry, then two turns"
         );
         assert_clean_transcript(&env);
-        let agent = env.ctl(&["show", "f", "--json"]).expect_code(0).json();
+        let agent = env.ctl(&["show", "faulty", "--json"]).expect_code(0).json();
         assert_eq!(agent["status"], "completed", "{name}");
         assert_eq!(agent["turns"], 2, "{name}");
     }
@@ -351,7 +351,7 @@ fn request_errors_fail_at_once_with_the_providers_message() {
             "--model",
             "anthropic:claude-test",
             "--name",
-            "bad",
+            "badreq",
             "go",
         ]);
         out.expect_code(1);
@@ -361,17 +361,17 @@ fn request_errors_fail_at_once_with_the_providers_message() {
             out.stderr
         );
         assert_eq!(mock.requests().len(), 1, "{code} is not retried");
-        let agent = env.ctl(&["show", "bad", "--json"]).expect_code(0).json();
+        let agent = env.ctl(&["show", "badreq", "--json"]).expect_code(0).json();
         assert_eq!(agent["status"], "failed");
         let error = agent["error"].as_str().unwrap();
         assert!(
             error.contains(message) && error.contains(&code.to_string()),
             "{error}"
         );
-        let log = env.ctl(&["log", "bad"]);
+        let log = env.ctl(&["log", "badreq"]);
         log.expect_code(0);
         assert!(log.stdout.contains(message), "log shows it: {}", log.stdout);
-        let entries = env.ctl(&["log", "bad", "--json"]).json();
+        let entries = env.ctl(&["log", "badreq", "--json"]).json();
         let roles: Vec<&str> = entries
             .as_array()
             .unwrap()
@@ -751,15 +751,22 @@ fn openai_cached_tokens_are_reported_as_cache_reads() {
         json!({"command": "true"}),
     )));
     mock.enqueue(Reply::Message(MockMessage::text("ok")));
-    env.ctl(&["run", "--model", "openai:gpt-test", "--name", "c", "go"])
-        .expect_code(0);
+    env.ctl(&[
+        "run",
+        "--model",
+        "openai:gpt-test",
+        "--name",
+        "cached",
+        "go",
+    ])
+    .expect_code(0);
     let reqs = mock.requests();
     let cached = reqs[1].cache.as_ref().unwrap().read;
     assert!(
         cached > 0,
         "the mock served the repeated prefix from its cache"
     );
-    let log = env.ctl(&["log", "c", "--json"]).json();
+    let log = env.ctl(&["log", "cached", "--json"]).json();
     let second = log
         .as_array()
         .unwrap()

@@ -347,39 +347,74 @@ fn json_shapes_of_list_show_and_log() {
 }
 
 #[test]
-fn ambiguous_and_unknown_ids_fail_with_exit_1() {
+fn agents_made_in_one_burst_have_distinct_short_ids_that_resolve() {
     let env = Env::new();
     let _daemon = env.start_daemon();
     let model = env.script("s.json", &script(vec![turn(vec![text("ok")])]));
-    let a = env
-        .ctl(&["run", "--background", "--model", &model, "one"])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
-    let b = env
-        .ctl(&["run", "--background", "--model", &model, "two"])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
-    // UUID v7 ids created moments apart share their leading (timestamp) digits.
-    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    assert!(common >= 4, "{a} {b}");
-    let prefix = &a[..common.min(6)];
-    let out = env.ctl(&["show", prefix]);
+    // Twenty agents within a second: time-derived short ids would all be
+    // the same eight digits.
+    let ids: Vec<String> = (0..20)
+        .map(|i| {
+            env.ctl(&[
+                "run",
+                "--background",
+                "--model",
+                &model,
+                &format!("agent {i}"),
+            ])
+            .expect_code(0)
+            .stdout
+            .trim()
+            .to_string()
+        })
+        .collect();
+    let listed = env.ctl(&["list", "--json"]).expect_code(0).json();
+    let shorts: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["short_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(shorts.len(), 20);
+    let distinct: std::collections::HashSet<&String> = shorts.iter().collect();
+    assert_eq!(distinct.len(), 20, "short ids collide: {shorts:?}");
+    let table = env.ctl(&["list"]).stdout;
+    for (short, a) in shorts.iter().zip(listed.as_array().unwrap()) {
+        assert!(table.contains(short.as_str()), "list shows {short}");
+        // Whatever is shown resolves, to that agent.
+        let shown = env.ctl(&["show", short, "--json"]).expect_code(0).json();
+        assert_eq!(shown["id"], a["id"]);
+    }
+
+    // Among twenty ids two share a first hex digit: that prefix is
+    // ambiguous, and the error names the candidates by short id.
+    let (a, b) = ids
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| {
+            ids[i + 1..]
+                .iter()
+                .find(|b| b[..1] == a[..1])
+                .map(|b| (a, b))
+        })
+        .expect("pigeonhole");
+    let out = env.ctl(&["show", &a[..1]]);
     out.expect_code(1);
     assert!(out.stderr.contains("ambiguous"), "{}", out.stderr);
-    assert!(
-        out.stderr.contains(&a) && out.stderr.contains(&b),
-        "{}",
-        out.stderr
-    );
-
+    let short_of = |id: &str| -> String {
+        env.ctl(&["show", id, "--json"]).json()["short_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(out.stderr.contains(&short_of(a)), "{}", out.stderr);
     // A longer prefix that tells them apart works.
-    let unique = &a[..=common];
-    let v = env.ctl(&["show", unique, "--json"]).expect_code(0).json();
-    assert_eq!(v["id"], a);
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let v = env
+        .ctl(&["show", &a[..=common], "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(v["id"].as_str(), Some(a.as_str()));
 
     for unknown in [
         "ffffffff",
@@ -440,6 +475,24 @@ fn names_in_use_by_unfinished_agents_are_refused() {
     ]);
     bad.expect_code(1);
     assert!(bad.stderr.contains("invalid agent name"), "{}", bad.stderr);
+    // A name that reads as an id prefix would shadow that agent's id.
+    for id_like in ["cafe", "0190ab", "3f2a-1b"] {
+        let out = env.ctl(&[
+            "run",
+            "--background",
+            "--model",
+            &slow,
+            "--name",
+            id_like,
+            "c",
+        ]);
+        out.expect_code(1);
+        assert!(
+            out.stderr.contains("reads as an agent id"),
+            "{}",
+            out.stderr
+        );
+    }
     assert_eq!(
         env.ctl(&["list", "--json"])
             .json()

@@ -88,13 +88,54 @@ fn agentctl_autostarts_the_daemon_with_the_same_socket_and_data_dir() {
     assert!(env.data_dir().join("agentd.log").exists());
 }
 
+fn skip_unless_root(what: &str) -> bool {
+    if nix::unistd::getuid().is_root() {
+        return false;
+    }
+    println!(
+        "skipped: {what} needs root, and this test runs as uid {}",
+        nix::unistd::getuid()
+    );
+    true
+}
+
+/// Not a test on its own: run as another user by
+/// `a_client_of_another_uid_is_refused_by_the_peer_check`, it calls the
+/// daemon with a bare gRPC client that skips agentctl's own socket checks,
+/// so that only the daemon's peer check can refuse it.
+#[test]
+#[ignore = "a helper, run by another test as another uid"]
+fn raw_client_as_another_uid() {
+    let Some(socket) = std::env::var_os("AGENTD_RAW_CLIENT_SOCKET") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let status = rt.block_on(async move {
+        let channel = tonic::transport::Endpoint::from_static("http://x")
+            .connect_with_connector(tower::service_fn(move |_| {
+                let socket = socket.clone();
+                async move {
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                        tokio::net::UnixStream::connect(socket).await?,
+                    ))
+                }
+            }))
+            .await
+            .unwrap();
+        agentd_shared::proto::agent_service_client::AgentServiceClient::new(channel)
+            .list_agents(agentd_shared::proto::ListAgentsRequest::default())
+            .await
+            .unwrap_err()
+    });
+    println!("RAW-CLIENT {:?}: {}", status.code(), status.message());
+}
+
 #[test]
 fn a_client_of_another_uid_is_refused_by_the_peer_check() {
-    if !nix::unistd::getuid().is_root() {
-        println!(
-            "skipped: dropping to another uid needs root, and this test runs as uid {}",
-            nix::unistd::getuid()
-        );
+    if skip_unless_root("dropping to another uid") {
         return;
     }
     let env = Env::new();
@@ -109,16 +150,159 @@ fn a_client_of_another_uid_is_refused_by_the_peer_check() {
             dir.display()
         );
     }
+    // agentctl itself will not use a socket in a directory others can write.
     let mut cmd = env.ctl_command(&["--no-autostart", "list"]);
     cmd.uid(65534).gid(65534).current_dir("/");
     let out = agentd_e2e::Out::from(cmd.output().unwrap());
-    out.expect_code(1);
-    assert!(out.stderr.contains("permission denied"), "{}", out.stderr);
-    assert!(out.stderr.contains("uid 65534"), "{}", out.stderr);
+    out.expect_code(3);
+    assert!(out.stderr.contains("refusing to talk to"), "{}", out.stderr);
+    // A client without those checks reaches the daemon, which refuses it.
+    let mut raw = std::process::Command::new(std::env::current_exe().unwrap());
+    raw.args([
+        "--ignored",
+        "--exact",
+        "raw_client_as_another_uid",
+        "--nocapture",
+    ])
+    .env("AGENTD_RAW_CLIENT_SOCKET", env.socket())
+    .uid(65534)
+    .gid(65534)
+    .current_dir("/");
+    let out = agentd_e2e::Out::from(raw.output().unwrap());
+    assert!(
+        out.stdout.contains("RAW-CLIENT PermissionDenied") && out.stdout.contains("uid 65534"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
     assert!(
         env.daemon_log_text()
             .contains("refused a request from another user")
     );
-    // Our own uid still gets in.
+    // Our own uid still gets in, once the directory is private again.
+    std::fs::set_permissions(
+        env.socket().parent().unwrap(),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    std::fs::set_permissions(env.socket(), std::fs::Permissions::from_mode(0o600)).unwrap();
     env.ctl(&["list"]).expect_code(0);
+}
+
+/// A listener another user set up where this user's daemon would be; it
+/// counts the connections it gets and the bytes sent to it.
+struct Trap {
+    seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    _thread: std::thread::JoinHandle<()>,
+}
+
+impl Trap {
+    fn listen(path: &std::path::Path) -> Trap {
+        let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = seen.clone();
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut conn = conn;
+                let mut buf = [0u8; 4096];
+                use std::io::Read;
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    counter.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        });
+        Trap {
+            seen,
+            _thread: thread,
+        }
+    }
+
+    fn seen(&self) -> usize {
+        self.seen.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[test]
+fn a_socket_directory_made_by_another_user_is_never_used() {
+    if skip_unless_root("making a directory as another uid") {
+        return;
+    }
+    let env = Env::new();
+    let dir = env.socket().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("agentd.sock");
+    let trap = Trap::listen(&sock);
+    // Another user pre-created the directory, open to all, and listens in it.
+    nix::unistd::chown(&dir, Some(65534.into()), Some(65534.into())).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    nix::unistd::chown(&sock, Some(65534.into()), Some(65534.into())).unwrap();
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o777)).unwrap();
+    for args in [
+        vec![
+            "run",
+            "--model",
+            "scripted:/nonexistent.json",
+            "the secret plan",
+        ],
+        vec!["list"],
+    ] {
+        // With autostart allowed: nothing is started beside it either.
+        let out = agentd_e2e::Out::from(env.ctl_command(&args).output().unwrap());
+        out.expect_code(3);
+        assert!(
+            out.stderr.contains("refusing to talk to") && out.stderr.contains("uid 65534"),
+            "{}",
+            out.stderr
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(trap.seen(), 0, "not even a connection was made");
+    assert!(!env.data_dir().exists(), "no daemon was autostarted");
+}
+
+#[test]
+fn a_socket_swapped_in_after_the_path_check_is_caught_by_its_peer_uid() {
+    if skip_unless_root("listening as another uid") {
+        return;
+    }
+    let env = Env::new();
+    let dir = env.socket().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // Another user's listener, bound in a scratch directory of theirs...
+    let scratch = env.root.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    nix::unistd::chown(&scratch, Some(65534.into()), Some(65534.into())).unwrap();
+    let theirs = scratch.join("l.sock");
+    let mut listener = std::process::Command::new("python3");
+    listener
+        .args([
+            "-c",
+            "import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen(8)\nprint('up',flush=True)\nc,_=s.accept()\nd=c.recv(4096)\nprint('got',len(d),flush=True)\ntime.sleep(2)",
+            &theirs.display().to_string(),
+        ])
+        .uid(65534)
+        .gid(65534)
+        .stdout(std::process::Stdio::piped());
+    let mut child = listener.spawn().unwrap();
+    agentd_e2e::wait_for_path(&theirs);
+    // ...then moved into place and made to look like ours: the path checks
+    // pass, so only the peer's uid on the connection itself can tell.
+    std::fs::rename(&theirs, env.socket()).unwrap();
+    nix::unistd::chown(&env.socket(), Some(0.into()), Some(0.into())).unwrap();
+    std::fs::set_permissions(env.socket(), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = env.ctl(&["list"]);
+    out.expect_code(3);
+    assert!(out.stderr.contains("runs as uid 65534"), "{}", out.stderr);
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        !said.contains("got") || said.contains("got 0"),
+        "bytes reached it: {said}"
+    );
 }

@@ -332,12 +332,43 @@ fn a_notification_pending_at_sigkill_is_delivered_once_after_restart() {
     let text = all_text(&entries);
     assert_eq!(text.matches(NOTE).count(), 1, "{text}");
     assert!(text.contains("child k result"));
-    // The unanswered tool calls were dropped with a note, not rewritten.
+    // The calls cut by the crash were answered, not re-issued: the Bash
+    // call as interrupted, the Agent call naming the child it had started.
+    let answered = entries
+        .iter()
+        .find(|e| e["role"] == "user" && e["content"][0]["type"] == "tool_result")
+        .expect("a user entry answering the interrupted calls");
+    let results = answered["content"].as_array().unwrap();
+    assert_eq!(
+        results.len(),
+        3,
+        "two tool results and the notification: {answered}"
+    );
+    for r in &results[..2] {
+        assert_eq!(r["is_error"], true, "{r}");
+        assert!(
+            r["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("Interrupted: agentd was restarted"),
+            "{r}"
+        );
+    }
+    let child = env
+        .ctl(&["list", "--all", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["parent_id"] == json!(id))
+        .unwrap()["short_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(
-        entries
-            .iter()
-            .any(|e| e["role"] == "system" && e["content"][0]["kind"] == "drop_entry"),
-        "{entries:?}"
+        results[0]["content"].as_str().unwrap().contains(&child),
+        "the Agent call's result names the child: {}",
+        results[0]
     );
 }
 
@@ -413,9 +444,9 @@ fn send_revives_idle_agents_and_refuses_ended_ones() {
         message: "bad request".into(),
         retry_after: None,
     });
-    env.ctl(&["run", "--model", MODEL, "--name", "f", "fail please"])
+    env.ctl(&["run", "--model", MODEL, "--name", "fwd", "fail please"])
         .expect_code(1);
-    let out = env.ctl(&["send", "f", "again"]);
+    let out = env.ctl(&["send", "fwd", "again"]);
     out.expect_code(1);
     assert!(
         out.stderr.contains("failed precondition") && out.stderr.contains("cannot be continued"),
@@ -510,19 +541,25 @@ fn rm_force_cancels_and_removes_a_running_agent() {
 }
 
 #[test]
-fn an_interrupted_agent_resumes_after_restart_from_the_same_request() {
+fn a_bash_call_cut_by_sigkill_is_answered_as_interrupted_and_never_runs_twice() {
     let mock = MockServer::start();
     let env = world(&mock, "");
     let daemon = env.start_daemon();
     let marker = env.project().join("began");
-    mock.enqueue(Reply::Message(
-        MockMessage::text("Running a long job.").with(Block::bash(
+    let side = env.project().join("side.txt");
+    // A side effect, output, and a straggler in the background that would
+    // write again two seconds later if nothing reaped it.
+    mock.enqueue(Reply::Message(MockMessage::text("Running a long job.").with(
+        Block::bash(
             "toolu_long",
-            format!("touch {}; sleep 30", marker.display()),
-        )),
-    ));
+            format!(
+                "(sleep 2; echo late >> side.txt) & echo step-1-done; echo run >> side.txt; touch {}; sleep 30",
+                marker.display()
+            ),
+        ),
+    )));
     mock.enqueue(Reply::Message(MockMessage::text(
-        "Decided differently after the restart.",
+        "Checked side.txt: the job had run; not repeating it.",
     )));
     let id = run_bg(&env, "phoenix", "do the long job");
     wait_until("the tool runs", Duration::from_secs(20), || marker.exists());
@@ -531,11 +568,82 @@ fn an_interrupted_agent_resumes_after_restart_from_the_same_request() {
     env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 2);
-    // The unanswered tool call was dropped: the model saw exactly the
-    // request that produced it, byte for byte, and decided again.
-    assert_eq!(reqs[1].body, reqs[0].body);
+    // Not the identical request again (which makes a model repeat the
+    // call): the call is answered as interrupted, with its output so far.
+    assert_ne!(reqs[1].body, reqs[0].body);
+    let last = reqs[1].json["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let result = &last["content"][0];
+    assert_eq!(result["type"], "tool_result", "{last}");
+    assert_eq!(result["tool_use_id"], "toolu_long");
+    assert_eq!(result["is_error"], true);
+    let text = result["content"].as_str().unwrap();
+    assert!(text.contains("may have run partly or fully"), "{text}");
+    assert!(text.contains("step-1-done"), "captured output: {text}");
+    // The straggler was reaped when the daemon started again.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(std::fs::read_to_string(&side).unwrap(), "run\n");
     let agent = env.ctl(&["show", &id, "--json"]).json();
-    assert_eq!(agent["result"], "Decided differently after the restart.");
+    assert_eq!(
+        agent["result"],
+        "Checked side.txt: the job had run; not repeating it."
+    );
+}
+
+#[test]
+fn a_read_only_call_cut_by_sigkill_simply_runs_again() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let daemon = env.start_daemon();
+    std::fs::write(env.project().join("notes.txt"), "the notes\n").unwrap();
+    let marker = env.project().join("began");
+    // The daemon dies while the Bash call of the round runs; the Read call
+    // before it had finished, but its result was not recorded either.
+    mock.enqueue(Reply::Message(
+        MockMessage::text("Reading, then working.")
+            .with(Block::ToolUse {
+                id: "toolu_read".into(),
+                name: "Read".into(),
+                input: json!({"file_path": "notes.txt"}),
+            })
+            .with(Block::bash(
+                "toolu_wait",
+                format!("touch {}; sleep 30", marker.display()),
+            )),
+    ));
+    mock.enqueue(Reply::Message(MockMessage::text("done")));
+    let id = run_bg(&env, "pr-read", "read and work");
+    wait_until("the tool runs", Duration::from_secs(20), || marker.exists());
+    daemon.kill9();
+    let _daemon = env.start_daemon();
+    env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
+    let reqs = mock.requests();
+    let last = reqs[1].json["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let read = &last["content"][0];
+    assert_eq!(read["tool_use_id"], "toolu_read");
+    assert!(
+        read.get("is_error").is_none(),
+        "re-run, not refused: {read}"
+    );
+    assert!(
+        read["content"].as_str().unwrap().contains("the notes"),
+        "{read}"
+    );
+    let bash = &last["content"][1];
+    assert_eq!(bash["is_error"], true);
+    assert!(
+        bash["content"].as_str().unwrap().starts_with("Interrupted"),
+        "{bash}"
+    );
 }
 
 #[test]

@@ -29,7 +29,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             return Ok(SUCCESS);
         };
         let at = render::rfc3339(e.at.as_ref());
-        let short = agentd_shared::ids::short_id(&e.agent_id).to_string();
+        let short = &e.agent_short_id;
         let line = match &e.event {
             Some(pb::watch_event::Event::Created(a)) => {
                 if args.json {
@@ -52,7 +52,19 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             }
             Some(pb::watch_event::Event::Notification(text)) => {
                 if args.json {
-                    json!({"at": at, "agent_id": e.agent_id, "type": "notification", "text": text})
+                    let task = e.task_notification.as_ref().map(|n| {
+                        json!({
+                            "task_id": n.task_id,
+                            "status": render::status_name(n.status),
+                            "description": n.description,
+                            "result": n.result,
+                            "worktree": n.worktree,
+                            "total_tokens": n.total_tokens,
+                            "tool_uses": n.tool_uses,
+                            "duration_ms": n.duration_ms,
+                        })
+                    });
+                    json!({"at": at, "agent_id": e.agent_id, "agent_short_id": short, "type": "notification", "text": text, "task": task})
                         .to_string()
                 } else {
                     let summary = text

@@ -1,16 +1,14 @@
-//! `agentctl run`: start an agent; in the foreground, stream it until it ends.
+//! `agentctl run`: start an agent; in the foreground, follow it until it
+//! ends (`follow`: the same terminal loop as `attach`).
 
 use std::path::PathBuf;
 
 use agentd_shared::proto as pb;
-use futures::StreamExt;
-
-use crate::permission_prompt::Mode;
 
 use crate::autostart::Target;
-use crate::exit::{FAILURE, Failure, INTERRUPTED, SUCCESS};
-use crate::render;
-use crate::transcript_view::TranscriptView;
+use crate::exit::{Failure, SUCCESS};
+use crate::follow::{Follower, follow};
+use crate::permission_prompt::Mode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -76,88 +74,5 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         println!("{}", agent.id);
         return Ok(SUCCESS);
     }
-    follow(&mut client, &agent.id).await
-}
-
-/// Streams the agent from its first entry until it is no longer live.
-async fn follow(client: &mut crate::autostart::Client, id: &str) -> Result<u8, Failure> {
-    let start = pb::AttachRequest {
-        request: Some(pb::attach_request::Request::Start(pb::AttachStart {
-            id: id.to_string(),
-            from_seq: 0,
-        })),
-    };
-    // The request stream stays open for the life of the call (ending it
-    // would mean "detach"); permission answers go up through it.
-    let (tx, rx) = tokio::sync::mpsc::channel(8);
-    let _ = tx.send(start).await;
-    let mut events = client
-        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
-        .await?
-        .into_inner();
-    let mut view = TranscriptView::default();
-    let short = agentd_shared::ids::short_id(id).to_string();
-    loop {
-        let next = tokio::select! {
-            e = events.next() => e,
-            _ = tokio::signal::ctrl_c() => {
-                view.finish();
-                eprintln!("agentctl: agent {short} keeps running; `agentctl stop {short}` cancels it, `agentctl wait {short}` waits for it");
-                return Ok(INTERRUPTED);
-            }
-        };
-        let event = match next {
-            None => {
-                return Err(Failure::failed(
-                    "the daemon closed the stream before the agent ended",
-                ));
-            }
-            Some(Err(status)) => return Err(status.into()),
-            Some(Ok(pb::AttachEvent { event: Some(e) })) => e,
-            Some(Ok(_)) => continue,
-        };
-        match event {
-            pb::attach_event::Event::Entry(e) => view.entry(&e),
-            pb::attach_event::Event::Delta(d) => view.delta(&d),
-            pb::attach_event::Event::Retry(r) => view.retry(&r),
-            pb::attach_event::Event::Notice(n) => eprintln!("[{}]", n.text),
-            pb::attach_event::Event::PermissionRequest(p) if !p.resolved => {
-                view.finish();
-                if let Some(answer) = crate::permission_prompt::ask(&p).await {
-                    let _ = tx.send(answer).await;
-                }
-            }
-            pb::attach_event::Event::Released(_) => {
-                view.finish();
-                eprintln!(
-                    "agent {short} moved to the background and keeps running; `agentctl attach {short}` or `agentctl wait {short}`"
-                );
-                println!("{id}");
-                return Ok(SUCCESS);
-            }
-            pb::attach_event::Event::Status(s) => {
-                let status = pb::AgentStatus::try_from(s.status).unwrap_or_default();
-                match status {
-                    pb::AgentStatus::Pending
-                    | pb::AgentStatus::Running
-                    | pb::AgentStatus::Waiting => {}
-                    pb::AgentStatus::Completed => {
-                        view.finish();
-                        return Ok(SUCCESS);
-                    }
-                    other => {
-                        view.finish();
-                        let why = if s.error.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {}", s.error)
-                        };
-                        eprintln!("agent {short} {}{why}", render::status_name(other as i32));
-                        return Ok(FAILURE);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+    follow(&mut client, &agent, 0, Follower::Run).await
 }

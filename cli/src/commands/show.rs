@@ -22,8 +22,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .await?
         .into_inner();
     if args.json {
-        let mut v = render::AgentJson::of(&a);
-        v.transcript_len = Some(a.transcript_len);
+        let v = render::AgentJson::of(&a);
         render::print_json(&v);
         return Ok(SUCCESS);
     }
@@ -53,7 +52,13 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             ),
         ),
         ("can message", a.can_message.to_string()),
-        ("resume blocked", a.resume_blocked_reason.clone()),
+        (
+            "resume blocked",
+            match render::resume_blocked_name(a.resume_blocked_reason) {
+                Some(reason) => format!("{reason}: {}", a.resume_blocked_detail),
+                None => String::new(),
+            },
+        ),
         ("error", a.error.clone()),
         ("waiting for", a.waiting_for.clone()),
     ];

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::orchestration;
 use super::types::AgentType;
-use crate::store::PromptContext;
+use crate::domain::{PromptContext, json_bytes};
 use crate::tools;
 
 /// Renders the system prompt and the tools array for a new agent: a
@@ -42,11 +42,11 @@ background agent reports back later as a <task-notification> user message.",
         os = std::env::consts::OS,
     );
     let system_json = json!([{ "type": "text", "text": system }]);
-    let allowed: Option<&Vec<String>> = agent_type.and_then(|t| t.tools.as_ref());
+    let allowed = agent_type.and_then(|t| t.tools.as_ref());
     let tools_json: Vec<Value> = tools::builtin_specs()
         .into_iter()
         .chain(orchestration::specs())
-        .filter(|t| allowed.is_none_or(|a| a.iter().any(|n| n == t.name)))
+        .filter(|t| allowed.is_none_or(|a| a.iter().any(|n| n.as_str() == t.name)))
         .map(|t| {
             json!({
                 "name": t.name,
@@ -56,9 +56,9 @@ background agent reports back later as a <task-notification> user message.",
         })
         .collect();
     PromptContext {
-        system_json: serde_json::to_vec(&system_json).unwrap_or_default(),
-        tools_json: serde_json::to_vec(&tools_json).unwrap_or_default(),
-        allowed_tools: allowed.cloned().unwrap_or_default(),
+        system_json: json_bytes(&system_json),
+        tools_json: json_bytes(&Value::Array(tools_json)),
+        allowed_tools: allowed.cloned(),
     }
 }
 
@@ -93,7 +93,7 @@ mod tests {
             ]
         );
         assert!(
-            a.allowed_tools.is_empty(),
+            a.allowed_tools.is_none(),
             "top-level agents may run every tool"
         );
         let system: Value = serde_json::from_slice(&a.system_json).unwrap();

@@ -1,9 +1,21 @@
-//! One agent's work: the context it is created with, its type, the tools
-//! that reach other agents, and the turn loop that runs it.
+//! One agent's work: the context it is created with, its type, its turn
+//! loop, the events it publishes, and what it needs from around it.
+//!
+//! This layer never sees the supervisor: a loop gets a narrow [`AgentHost`]
+//! for permission asks and the tools that reach other agents.
 
 pub mod context;
+pub mod foreground;
+pub mod host;
+pub mod hub;
+mod interrupted;
+pub mod lifecycle;
 pub mod orchestration;
+pub mod permission;
+pub mod slot;
 pub mod turn_loop;
 pub mod types;
 
-pub use turn_loop::{Finished, Outcome, StopSignals, TurnLoop};
+pub use foreground::{EndRoute, Foreground, Release, WaitEnd};
+pub use host::{AgentHost, BoxFuture, OrchestrationCall};
+pub use turn_loop::{Finished, LoopSetup, Outcome, StopSignals, TurnLoop};

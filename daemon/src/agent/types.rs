@@ -7,20 +7,25 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::store::PermissionMode;
+use crate::domain::{PermissionMode, ToolName};
 
 /// The type used when `subagent_type` is omitted.
 pub const DEFAULT_TYPE: &str = "general-purpose";
 
 /// Tools an Explore agent may run: it looks, it does not touch.
-const READ_ONLY_TOOLS: [&str; 4] = ["Read", "Glob", "Grep", "ListAgents"];
+const READ_ONLY_TOOLS: [ToolName; 4] = [
+    ToolName::Read,
+    ToolName::Glob,
+    ToolName::Grep,
+    ToolName::ListAgents,
+];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentType {
     pub name: String,
     pub description: String,
     /// Tools the type may use; `None` means all.
-    pub tools: Option<Vec<String>>,
+    pub tools: Option<Vec<ToolName>>,
     pub model: Option<String>,
     pub background: bool,
     /// Overrides the parent's permission mode for agents of this type.
@@ -49,7 +54,7 @@ report of what you did and found: your final message is all the delegating agent
             description: "Explores a codebase quickly: finds files, searches code, answers \
 questions; never changes anything"
                 .into(),
-            tools: Some(READ_ONLY_TOOLS.iter().map(|s| s.to_string()).collect()),
+            tools: Some(READ_ONLY_TOOLS.to_vec()),
             model: None,
             background: false,
             permission_mode: None,
@@ -121,23 +126,34 @@ pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
     }
     let permission_mode = match fm.permission_mode.as_deref() {
         None => None,
-        Some("default") => Some(PermissionMode::Default),
-        Some("accept-edits" | "acceptEdits") => Some(PermissionMode::AcceptEdits),
-        Some("plan") => Some(PermissionMode::Plan),
-        Some("bypass" | "bypassPermissions") => Some(PermissionMode::Bypass),
-        Some(other) => {
-            return Err(format!(
-                "{where_}: unknown permissionMode '{other}' (default, accept-edits, plan or bypass)"
-            ));
-        }
+        Some(text) => Some(PermissionMode::parse(text).ok_or_else(|| {
+            format!(
+                "{where_}: unknown permissionMode '{}' (default, accept-edits, plan or bypass)",
+                crate::error::quote(text)
+            )
+        })?),
     };
-    let tools = fm.tools.map(|t| match t {
-        ToolList::List(v) => v,
-        ToolList::Comma(s) => s
-            .split(',')
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty())
-            .collect(),
+    let tools = fm.tools.map(|t| {
+        let names: Vec<String> = match t {
+            ToolList::List(v) => v,
+            ToolList::Comma(s) => s
+                .split(',')
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect(),
+        };
+        // Tools agentd does not have (another product's) are left out:
+        // the type gets less, never more.
+        names
+            .iter()
+            .filter_map(|n| {
+                let tool = ToolName::parse(n);
+                if tool.is_none() {
+                    tracing::debug!(file = %where_, tool = %n, "a tool agentd does not have is left out");
+                }
+                tool
+            })
+            .collect::<Vec<_>>()
     });
     Ok(AgentType {
         name: fm.name,
@@ -219,7 +235,7 @@ mod tests {
                 .unwrap()
                 .tools
                 .unwrap()[0],
-            "Read"
+            ToolName::Read
         );
         std::fs::create_dir_all(repo.join(".agentd/agents")).unwrap();
         std::fs::write(
@@ -228,7 +244,7 @@ mod tests {
         )
         .unwrap();
         let t = resolve("reviewer", &repo.join("sub"), &cfg).unwrap();
-        assert_eq!(t.tools, Some(vec!["Read".to_string(), "Grep".to_string()]));
+        assert_eq!(t.tools, Some(vec![ToolName::Read, ToolName::Grep]));
         assert_eq!(t.model.as_deref(), Some("anthropic:claude-x"));
         assert_eq!(t.instructions, "You review code.");
         assert_eq!(t.permission_mode, Some(PermissionMode::Plan));

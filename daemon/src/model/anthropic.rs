@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::http::{self, ApiKey};
 use super::sse::{SseEvent, SseParser};
 use super::{ModelError, ModelRequest, ModelResponse, StreamDelta};
-use crate::store::Usage;
+use crate::domain::{StopReason, Usage};
 
 /// The Messages API version this client speaks.
 pub const API_VERSION: &str = "2023-06-01";
@@ -398,8 +398,11 @@ impl Assembly {
     }
 
     fn finish(&mut self) -> Result<ModelResponse, ModelError> {
-        let stop_reason = self.stop_reason.take().unwrap_or_else(|| "end_turn".into());
-        let truncated = stop_reason == "max_tokens";
+        let stop_reason = self
+            .stop_reason
+            .take()
+            .map_or(StopReason::EndTurn, |s| StopReason::parse(&s));
+        let truncated = stop_reason == StopReason::MaxTokens;
         let mut content = Vec::with_capacity(self.blocks.len());
         for block in self.blocks.drain(..).flatten() {
             content.push(match block {
@@ -607,7 +610,7 @@ mod tests {
             ("message_stop", json!({"type":"message_stop"})),
         ]);
         let r = result.unwrap().unwrap();
-        assert_eq!(r.stop_reason, "tool_use");
+        assert_eq!(r.stop_reason, StopReason::ToolUse);
         assert_eq!(
             r.content[0],
             json!({"type":"thinking","thinking":"hmm","signature":"SIG=="})
@@ -692,7 +695,7 @@ mod tests {
             ("message_stop", json!({"type":"message_stop"})),
         ]);
         let r = r.unwrap().unwrap();
-        assert_eq!(r.stop_reason, "max_tokens");
+        assert_eq!(r.stop_reason, StopReason::MaxTokens);
         assert_eq!(r.content, vec![json!({"type":"text","text":"Writing"})]);
     }
 }

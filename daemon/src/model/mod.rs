@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::domain::{StopReason, Usage};
 use crate::error::AgentdError;
-use crate::store::Usage;
+use crate::error::quote;
 
 pub use anthropic::{Anthropic, CacheTtl};
 pub use http::ApiKey;
@@ -57,7 +58,7 @@ pub enum StreamDelta {
 pub struct ModelResponse {
     /// Content blocks in the Anthropic Messages format.
     pub content: Vec<Value>,
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     pub usage: Usage,
 }
 
@@ -122,10 +123,21 @@ pub enum Provider {
     OpenAi(Arc<OpenAi>, RetryPolicy),
 }
 
+/// The kinds of model agentd speaks to (DESIGN §10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelScheme {
+    /// `anthropic:<model>`: the Messages API.
+    Anthropic,
+    /// `openai:<model>`: Chat Completions, OpenAI's or a local server's.
+    OpenAi,
+    /// `scripted:<file>`: a replayed script.
+    Scripted,
+}
+
 /// A parsed `--model` value: `<scheme>:<rest>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelSpec {
-    pub scheme: String,
+    pub scheme: ModelScheme,
     pub name: String,
 }
 
@@ -133,23 +145,32 @@ impl ModelSpec {
     pub fn parse(spec: &str) -> Result<ModelSpec, AgentdError> {
         let (scheme, name) = spec.split_once(':').ok_or_else(|| {
             AgentdError::invalid(format!(
-                "model '{spec}' has no scheme; use anthropic:<model>, openai:<model> or scripted:<file>"
+                "model '{}' has no scheme; use anthropic:<model>, openai:<model> or scripted:<file>",
+                quote(spec)
             ))
         })?;
         if name.trim().is_empty() {
             return Err(AgentdError::invalid(format!(
-                "model '{spec}' names no model after '{scheme}:'"
+                "model '{}' names no model after '{}:'",
+                quote(spec),
+                quote(scheme)
             )));
         }
-        match scheme {
-            "scripted" | "anthropic" | "openai" => Ok(ModelSpec {
-                scheme: scheme.to_string(),
-                name: name.to_string(),
-            }),
-            other => Err(AgentdError::invalid(format!(
-                "unknown model scheme '{other}' in '{spec}'; known schemes: anthropic, openai, scripted"
-            ))),
-        }
+        let scheme = match scheme {
+            "scripted" => ModelScheme::Scripted,
+            "anthropic" => ModelScheme::Anthropic,
+            "openai" => ModelScheme::OpenAi,
+            other => {
+                return Err(AgentdError::invalid(format!(
+                    "unknown model scheme '{}'; known schemes: anthropic, openai, scripted",
+                    quote(other)
+                )));
+            }
+        };
+        Ok(ModelSpec {
+            scheme,
+            name: name.to_string(),
+        })
     }
 }
 
@@ -162,11 +183,11 @@ impl Provider {
         cwd: &Path,
         settings: &ModelSettings,
     ) -> Result<Provider, AgentdError> {
-        match spec.scheme.as_str() {
-            "scripted" => Ok(Provider::Scripted(Arc::new(Script::load(
+        match spec.scheme {
+            ModelScheme::Scripted => Ok(Provider::Scripted(Arc::new(Script::load(
                 &cwd.join(&spec.name),
             )?))),
-            "anthropic" => {
+            ModelScheme::Anthropic => {
                 let api_key = settings.anthropic_key.clone().ok_or_else(|| {
                     AgentdError::precondition(
                         "no Anthropic API key: set ANTHROPIC_API_KEY in agentd's environment \
@@ -185,7 +206,7 @@ impl Provider {
                     settings.retry,
                 ))
             }
-            "openai" => {
+            ModelScheme::OpenAi => {
                 let is_public = settings.openai_base_url == openai::DEFAULT_BASE_URL;
                 if is_public && settings.openai_key.is_none() {
                     return Err(AgentdError::precondition(
@@ -205,9 +226,6 @@ impl Provider {
                     settings.retry,
                 ))
             }
-            other => Err(AgentdError::invalid(format!(
-                "unknown model scheme '{other}'"
-            ))),
         }
     }
 
@@ -277,7 +295,7 @@ mod tests {
     #[test]
     fn model_specs_need_a_known_scheme_and_a_name() {
         let spec = ModelSpec::parse("scripted:demo.json").unwrap();
-        assert_eq!(spec.scheme, "scripted");
+        assert_eq!(spec.scheme, ModelScheme::Scripted);
         assert_eq!(spec.name, "demo.json");
         assert!(matches!(
             ModelSpec::parse("gpt4"),

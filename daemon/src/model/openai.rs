@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::http::{self, ApiKey};
 use super::sse::SseParser;
 use super::{ModelError, ModelRequest, ModelResponse, StreamDelta};
-use crate::store::Usage;
+use crate::domain::{StopReason, Usage};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -293,15 +293,14 @@ impl Assembly {
 
     fn finish(self) -> ModelResponse {
         let stop_reason = match self.finish_reason.as_deref() {
-            Some("stop") => "end_turn",
-            Some("tool_calls" | "function_call") => "tool_use",
-            Some("length") => "max_tokens",
-            Some("content_filter") => "refusal",
-            _ if !self.calls.is_empty() => "tool_use",
-            _ => "end_turn",
-        }
-        .to_string();
-        let truncated = stop_reason == "max_tokens";
+            Some("stop") => StopReason::EndTurn,
+            Some("tool_calls" | "function_call") => StopReason::ToolUse,
+            Some("length") => StopReason::MaxTokens,
+            Some("content_filter") => StopReason::Refusal,
+            _ if !self.calls.is_empty() => StopReason::ToolUse,
+            _ => StopReason::EndTurn,
+        };
+        let truncated = stop_reason == StopReason::MaxTokens;
         let mut content = Vec::new();
         if !self.text.is_empty() {
             content.push(json!({"type": "text", "text": self.text}));
@@ -455,7 +454,7 @@ mod tests {
             a.apply(&chunk.to_string(), &sink).unwrap();
         }
         let r = a.finish();
-        assert_eq!(r.stop_reason, "tool_use");
+        assert_eq!(r.stop_reason, StopReason::parse("tool_use"));
         assert_eq!(r.content[0], json!({"type":"text","text":"Run"}));
         assert_eq!(
             r.content[1],

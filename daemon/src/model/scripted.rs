@@ -19,8 +19,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ModelError, ModelRequest, ModelResponse, StreamDelta};
+use crate::domain::{StopReason, Usage};
 use crate::error::AgentdError;
-use crate::store::Usage;
 
 /// A loaded, validated script.
 #[derive(Debug)]
@@ -179,10 +179,11 @@ impl Script {
                 }
             }
         }
-        let stop_reason = turn
-            .stop_reason
-            .clone()
-            .unwrap_or_else(|| if has_tool_use { "tool_use" } else { "end_turn" }.to_string());
+        let stop_reason = match &turn.stop_reason {
+            Some(s) => StopReason::parse(s),
+            None if has_tool_use => StopReason::ToolUse,
+            None => StopReason::EndTurn,
+        };
         Ok(ModelResponse {
             content,
             stop_reason,
@@ -248,11 +249,11 @@ mod tests {
         let deltas = Mutex::new(Vec::new());
         let sink = |d: StreamDelta| deltas.lock().unwrap().push(d);
         let first = script.complete(&request(0), &sink).await.unwrap();
-        assert_eq!(first.stop_reason, "tool_use");
+        assert_eq!(first.stop_reason, StopReason::ToolUse);
         assert_eq!(first.content[0]["name"], "Bash");
         assert_eq!(first.content[0]["id"], "toolu_script_00_00");
         let second = script.complete(&request(1), &sink).await.unwrap();
-        assert_eq!(second.stop_reason, "end_turn");
+        assert_eq!(second.stop_reason, StopReason::EndTurn);
         assert_eq!(second.content[0]["text"], "all done now");
         let text: String = deltas
             .lock()

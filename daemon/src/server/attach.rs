@@ -1,19 +1,27 @@
 //! The attach stream: an agent's persisted transcript from a sequence
 //! number, then its live events, with no gap and no duplicate at the seam
-//! (see `supervisor::hub` for why subscribing first makes that hold).
+//! (see `agent::hub` for why subscribing first makes that hold).
+//!
+//! One step per function: `Outbound::history` replays what is on disk,
+//! `Outbound::in_progress` sends the response still streaming,
+//! `Outbound::live` relays events; what the client sends is handled on its
+//! own task (`inbound`).
 
 use std::sync::Arc;
 
 use agentd_shared::proto as pb;
 use futures::StreamExt;
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 use tonic::{Status, Streaming};
 
 use super::convert;
+use crate::agent::Release;
+use crate::agent::hub::{AgentEvent, Subscription};
+use crate::domain::AgentId;
 use crate::error::AgentdError;
 use crate::model::StreamDelta;
-use crate::supervisor::Supervisor;
-use crate::supervisor::hub::AgentEvent;
+use crate::supervisor::{AgentHandle, Supervisor};
 
 /// Entries read from disk per batch while replaying history.
 const REPLAY_BATCH: usize = 256;
@@ -70,6 +78,16 @@ fn event(e: pb::attach_event::Event) -> Result<pb::AttachEvent, Status> {
     Ok(pb::AttachEvent { event: Some(e) })
 }
 
+fn notice(text: impl Into<String>, is_error: bool) -> Result<pb::AttachEvent, Status> {
+    event(pb::attach_event::Event::Notice(pb::Notice {
+        text: text.into(),
+        is_error,
+    }))
+}
+
+/// The client went away: stop quietly.
+struct Gone;
+
 /// Reads the first request (which must be `start`) and returns the agent and
 /// starting sequence number.
 pub async fn read_start(
@@ -88,241 +106,370 @@ pub async fn read_start(
     }
 }
 
-/// Serves one attachment until the client goes away or the daemon stops.
+/// Serves one attachment until the client detaches or goes away, or the
+/// daemon stops.
 pub async fn serve(
     sup: Arc<Supervisor>,
-    id: String,
+    agent: AgentId,
     from_seq: u64,
-    mut inbound: Streaming<pb::AttachRequest>,
+    inbound: Streaming<pb::AttachRequest>,
     out: Events,
 ) {
-    let result = async {
-        let record = sup.resolve(&id)?;
-        let handle = sup.handle(&record)?;
-        let agent_id = record.uuid();
-        let len = sup.store().transcript_len(agent_id)?;
-        if out
-            .send(event(pb::attach_event::Event::Agent(convert::agent(&record, len))))
-            .await
-            .is_err()
-        {
-            return Ok(());
-        }
-        let shutdown = sup.shutdown_token();
-        let mut cursor = from_seq;
-        let mut first = true;
-        // Deltas of the response in progress this client already has: a
-        // client that lags is resubscribed and sent only the rest, so deltas
-        // too arrive exactly once.
-        let mut sent_deltas = 0usize;
-        'resubscribe: loop {
-            let sub = handle.hub.subscribe();
-            let mut events = sub.events;
-            // History: everything persisted before the subscription.
-            while cursor < sub.next_seq {
-                let batch = sup
-                    .store()
-                    .transcript(agent_id, cursor, REPLAY_BATCH)?;
-                if batch.is_empty() {
-                    break;
-                }
-                for e in batch.iter().take_while(|e| e.seq < sub.next_seq) {
-                    cursor = e.seq + 1;
-                    // The response the client was following is persisted.
-                    sent_deltas = 0;
-                    if out
-                        .send(event(pb::attach_event::Event::Entry(convert::entry(e))))
-                        .await
-                        .is_err()
-                    {
-                        return Ok(());
-                    }
-                }
-            }
-            cursor = cursor.max(sub.next_seq);
-            // The response in progress (the part this client lacks), then
-            // the current status.
-            if sub.partial.len() < sent_deltas {
-                // The response restarted (a retry) while this client lagged.
-                sent_deltas = 0;
-            }
-            if (first || sent_deltas == 0)
-                && let Some(r) = &sub.retry
-                && out
-                    .send(event(pb::attach_event::Event::Retry(convert::retry(r))))
-                    .await
-                    .is_err()
-            {
-                return Ok(());
-            }
-            let first_subscription = first;
-            first = false;
-            let missing = sub.partial.get(sent_deltas..).unwrap_or_default();
-            let mut pending = missing.iter().cloned();
-            if let Some(mut d) = pending.next() {
-                for next in pending {
-                    if let Err(next) = coalesce(&mut d, next) {
-                        let e = pb::attach_event::Event::Delta(convert::delta(&d));
-                        if out.send(event(e)).await.is_err() {
-                            return Ok(());
-                        }
-                        d = next;
-                    }
-                }
-                if out.send(event(pb::attach_event::Event::Delta(convert::delta(&d)))).await.is_err() {
-                    return Ok(());
-                }
-            }
-            sent_deltas = sub.partial.len();
-            // Open permission asks of this agent and its descendants.
-            if first_subscription {
-                for ask in sup.open_asks_for(agent_id) {
-                    let e = pb::attach_event::Event::PermissionRequest(convert::permission(&ask, false));
-                    if out.send(event(e)).await.is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-            if out
-                .send(event(pb::attach_event::Event::Status(convert::status_change(&sub.status))))
-                .await
-                .is_err()
-            {
-                return Ok(());
-            }
-            let mut held: Option<Result<AgentEvent, broadcast::error::RecvError>> = None;
-            loop {
-                // Room in the client's queue first: while a slow client
-                // drains it, deltas gather and are then sent coalesced.
-                let permit = tokio::select! {
-                    p = out.reserve() => match p {
-                        Ok(p) => p,
-                        Err(_) => return Ok(()),
-                    },
-                    _ = shutdown.cancelled() => {
-                        return Err(AgentdError::Unavailable("agentd is shutting down".into()));
-                    }
-                };
-                let next = if let Some(e) = held.take() { e } else { tokio::select! {
-                    e = events.recv() => e,
-                    req = inbound.next() => {
-                        use pb::attach_request::Request;
-                        let notice = match req {
-                            // The client half-closed or detached: stop.
-                            None | Some(Err(_)) => return Ok(()),
-                            Some(Ok(pb::AttachRequest { request: Some(Request::Detach(true)) })) => return Ok(()),
-                            Some(Ok(pb::AttachRequest { request: Some(Request::Background(true)) })) => {
-                                match sup.background(&agent_id.to_string()).await {
-                                    Ok(_) => None,
-                                    Err(e) => Some((e.to_string(), true)),
-                                }
-                            }
-                            Some(Ok(pb::AttachRequest { request: Some(Request::Message(text)) })) => {
-                                match sup.send(&agent_id.to_string(), &text, None).await {
-                                    Ok((_, true)) => Some(("message delivered; the agent was woken for it".to_string(), false)),
-                                    Ok((_, false)) => Some(("message queued for the next turn boundary".to_string(), false)),
-                                    Err(e) => Some((e.to_string(), true)),
-                                }
-                            }
-                            Some(Ok(pb::AttachRequest { request: Some(Request::PermissionAnswer(a)) })) => {
-                                use pb::permission_answer::Decision;
-                                use crate::supervisor::permissions::Answer;
-                                let answer = match Decision::try_from(a.decision).unwrap_or_default() {
-                                    Decision::AllowOnce => Some(Answer::AllowOnce),
-                                    Decision::AllowAlways => Some(Answer::AllowAlways),
-                                    Decision::Deny => Some(Answer::Deny(a.reason.clone())),
-                                    Decision::Unspecified => None,
-                                };
-                                match answer {
-                                    None => Some(("a permission answer needs a decision".to_string(), true)),
-                                    Some(answer) => match sup.answer(agent_id, &a.request_id, answer) {
-                                        Ok(()) => None,
-                                        Err(e) => Some((e.to_string(), true)),
-                                    },
-                                }
-                            }
-                            Some(Ok(_)) => Some(("unexpected attach request".to_string(), true)),
-                        };
-                        if let Some((text, is_error)) = notice {
-                            let n = pb::attach_event::Event::Notice(pb::Notice { text, is_error });
-                            if out.send(event(n)).await.is_err() {
-                                return Ok(());
-                            }
-                        }
-                        continue;
-                    }
-                    _ = shutdown.cancelled() => {
-                        return Err(AgentdError::Unavailable("agentd is shutting down".into()));
-                    }
-                }};
-                let ev = match next {
-                    Ok(AgentEvent::Entry(e)) => {
-                        sent_deltas = 0;
-                        if e.seq < cursor {
-                            continue;
-                        }
-                        cursor = e.seq + 1;
-                        pb::attach_event::Event::Entry(convert::entry(&e))
-                    }
-                    Ok(AgentEvent::Delta(mut d)) => {
-                        sent_deltas += 1;
-                        // Deltas already waiting are sent as one: a slow
-                        // client gets the same text in fewer messages.
-                        while delta_len(&d) < MAX_COALESCED {
-                            match events.try_recv() {
-                                Ok(AgentEvent::Delta(next)) => {
-                                    sent_deltas += 1;
-                                    if let Err(next) = coalesce(&mut d, next) {
-                                        sent_deltas -= 1;
-                                        held = Some(Ok(AgentEvent::Delta(next)));
-                                        break;
-                                    }
-                                }
-                                Err(broadcast::error::TryRecvError::Empty) => break,
-                                Err(broadcast::error::TryRecvError::Lagged(n)) => {
-                                    held = Some(Err(broadcast::error::RecvError::Lagged(n)));
-                                    break;
-                                }
-                                Err(broadcast::error::TryRecvError::Closed) => {
-                                    held = Some(Err(broadcast::error::RecvError::Closed));
-                                    break;
-                                }
-                                Ok(other) => {
-                                    held = Some(Ok(other));
-                                    break;
-                                }
-                            }
-                        }
-                        pb::attach_event::Event::Delta(convert::delta(&d))
-                    }
-                    Ok(AgentEvent::Tool(t)) => pb::attach_event::Event::Tool(convert::tool(&t)),
-                    Ok(AgentEvent::Status(s)) => {
-                        pb::attach_event::Event::Status(convert::status_change(&s))
-                    }
-                    Ok(AgentEvent::Retry(r)) => {
-                        sent_deltas = 0;
-                        pb::attach_event::Event::Retry(convert::retry(&r))
-                    }
-                    Ok(AgentEvent::Permission { ask, resolved }) => {
-                        pb::attach_event::Event::PermissionRequest(convert::permission(&ask, resolved))
-                    }
-                    Ok(AgentEvent::Released(reason)) => {
-                        pb::attach_event::Event::Released(pb::Released { reason })
-                    }
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::debug!(agent = %agent_id, skipped = n, "attach client lagged; resubscribing");
-                        continue 'resubscribe;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                };
-                permit.send(event(ev));
-            }
-        }
-    }
-    .await;
+    let done = CancellationToken::new();
+    tokio::spawn(handle_inbound(
+        sup.clone(),
+        agent,
+        inbound,
+        out.clone(),
+        done.clone(),
+    ));
+    let result = tokio::select! {
+        r = outbound(sup.clone(), agent, from_seq, out.clone()) => r,
+        _ = done.cancelled() => Ok(()),
+    };
+    done.cancel();
     if let Err(e) = result {
         let _ = out.send(Err(Status::from(e))).await;
     }
+}
+
+/// What the client sends, answered on the stream: messages, background
+/// requests, permission answers; `detach` (or closing its side) ends the
+/// attachment, a second `start` is an error that ends it too.
+async fn handle_inbound(
+    sup: Arc<Supervisor>,
+    agent: AgentId,
+    mut inbound: Streaming<pb::AttachRequest>,
+    out: Events,
+    done: CancellationToken,
+) {
+    use pb::attach_request::Request;
+    loop {
+        let req = tokio::select! {
+            r = inbound.next() => r,
+            _ = done.cancelled() => return,
+        };
+        let reply = match req {
+            None
+            | Some(Err(_))
+            | Some(Ok(pb::AttachRequest {
+                request: Some(Request::Detach(_)),
+            })) => {
+                done.cancel();
+                return;
+            }
+            Some(Ok(pb::AttachRequest {
+                request: Some(Request::Start(_)),
+            })) => {
+                let _ = out
+                    .send(Err(Status::invalid_argument(
+                        "`start` may only be the first message of an attach stream",
+                    )))
+                    .await;
+                done.cancel();
+                return;
+            }
+            Some(Ok(pb::AttachRequest {
+                request: Some(Request::Background(_)),
+            })) => {
+                match sup.background(&agent.to_string()).await {
+                    // The Released event is the answer.
+                    Ok((_, Release::Released)) => None,
+                    Ok((record, _)) => Some(notice(
+                        format!("agent {} is already in the background", record.short_id),
+                        false,
+                    )),
+                    Err(e) => Some(notice(e.to_string(), true)),
+                }
+            }
+            Some(Ok(pb::AttachRequest {
+                request: Some(Request::Message(text)),
+            })) => match sup.send(&agent.to_string(), &text, None).await {
+                Ok((_, true)) => Some(notice(
+                    "message delivered; the agent was woken for it",
+                    false,
+                )),
+                Ok((_, false)) => Some(notice("message queued for the next turn boundary", false)),
+                Err(e) => Some(notice(e.to_string(), true)),
+            },
+            Some(Ok(pb::AttachRequest {
+                request: Some(Request::PermissionAnswer(a)),
+            })) => {
+                match convert::answer_from_wire(&a)
+                    .and_then(|answer| sup.answer(agent, &a.request_id, answer))
+                {
+                    Ok(()) => None,
+                    Err(e) => Some(notice(e.to_string(), true)),
+                }
+            }
+            Some(Ok(pb::AttachRequest { request: None })) => Some(notice(
+                "an attach request with nothing in it was ignored",
+                true,
+            )),
+        };
+        if let Some(reply) = reply
+            && out.send(reply).await.is_err()
+        {
+            done.cancel();
+            return;
+        }
+    }
+}
+
+/// Everything sent to the client after the agent itself.
+async fn outbound(
+    sup: Arc<Supervisor>,
+    agent: AgentId,
+    from_seq: u64,
+    out: Events,
+) -> Result<(), AgentdError> {
+    let record = sup
+        .store()
+        .get_agent(agent)?
+        .ok_or_else(|| AgentdError::NotFound(format!("agent {agent} was removed")))?;
+    let handle = sup.handle(&record)?;
+    let len = sup.store().transcript_len(agent)?;
+    let mut o = Outbound {
+        sup: sup.clone(),
+        agent,
+        out,
+        cursor: from_seq,
+        sent_deltas: 0,
+    };
+    let agent_event =
+        pb::attach_event::Event::Agent(convert::agent(&record, len, sup.waiting_for(agent)));
+    if o.send(agent_event).await.is_err() {
+        return Ok(());
+    }
+    if from_seq > len {
+        // Said, not silently waited on: a client with a stale position
+        // learns where the transcript really ends.
+        let text = format!(
+            "from_seq {from_seq} is past the end of the transcript ({len} entries so far); entries from {from_seq} on will follow as they are written"
+        );
+        if o.out.send(notice(text, false)).await.is_err() {
+            return Ok(());
+        }
+    }
+    match o.run(&handle).await {
+        Ok(()) | Err(Step::Gone(Gone)) => Ok(()),
+        Err(Step::Failed(e)) => Err(e),
+    }
+}
+
+enum Step {
+    Gone(Gone),
+    Failed(AgentdError),
+}
+
+impl From<Gone> for Step {
+    fn from(g: Gone) -> Step {
+        Step::Gone(g)
+    }
+}
+
+impl From<AgentdError> for Step {
+    fn from(e: AgentdError) -> Step {
+        Step::Failed(e)
+    }
+}
+
+impl From<crate::store::StoreError> for Step {
+    fn from(e: crate::store::StoreError) -> Step {
+        Step::Failed(e.into())
+    }
+}
+
+struct Outbound {
+    sup: Arc<Supervisor>,
+    agent: AgentId,
+    out: Events,
+    /// The next entry this client needs.
+    cursor: u64,
+    /// Deltas of the response in progress this client already has: a
+    /// client that lags is resubscribed and sent only the rest, so deltas
+    /// too arrive exactly once.
+    sent_deltas: usize,
+}
+
+impl Outbound {
+    async fn send(&self, e: pb::attach_event::Event) -> Result<(), Gone> {
+        self.out.send(event(e)).await.map_err(|_| Gone)
+    }
+
+    /// Subscribes, catches up from disk and sends the live state; after a
+    /// lag, subscribes again and catches up again.
+    async fn run(&mut self, handle: &AgentHandle) -> Result<(), Step> {
+        let mut first = true;
+        loop {
+            let sub = handle.hub.subscribe();
+            self.history(&sub).await?;
+            self.in_progress(&sub, first).await?;
+            if first {
+                // Open permission asks of this agent and its descendants.
+                for ask in self.sup.open_asks_for(self.agent) {
+                    self.send(pb::attach_event::Event::PermissionRequest(
+                        convert::permission(&ask, false),
+                    ))
+                    .await?;
+                }
+            }
+            first = false;
+            self.send(pb::attach_event::Event::Status(convert::status_change(
+                &sub.status,
+            )))
+            .await?;
+            if !self.live(sub.events).await? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Everything persisted before the subscription, from the cursor.
+    async fn history(&mut self, sub: &Subscription) -> Result<(), Step> {
+        while self.cursor < sub.next_seq {
+            let batch = self
+                .sup
+                .store()
+                .transcript(self.agent, self.cursor, REPLAY_BATCH)?;
+            if batch.is_empty() {
+                break;
+            }
+            for e in batch.iter().take_while(|e| e.seq < sub.next_seq) {
+                self.cursor = e.seq + 1;
+                // The response the client was following is persisted.
+                self.sent_deltas = 0;
+                self.send(pb::attach_event::Event::Entry(convert::entry(e)))
+                    .await?;
+            }
+        }
+        self.cursor = self.cursor.max(sub.next_seq);
+        Ok(())
+    }
+
+    /// The part of the response in progress this client lacks (and a
+    /// pending retry, if the model call waits to be retried).
+    async fn in_progress(&mut self, sub: &Subscription, first: bool) -> Result<(), Gone> {
+        if sub.partial.len() < self.sent_deltas {
+            // The response restarted (a retry) while this client lagged.
+            self.sent_deltas = 0;
+        }
+        if (first || self.sent_deltas == 0)
+            && let Some(r) = &sub.retry
+        {
+            self.send(pb::attach_event::Event::Retry(convert::retry(r)))
+                .await?;
+        }
+        let missing = sub.partial.get(self.sent_deltas..).unwrap_or_default();
+        let mut pending = missing.iter().cloned();
+        if let Some(mut d) = pending.next() {
+            for next in pending {
+                if let Err(next) = coalesce(&mut d, next) {
+                    self.send(pb::attach_event::Event::Delta(convert::delta(&d)))
+                        .await?;
+                    d = next;
+                }
+            }
+            self.send(pb::attach_event::Event::Delta(convert::delta(&d)))
+                .await?;
+        }
+        self.sent_deltas = sub.partial.len();
+        Ok(())
+    }
+
+    /// Relays live events. Ok(true): the client lagged and must be caught
+    /// up again; Ok(false): the stream is over.
+    async fn live(&mut self, mut events: broadcast::Receiver<AgentEvent>) -> Result<bool, Step> {
+        let shutdown = self.sup.shutdown_token();
+        let mut held: Option<Result<AgentEvent, broadcast::error::RecvError>> = None;
+        loop {
+            // Room in the client's queue first: while a slow client drains
+            // it, deltas gather and are then sent coalesced.
+            let permit = tokio::select! {
+                p = self.out.reserve() => p.map_err(|_| Gone)?,
+                _ = shutdown.cancelled() => {
+                    return Err(Step::Failed(AgentdError::Unavailable("agentd is shutting down".into())));
+                }
+            };
+            let next = match held.take() {
+                Some(e) => e,
+                None => tokio::select! {
+                    e = events.recv() => e,
+                    _ = shutdown.cancelled() => {
+                        return Err(Step::Failed(AgentdError::Unavailable("agentd is shutting down".into())));
+                    }
+                },
+            };
+            let ev = match next {
+                Ok(AgentEvent::Entry(e)) => {
+                    self.sent_deltas = 0;
+                    if e.seq < self.cursor {
+                        continue;
+                    }
+                    self.cursor = e.seq + 1;
+                    pb::attach_event::Event::Entry(convert::entry(&e))
+                }
+                Ok(AgentEvent::Delta(d)) => {
+                    let (d, rest) = gather(d, &mut events, &mut self.sent_deltas);
+                    held = rest;
+                    pb::attach_event::Event::Delta(convert::delta(&d))
+                }
+                Ok(AgentEvent::Tool(t)) => pb::attach_event::Event::Tool(convert::tool(&t)),
+                Ok(AgentEvent::Status(s)) => {
+                    pb::attach_event::Event::Status(convert::status_change(&s))
+                }
+                Ok(AgentEvent::Retry(r)) => {
+                    self.sent_deltas = 0;
+                    pb::attach_event::Event::Retry(convert::retry(&r))
+                }
+                Ok(AgentEvent::Permission { ask, resolved }) => {
+                    pb::attach_event::Event::PermissionRequest(convert::permission(&ask, resolved))
+                }
+                Ok(AgentEvent::Released(reason)) => {
+                    pb::attach_event::Event::Released(pb::Released {
+                        reason: convert::release_reason(reason) as i32,
+                    })
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::debug!(agent = %self.agent, skipped = n, "attach client lagged; resubscribing");
+                    return Ok(true);
+                }
+                Err(broadcast::error::RecvError::Closed) => return Ok(false),
+            };
+            permit.send(event(ev));
+        }
+    }
+}
+
+/// Deltas already waiting are sent as one: a slow client gets the same
+/// text in fewer messages. Returns the delta and the first event that could
+/// not join it; counts the deltas taken in `sent_deltas`.
+fn gather(
+    mut d: StreamDelta,
+    events: &mut broadcast::Receiver<AgentEvent>,
+    sent_deltas: &mut usize,
+) -> (
+    StreamDelta,
+    Option<Result<AgentEvent, broadcast::error::RecvError>>,
+) {
+    *sent_deltas += 1;
+    while delta_len(&d) < MAX_COALESCED {
+        match events.try_recv() {
+            Ok(AgentEvent::Delta(next)) => match coalesce(&mut d, next) {
+                Ok(()) => *sent_deltas += 1,
+                Err(next) => return (d, Some(Ok(AgentEvent::Delta(next)))),
+            },
+            Err(broadcast::error::TryRecvError::Empty) => break,
+            Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                return (d, Some(Err(broadcast::error::RecvError::Lagged(n))));
+            }
+            Err(broadcast::error::TryRecvError::Closed) => {
+                return (d, Some(Err(broadcast::error::RecvError::Closed)));
+            }
+            Ok(other) => return (d, Some(Ok(other))),
+        }
+    }
+    (d, None)
 }
 
 #[cfg(test)]

@@ -1,11 +1,18 @@
 //! Mapping between the daemon's domain types and the v1 wire types. This is
-//! the only place that knows both.
+//! the only place that knows both. Enum values in requests are checked
+//! here: an unknown number is INVALID_ARGUMENT, never a default.
 
 use agentd_shared::proto as pb;
 
+use crate::agent::hub::{RetryNotice, StatusSnapshot, ToolEvent};
+use crate::agent::lifecycle::{Lifecycle, LifecycleKind, TaskNotice};
+use crate::agent::permission::{Answer, PermissionAsk};
+use crate::domain::{
+    AgentRecord, Isolation, PermissionMode, ReleaseReason, ResumeBlockedReason, Role, Status,
+    StopReason, TranscriptEntry, Usage,
+};
+use crate::error::AgentdError;
 use crate::model::StreamDelta;
-use crate::store::{self, AgentRecord, PermissionMode, Role, Status, TranscriptEntry};
-use crate::supervisor::hub::{RetryNotice, StatusSnapshot, ToolEvent};
 
 pub fn timestamp(ms: i64) -> prost_types::Timestamp {
     prost_types::Timestamp {
@@ -14,9 +21,46 @@ pub fn timestamp(ms: i64) -> prost_types::Timestamp {
     }
 }
 
+fn unknown(field: &str, value: i32) -> AgentdError {
+    AgentdError::invalid(format!("{field} {value} is not a known value"))
+}
+
+// ------------------------------------------------------------ requests
+
+/// None: the request names no mode (the default applies).
+pub fn permission_mode_from_wire(m: i32) -> Result<Option<PermissionMode>, AgentdError> {
+    match pb::PermissionMode::try_from(m).map_err(|_| unknown("permission_mode", m))? {
+        pb::PermissionMode::Unspecified => Ok(None),
+        pb::PermissionMode::Default => Ok(Some(PermissionMode::Default)),
+        pb::PermissionMode::AcceptEdits => Ok(Some(PermissionMode::AcceptEdits)),
+        pb::PermissionMode::Plan => Ok(Some(PermissionMode::Plan)),
+        pb::PermissionMode::Bypass => Ok(Some(PermissionMode::Bypass)),
+    }
+}
+
+pub fn isolation_from_wire(i: i32) -> Result<Isolation, AgentdError> {
+    match pb::Isolation::try_from(i).map_err(|_| unknown("isolation", i))? {
+        pb::Isolation::Unspecified => Ok(Isolation::None),
+        pb::Isolation::Worktree => Ok(Isolation::Worktree),
+    }
+}
+
+pub fn answer_from_wire(a: &pb::PermissionAnswer) -> Result<Answer, AgentdError> {
+    use pb::permission_answer::Decision;
+    match Decision::try_from(a.decision).map_err(|_| unknown("decision", a.decision))? {
+        Decision::AllowOnce => Ok(Answer::AllowOnce),
+        Decision::AllowAlways => Ok(Answer::AllowAlways),
+        Decision::Deny => Ok(Answer::Deny(a.reason.clone())),
+        Decision::Unspecified => Err(AgentdError::invalid(
+            "a permission answer needs a decision (allow once, allow always or deny)",
+        )),
+    }
+}
+
+// ------------------------------------------------------------ answers
+
 pub fn status(s: Status) -> pb::AgentStatus {
     match s {
-        Status::Unspecified => pb::AgentStatus::Unspecified,
         Status::Pending => pb::AgentStatus::Pending,
         Status::Running => pb::AgentStatus::Running,
         Status::Waiting => pb::AgentStatus::Waiting,
@@ -28,19 +72,8 @@ pub fn status(s: Status) -> pb::AgentStatus {
     }
 }
 
-pub fn permission_mode_from_wire(m: i32) -> PermissionMode {
-    match pb::PermissionMode::try_from(m).unwrap_or_default() {
-        pb::PermissionMode::Unspecified => PermissionMode::Unspecified,
-        pb::PermissionMode::Default => PermissionMode::Default,
-        pb::PermissionMode::AcceptEdits => PermissionMode::AcceptEdits,
-        pb::PermissionMode::Plan => PermissionMode::Plan,
-        pb::PermissionMode::Bypass => PermissionMode::Bypass,
-    }
-}
-
 fn permission_mode(m: PermissionMode) -> pb::PermissionMode {
     match m {
-        PermissionMode::Unspecified => pb::PermissionMode::Unspecified,
         PermissionMode::Default => pb::PermissionMode::Default,
         PermissionMode::AcceptEdits => pb::PermissionMode::AcceptEdits,
         PermissionMode::Plan => pb::PermissionMode::Plan,
@@ -48,7 +81,39 @@ fn permission_mode(m: PermissionMode) -> pb::PermissionMode {
     }
 }
 
-pub fn usage(u: &store::Usage) -> pb::Usage {
+fn resume_blocked_reason(r: ResumeBlockedReason) -> pb::ResumeBlockedReason {
+    match r {
+        ResumeBlockedReason::TranscriptMissing => pb::ResumeBlockedReason::TranscriptMissing,
+        ResumeBlockedReason::WorktreeMissing => pb::ResumeBlockedReason::WorktreeMissing,
+        ResumeBlockedReason::CwdMissing => pb::ResumeBlockedReason::CwdMissing,
+        ResumeBlockedReason::ModelUnavailable => pb::ResumeBlockedReason::ModelUnavailable,
+        ResumeBlockedReason::ProfileInvalid => pb::ResumeBlockedReason::ProfileInvalid,
+        ResumeBlockedReason::ForkContextMissing => pb::ResumeBlockedReason::ForkContextMissing,
+        ResumeBlockedReason::AgentTypeUnknown => pb::ResumeBlockedReason::AgentTypeUnknown,
+    }
+}
+
+fn stop_reason(s: &StopReason) -> pb::StopReason {
+    match s {
+        StopReason::EndTurn => pb::StopReason::EndTurn,
+        StopReason::ToolUse => pb::StopReason::ToolUse,
+        StopReason::MaxTokens => pb::StopReason::MaxTokens,
+        StopReason::StopSequence => pb::StopReason::StopSequence,
+        StopReason::PauseTurn => pb::StopReason::PauseTurn,
+        StopReason::Refusal => pb::StopReason::Refusal,
+        StopReason::ContextWindowExceeded => pb::StopReason::ContextWindowExceeded,
+        StopReason::Other(_) => pb::StopReason::Other,
+    }
+}
+
+pub fn release_reason(r: ReleaseReason) -> pb::ReleaseReason {
+    match r {
+        ReleaseReason::Request => pb::ReleaseReason::Request,
+        ReleaseReason::Auto => pb::ReleaseReason::Auto,
+    }
+}
+
+pub fn usage(u: &Usage) -> pb::Usage {
     pb::Usage {
         input_tokens: u.input_tokens,
         output_tokens: u.output_tokens,
@@ -57,56 +122,51 @@ pub fn usage(u: &store::Usage) -> pb::Usage {
     }
 }
 
-fn uuid_string(bytes: &[u8]) -> String {
-    uuid::Uuid::from_slice(bytes)
-        .map(|u| u.to_string())
-        .unwrap_or_default()
-}
-
-/// The wire form of an agent; `transcript_len` is filled in by callers that
-/// read it (it costs a lookup per agent).
-pub fn agent(r: &AgentRecord, transcript_len: u64) -> pb::Agent {
-    let id = r.uuid().to_string();
+/// The wire form of an agent.
+pub fn agent(r: &AgentRecord, transcript_len: u64, waiting_for: Option<String>) -> pb::Agent {
     pb::Agent {
-        short_id: agentd_shared::ids::short_id(&id).to_string(),
-        id,
+        id: r.id.to_string(),
+        short_id: r.short_id.to_string(),
         name: r.name.clone(),
         description: r.description.clone(),
         subagent_type: r.subagent_type.clone(),
-        status: status(r.status()) as i32,
+        status: status(r.status) as i32,
         background: r.background,
-        parent_id: if r.parent_id.is_empty() {
-            String::new()
-        } else {
-            uuid_string(&r.parent_id)
-        },
+        parent_id: r.parent.map(|p| p.to_string()).unwrap_or_default(),
         model: r.model.clone(),
-        cwd: r.cwd.clone(),
+        cwd: r.cwd.display().to_string(),
         created_at: Some(timestamp(r.created_at_ms)),
         updated_at: Some(timestamp(r.updated_at_ms)),
         turns: r.turns,
-        usage: Some(usage(&r.usage.unwrap_or_default())),
+        usage: Some(usage(&r.usage)),
         can_message: r.can_message(),
-        resume_blocked_reason: r.resume_blocked_reason.clone(),
         result: r.result.clone(),
         error: r.error.clone(),
-        permission_mode: permission_mode(
-            PermissionMode::try_from(r.permission_mode).unwrap_or_default(),
-        ) as i32,
+        permission_mode: permission_mode(r.permission_mode) as i32,
         max_turns: r.max_turns,
         transcript_len,
         tool_uses: r.tool_uses,
         worktree_path: r.worktree_path.clone(),
         worktree_branch: r.worktree_branch.clone(),
-        waiting_for: String::new(),
+        waiting_for: waiting_for.unwrap_or_default(),
+        resume_blocked_reason: r
+            .resume_blocked
+            .as_ref()
+            .map_or(pb::ResumeBlockedReason::Unspecified, |b| {
+                resume_blocked_reason(b.reason)
+            }) as i32,
+        resume_blocked_detail: r
+            .resume_blocked
+            .as_ref()
+            .map(|b| b.detail.clone())
+            .unwrap_or_default(),
     }
 }
 
 pub fn entry(e: &TranscriptEntry) -> pb::TranscriptEntry {
     pb::TranscriptEntry {
         seq: e.seq,
-        role: match e.role() {
-            Role::Unspecified => pb::Role::Unspecified,
+        role: match e.role {
             Role::User => pb::Role::User,
             Role::Assistant => pb::Role::Assistant,
             Role::System => pb::Role::System,
@@ -114,7 +174,10 @@ pub fn entry(e: &TranscriptEntry) -> pb::TranscriptEntry {
         content_json: e.content_json.clone(),
         created_at: Some(timestamp(e.created_at_ms)),
         usage: e.usage.as_ref().map(usage),
-        stop_reason: e.stop_reason.clone(),
+        stop_reason: e
+            .stop_reason
+            .as_ref()
+            .map_or(pb::StopReason::Unspecified, stop_reason) as i32,
     }
 }
 
@@ -146,32 +209,49 @@ pub fn tool(t: &ToolEvent) -> pb::ToolActivity {
     }
 }
 
-pub fn lifecycle(e: &crate::supervisor::hub::Lifecycle) -> pb::WatchEvent {
-    use crate::supervisor::hub::LifecycleKind;
-    use pb::watch_event::Event;
-    pb::WatchEvent {
-        agent_id: e.agent.to_string(),
-        at: Some(timestamp(e.at_ms)),
-        event: Some(match &e.kind {
-            LifecycleKind::Created(r) => Event::Created(agent(r, 0)),
-            LifecycleKind::Status(s) => Event::Status(status_change(s)),
-            LifecycleKind::Notification(text) => Event::Notification(text.clone()),
-            LifecycleKind::Permission(ask) => Event::PermissionRequest(permission(ask, false)),
-        }),
+fn task_notification(n: &TaskNotice) -> pb::TaskNotification {
+    pb::TaskNotification {
+        task_id: n.task_id.to_string(),
+        status: status(n.status) as i32,
+        description: n.description.clone(),
+        result: n.result.clone(),
+        worktree: n.worktree.clone().unwrap_or_default(),
+        total_tokens: n.total_tokens,
+        tool_uses: n.tool_uses,
+        duration_ms: n.duration_ms,
     }
 }
 
-pub fn permission(
-    ask: &crate::supervisor::hub::PermissionAsk,
-    resolved: bool,
-) -> pb::PermissionRequest {
+pub fn lifecycle(e: &Lifecycle) -> pb::WatchEvent {
+    use pb::watch_event::Event;
+    let mut task = None;
+    let event = match &e.kind {
+        LifecycleKind::Created(r) => Event::Created(agent(r, 1, None)),
+        LifecycleKind::Status(s) => Event::Status(status_change(s)),
+        LifecycleKind::Notification(n) => {
+            task = Some(task_notification(n));
+            Event::Notification(n.text.clone())
+        }
+        LifecycleKind::Permission(ask) => Event::PermissionRequest(permission(ask, false)),
+    };
+    pb::WatchEvent {
+        agent_id: e.agent.to_string(),
+        agent_short_id: e.short_id.to_string(),
+        at: Some(timestamp(e.at_ms)),
+        event: Some(event),
+        task_notification: task,
+    }
+}
+
+pub fn permission(ask: &PermissionAsk, resolved: bool) -> pb::PermissionRequest {
     pb::PermissionRequest {
         request_id: ask.request_id.clone(),
         agent_id: ask.agent.to_string(),
-        tool_name: ask.tool.clone(),
+        tool_name: ask.tool.to_string(),
         input_json: ask.input_json.clone(),
         summary: ask.summary.clone(),
         resolved,
+        agent_short_id: ask.agent_short.to_string(),
     }
 }
 
@@ -189,6 +269,7 @@ pub fn status_change(s: &StatusSnapshot) -> pb::StatusChange {
         result: s.result.clone(),
         error: s.error.clone(),
         turns: s.turns,
+        waiting_for: s.waiting_for.clone().unwrap_or_default(),
     }
 }
 
@@ -202,5 +283,31 @@ mod tests {
         assert_eq!((t.seconds, t.nanos), (1_700_000_000, 123_000_000));
         let t = timestamp(-1);
         assert_eq!((t.seconds, t.nanos), (-1, 999_000_000));
+    }
+
+    #[test]
+    fn unknown_enum_numbers_are_refused_not_defaulted() {
+        assert!(matches!(
+            permission_mode_from_wire(99),
+            Err(AgentdError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            permission_mode_from_wire(-1),
+            Err(AgentdError::InvalidArgument(_))
+        ));
+        assert_eq!(permission_mode_from_wire(0).unwrap(), None);
+        assert_eq!(
+            permission_mode_from_wire(3).unwrap(),
+            Some(PermissionMode::Plan)
+        );
+        assert!(isolation_from_wire(7).is_err());
+        let answer = |decision| pb::PermissionAnswer {
+            request_id: "r".into(),
+            decision,
+            reason: String::new(),
+        };
+        assert!(answer_from_wire(&answer(42)).is_err());
+        assert!(answer_from_wire(&answer(0)).is_err());
+        assert_eq!(answer_from_wire(&answer(1)).unwrap(), Answer::AllowOnce);
     }
 }

@@ -1,22 +1,23 @@
-//! The daemon's server: opens the store, recovers, binds the socket, serves
-//! the v1 API plus gRPC health and reflection, and shuts down gracefully.
+//! The daemon's server: prepares the data directory, opens the store,
+//! recovers, binds the socket, serves the v1 API plus gRPC health and
+//! reflection, and shuts down gracefully.
 
 mod attach;
 mod convert;
+pub mod data_dir;
 pub mod peer_auth;
 mod service;
 pub mod socket;
 
-use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 
 use agentd_shared::proto::agent_service_server::AgentServiceServer;
-use anyhow::Context;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_stream::wrappers::UnixListenerStream;
 
-use crate::config::Config;
-use crate::store::Store;
+use crate::config::{Config, ConfigError};
+use crate::error::AgentdError;
+use crate::store::{Store, StoreError};
 use crate::supervisor::{DaemonInfo, Supervisor};
 
 /// Largest request the daemon decodes; larger prompts get our own clear
@@ -29,18 +30,35 @@ pub struct ServeOptions {
     pub config: Config,
 }
 
+/// Why the daemon could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    DataDir(#[from] data_dir::DataDirError),
+    #[error(transparent)]
+    Socket(#[from] socket::SocketError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("recovering after the last stop failed: {0}")]
+    Recovery(#[from] AgentdError),
+    #[error("cannot install signal handlers: {0}")]
+    Signals(#[source] std::io::Error),
+    #[error("cannot build the reflection service: {0}")]
+    Reflection(String),
+    #[error("serving the API failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
 /// Runs the daemon until SIGTERM or SIGINT.
-pub async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&opts.data_dir)
-        .with_context(|| format!("cannot create data directory {}", opts.data_dir.display()))?;
+pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
+    data_dir::prepare(&opts.data_dir)?;
     // Bind first: if another daemon serves this socket, say so before
     // touching the store it holds.
     let models = opts.config.model_settings()?;
     let listener = socket::bind(&opts.socket)?;
-    let store = Store::open(&opts.data_dir)?;
+    let store = Store::open(&opts.data_dir, opts.config.store_options())?;
     let sup = Supervisor::new(
         store,
         opts.config,
@@ -61,6 +79,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     if resumed + blocked > 0 {
         tracing::info!(resumed, blocked, "resumed interrupted agents");
     }
+    sup.start_housekeeping();
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health
@@ -70,13 +89,13 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         .register_encoded_file_descriptor_set(agentd_shared::proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
-        .context("building the reflection service")?;
+        .map_err(|e| ServeError::Reflection(e.to_string()))?;
     let api = AgentServiceServer::new(service::AgentApi::new(sup.clone()))
         .max_decoding_message_size(MAX_REQUEST_BYTES);
 
     let uid = nix::unistd::getuid().as_raw();
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
     let stopping = sup.clone();
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
     let shutdown = async move {
@@ -110,7 +129,7 @@ pub async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     {
         tracing::warn!(error = %e, "could not remove the socket");
     }
-    served.context("serving the API")?;
+    served?;
     tracing::info!("agentd stopped");
     Ok(())
 }

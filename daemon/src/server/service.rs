@@ -11,6 +11,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::{attach, convert};
+use crate::domain::{self, AgentRecord};
 use crate::error::AgentdError;
 use crate::supervisor::{NewAgent, Supervisor};
 
@@ -27,11 +28,12 @@ impl AgentApi {
         AgentApi { sup }
     }
 
-    fn wire(&self, record: &crate::store::AgentRecord) -> Result<pb::Agent, AgentdError> {
-        let len = self.sup.store().transcript_len(record.uuid())?;
-        let mut agent = convert::agent(record, len);
-        agent.waiting_for = self.sup.waiting_for(record.uuid()).unwrap_or_default();
-        Ok(agent)
+    fn wire(&self, record: &AgentRecord) -> Result<pb::Agent, AgentdError> {
+        let len = self.sup.store().transcript_len(record.id)?;
+        let waiting_for = (record.status == domain::Status::Waiting)
+            .then(|| self.sup.waiting_for(record.id))
+            .flatten();
+        Ok(convert::agent(record, len, waiting_for))
     }
 }
 
@@ -45,7 +47,10 @@ impl AgentService for AgentApi {
     ) -> Result<Response<pb::DaemonStatus>, Status> {
         let counts = self.sup.counts()?;
         let info = self.sup.info();
+        let store = self.sup.store();
         Ok(Response::new(pb::DaemonStatus {
+            corrupt_records: store.corrupt_count(),
+            disk_full: store.is_full(),
             version: agentd_shared::VERSION.to_string(),
             socket: info.socket.display().to_string(),
             data_dir: info.data_dir.display().to_string(),
@@ -70,16 +75,17 @@ impl AgentService for AgentApi {
         let record = self
             .sup
             .create(NewAgent {
+                permission_mode: convert::permission_mode_from_wire(r.permission_mode)?,
+                isolation: convert::isolation_from_wire(r.isolation)?,
                 prompt: r.prompt,
                 model: r.model,
                 name: r.name,
                 description: r.description,
                 cwd: r.cwd,
                 background: r.background,
-                permission_mode: convert::permission_mode_from_wire(r.permission_mode),
                 max_turns: r.max_turns,
                 subagent_type: r.subagent_type,
-                isolation: r.isolation,
+                parent_tool_use_id: String::new(),
             })
             .await?;
         Ok(Response::new(self.wire(&record)?))
@@ -97,21 +103,17 @@ impl AgentService for AgentApi {
         req: Request<pb::ListAgentsRequest>,
     ) -> Result<Response<pb::ListAgentsResponse>, Status> {
         let r = req.into_inner();
-        if !r.parent_id.is_empty() {
-            return Err(AgentdError::not_yet("listing children by parent").into());
-        }
+        let parent = if r.parent_id.is_empty() {
+            None
+        } else {
+            Some(self.sup.resolve(&r.parent_id)?.id)
+        };
         let agents = self
             .sup
-            .list(r.all)?
+            .list(r.all, parent)?
             .iter()
-            .map(|rec| {
-                let mut agent = convert::agent(rec, 0);
-                if rec.status() == crate::store::Status::Waiting {
-                    agent.waiting_for = self.sup.waiting_for(rec.uuid()).unwrap_or_default();
-                }
-                agent
-            })
-            .collect();
+            .map(|rec| self.wire(rec))
+            .collect::<Result<_, _>>()?;
         Ok(Response::new(pb::ListAgentsResponse { agents }))
     }
 
@@ -152,7 +154,7 @@ impl AgentService for AgentApi {
         let mut inbound = req.into_inner();
         let (id, from_seq) = attach::read_start(&mut inbound).await?;
         // Resolve before answering so an unknown id is the call's status.
-        self.sup.resolve(&id)?;
+        let id = self.sup.resolve(&id)?.id;
         // Small on purpose: backpressure reaches the attach task early, and
         // it coalesces deltas instead of queueing them one by one.
         let (tx, rx) = tokio::sync::mpsc::channel(16);
@@ -164,7 +166,7 @@ impl AgentService for AgentApi {
         &self,
         req: Request<pb::BackgroundRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
-        let record = self.sup.background(&req.into_inner().id).await?;
+        let (record, _) = self.sup.background(&req.into_inner().id).await?;
         Ok(Response::new(self.wire(&record)?))
     }
 
@@ -205,18 +207,14 @@ impl AgentService for AgentApi {
             0 => DEFAULT_PAGE,
             n => n.min(MAX_PAGE),
         };
-        let id = record.uuid();
-        let entries = self
-            .sup
-            .store()
+        let id = record.id;
+        let store = self.sup.store();
+        let entries = store
             .transcript(id, r.from_seq, limit as usize)
             .map_err(AgentdError::from)?;
-        let len = self
-            .sup
-            .store()
-            .transcript_len(id)
-            .map_err(AgentdError::from)?;
-        let next_seq = entries.last().map_or(r.from_seq, |e| e.seq + 1);
+        let len = store.transcript_len(id).map_err(AgentdError::from)?;
+        // Past the end: the next page starts at the real end.
+        let next_seq = entries.last().map_or(r.from_seq.min(len), |e| e.seq + 1);
         Ok(Response::new(pb::GetTranscriptResponse {
             end: next_seq >= len,
             next_seq,

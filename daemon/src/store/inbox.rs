@@ -1,57 +1,54 @@
-//! Agents' inboxes (tree `v1/inbox`: agent id ++ big-endian sled id →
-//! [`InboxItem`]), and the transactions that make delivery exactly-once:
+//! Inboxes, and the two transactions that make notifications exactly-once:
+//! a child's task notification enters its parent's inbox in the same
+//! transaction that records the child's end ([`Store::finish_agent`]), and
 //! an item leaves the inbox in the same transaction that writes it into the
-//! transcript, and a child's notification enters its parent's inbox in the
-//! same transaction that records the child's end.
+//! transcript ([`Append::consumed`](super::Append)).
 
-use prost::Message;
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
-use uuid::Uuid;
 
-use super::{AgentRecord, InboxItem, Store, StoreError, TranscriptEntry, transcript_key};
+use super::{Store, StoreError, Trees, codec, prefixed};
+use crate::domain::{AgentId, AgentRecord, InboxItem};
 
-/// Key of an inbox item: sorts by agent, then by arrival.
+/// Key of an inbox item: agent id ++ big-endian arrival id, so items sort
+/// by agent, then by arrival.
 pub type InboxKey = [u8; 24];
 
-fn tx_error(e: TransactionError<()>) -> StoreError {
+pub(super) fn tx_error(e: TransactionError<()>) -> sled::Error {
     match e {
-        TransactionError::Storage(e) => StoreError::Io(e),
-        TransactionError::Abort(()) => StoreError::Io(sled::Error::ReportableBug(
-            "inbox transaction aborted".into(),
-        )),
+        TransactionError::Storage(e) => e,
+        TransactionError::Abort(()) => sled::Error::ReportableBug("transaction aborted".into()),
     }
 }
 
+fn new_key(trees: &Trees, id: AgentId) -> sled::Result<InboxKey> {
+    let mut key = [0u8; 24];
+    key.copy_from_slice(&prefixed(id, &trees.db.generate_id()?.to_be_bytes()));
+    Ok(key)
+}
+
 impl Store {
-    fn inbox_key(&self, id: Uuid) -> Result<InboxKey, StoreError> {
-        let mut key = [0u8; 24];
-        key[..16].copy_from_slice(id.as_bytes());
-        key[16..].copy_from_slice(&self.db.generate_id()?.to_be_bytes());
-        Ok(key)
-    }
-
     /// Items waiting for `id`, oldest first.
-    pub fn inbox(&self, id: Uuid) -> Result<Vec<(InboxKey, InboxItem)>, StoreError> {
-        self.inbox
-            .scan_prefix(id.as_bytes())
-            .map(|item| {
-                let (key, bytes) = item?;
-                let mut k = [0u8; 24];
-                k.copy_from_slice(&key[..24.min(key.len())]);
-                let item =
-                    InboxItem::decode(bytes.as_ref()).map_err(|source| StoreError::Corrupt {
-                        what: "inbox item",
-                        id,
-                        source,
-                    })?;
-                Ok((k, item))
-            })
-            .collect()
+    pub fn inbox(&self, id: AgentId) -> Result<Vec<(InboxKey, InboxItem)>, StoreError> {
+        let trees = self.trees()?;
+        let mut out = Vec::new();
+        for item in trees.inbox.scan_prefix(id.as_bytes()) {
+            let (key, bytes) = item?;
+            let Ok(k) = InboxKey::try_from(key.as_ref()) else {
+                self.note_corrupt("inbox key", &key, &"wrong length");
+                continue;
+            };
+            match codec::decode_inbox_item(&bytes) {
+                Ok(item) => out.push((k, item)),
+                Err(e) => self.note_corrupt("inbox item", &key, &e),
+            }
+        }
+        Ok(out)
     }
 
-    pub fn has_inbox(&self, id: Uuid) -> Result<bool, StoreError> {
-        Ok(self
+    pub fn has_inbox(&self, id: AgentId) -> Result<bool, StoreError> {
+        let trees = self.trees()?;
+        Ok(trees
             .inbox
             .scan_prefix(id.as_bytes())
             .next()
@@ -59,85 +56,99 @@ impl Store {
             .is_some())
     }
 
-    /// Puts `item` in `id`'s inbox, durably.
-    pub async fn push_inbox(&self, id: Uuid, item: &InboxItem) -> Result<(), StoreError> {
-        let key = self.inbox_key(id)?;
-        self.inbox.insert(key, item.encode_to_vec())?;
-        self.flush().await
+    /// Puts `item` in `id`'s inbox, durably; returns its key.
+    pub async fn push_inbox(&self, id: AgentId, item: &InboxItem) -> Result<InboxKey, StoreError> {
+        let trees = self.trees_for_write()?;
+        let key = new_key(&trees, id).map_err(|e| self.write_error(e))?;
+        trees
+            .inbox
+            .insert(key, codec::encode_inbox_item(item))
+            .map_err(|e| self.write_error(e))?;
+        drop(trees);
+        self.flush().await?;
+        Ok(key)
     }
 
-    /// Appends `entry` to `id`'s transcript and removes `consumed` from its
-    /// inbox, atomically and durably.
-    pub async fn append_consuming(
-        &self,
-        id: Uuid,
-        entry: &TranscriptEntry,
-        consumed: &[InboxKey],
-    ) -> Result<(), StoreError> {
-        let key = transcript_key(id, entry.seq);
-        let bytes = entry.encode_to_vec();
-        (&self.transcripts, &self.inbox)
-            .transaction(|(t, i)| {
-                t.insert(&key, bytes.as_slice())?;
-                for k in consumed {
-                    i.remove(k.as_slice())?;
-                }
-                Ok::<(), ConflictableTransactionError<()>>(())
-            })
-            .map_err(tx_error)?;
-        self.flush().await
+    /// Takes an undelivered item back out (a message whose agent could not
+    /// be woken for it). Ok(false) if it was delivered meanwhile.
+    pub async fn withdraw_inbox_item(&self, key: &InboxKey) -> Result<bool, StoreError> {
+        let trees = self.trees_for_write()?;
+        let removed = trees
+            .inbox
+            .remove(key)
+            .map_err(|e| self.write_error(e))?
+            .is_some();
+        drop(trees);
+        self.flush().await?;
+        Ok(removed)
     }
 
     /// Records an agent's final state and, when it has a parent to notify,
     /// puts the notification in the parent's inbox — both or neither.
+    /// Without disk space both are kept for later (see `health`) and
+    /// `DiskFull` is returned.
     pub async fn finish_agent(
         &self,
         record: &AgentRecord,
-        notify: Option<(Uuid, &InboxItem)>,
+        notify: Option<(AgentId, &InboxItem)>,
     ) -> Result<(), StoreError> {
-        let rec = record.encode_to_vec();
-        let note = match notify {
-            Some((parent, item)) => Some((self.inbox_key(parent)?, item.encode_to_vec())),
-            None => None,
-        };
-        (&self.agents, &self.inbox)
+        let written = self.trees_for_write().and_then(|trees| {
+            let notes: Vec<(AgentId, InboxItem)> =
+                notify.iter().map(|(p, i)| (*p, (*i).clone())).collect();
+            self.write_finished(&trees, std::slice::from_ref(record), &notes)
+                .map_err(|e| self.write_error(e))
+        });
+        match written {
+            Ok(()) => self.flush().await,
+            Err(e) => {
+                if e.is_disk_full() {
+                    self.defer_record(record, notify);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes records and notifications in one transaction.
+    pub(super) fn write_finished(
+        &self,
+        trees: &Trees,
+        records: &[AgentRecord],
+        notes: &[(AgentId, InboxItem)],
+    ) -> sled::Result<()> {
+        let records: Vec<(AgentId, Vec<u8>)> = records
+            .iter()
+            .map(|r| (r.id, codec::encode_agent(r)))
+            .collect();
+        let mut keyed = Vec::with_capacity(notes.len());
+        for (parent, item) in notes {
+            keyed.push((new_key(trees, *parent)?, codec::encode_inbox_item(item)));
+        }
+        (&trees.agents, &trees.inbox)
             .transaction(|(a, i)| {
-                a.insert(record.id.as_slice(), rec.as_slice())?;
-                if let Some((k, v)) = &note {
+                for (id, bytes) in &records {
+                    a.insert(id.as_bytes(), bytes.as_slice())?;
+                }
+                for (k, v) in &keyed {
                     i.insert(k.as_slice(), v.as_slice())?;
                 }
                 Ok::<(), ConflictableTransactionError<()>>(())
             })
-            .map_err(tx_error)?;
-        self.flush().await
-    }
-
-    /// Deletes everything stored for `id`: record, transcript, prompt, inbox.
-    pub async fn remove_agent(&self, id: Uuid) -> Result<(), StoreError> {
-        for key in self.transcripts.scan_prefix(id.as_bytes()).keys() {
-            self.transcripts.remove(key?)?;
-        }
-        for key in self.inbox.scan_prefix(id.as_bytes()).keys() {
-            self.inbox.remove(key?)?;
-        }
-        self.prompts.remove(id.as_bytes())?;
-        // The record goes last: a crash midway leaves a record whose
-        // transcript is partly gone, which `rm` can be asked again to finish.
-        self.agents.remove(id.as_bytes())?;
-        self.flush().await
+            .map_err(tx_error)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{InboxKind, Role, now_ms};
+    use crate::domain::{InboxKind, Role, Status, TranscriptEntry, now_ms};
+    use crate::store::{Append, StoreOptions};
 
     fn item(text: &str) -> InboxItem {
         InboxItem {
-            kind: InboxKind::Message as i32,
+            kind: InboxKind::Message,
             text: text.into(),
-            from: Vec::new(),
+            from: None,
             created_at_ms: now_ms(),
         }
     }
@@ -145,25 +156,36 @@ mod tests {
     #[tokio::test]
     async fn delivery_moves_items_from_inbox_to_transcript_once() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let id = Uuid::now_v7();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let id = AgentId::random();
         store.push_inbox(id, &item("first")).await.unwrap();
         store.push_inbox(id, &item("second")).await.unwrap();
         store
-            .push_inbox(Uuid::now_v7(), &item("other agent"))
+            .push_inbox(AgentId::random(), &item("other agent"))
             .await
             .unwrap();
         let waiting = store.inbox(id).unwrap();
         let texts: Vec<&str> = waiting.iter().map(|(_, i)| i.text.as_str()).collect();
         assert_eq!(texts, ["first", "second"]);
         let keys: Vec<InboxKey> = waiting.iter().map(|(k, _)| *k).collect();
-        let entry = TranscriptEntry {
+        let entry = [TranscriptEntry {
             seq: 0,
-            role: Role::User as i32,
+            role: Role::User,
             content_json: b"[]".to_vec(),
-            ..Default::default()
-        };
-        store.append_consuming(id, &entry, &keys).await.unwrap();
+            created_at_ms: now_ms(),
+            usage: None,
+            stop_reason: None,
+        }];
+        store
+            .append_durable(
+                id,
+                Append {
+                    consumed: &keys,
+                    ..Append::entries(&entry)
+                },
+            )
+            .await
+            .unwrap();
         assert!(!store.has_inbox(id).unwrap());
         assert_eq!(store.transcript_len(id).unwrap(), 1);
     }
@@ -171,27 +193,74 @@ mod tests {
     #[tokio::test]
     async fn a_finished_child_and_its_notification_are_written_together() {
         let dir = tempfile::tempdir().unwrap();
-        let parent = Uuid::now_v7();
-        let child = Uuid::now_v7();
+        let parent = AgentId::random();
+        let child = AgentId::random();
         {
-            let store = Store::open(dir.path()).unwrap();
-            let mut rec = AgentRecord {
-                id: child.as_bytes().to_vec(),
-                ..Default::default()
-            };
-            rec.set_status(crate::store::Status::Completed);
+            let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+            let mut rec = AgentRecord::new(child, child.short_prefix(8), now_ms());
+            rec.status = Status::Completed;
             store
                 .finish_agent(&rec, Some((parent, &item("done"))))
                 .await
                 .unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
         assert_eq!(store.inbox(parent).unwrap().len(), 1);
         assert_eq!(
-            store.get_agent(child).unwrap().unwrap().status(),
-            crate::store::Status::Completed
+            store.get_agent(child).unwrap().unwrap().status,
+            Status::Completed
         );
-        store.remove_agent(child).await.unwrap();
-        assert!(store.get_agent(child).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn without_space_a_finish_is_deferred_shown_and_written_when_space_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let (parent, child) = (AgentId::random(), AgentId::random());
+        let mut rec = AgentRecord::new(child, child.short_prefix(8), now_ms());
+        rec.status = Status::Running;
+        store.put_agent_durable(&rec).await.unwrap();
+
+        store.fake_free_space(Some(0));
+        rec.status = Status::Completed;
+        let err = store
+            .finish_agent(&rec, Some((parent, &item("done"))))
+            .await
+            .unwrap_err();
+        assert!(err.is_disk_full(), "{err}");
+        assert!(store.is_full());
+        // Reads go on, and show the agent as it ended.
+        assert_eq!(
+            store.get_agent(child).unwrap().unwrap().status,
+            Status::Completed
+        );
+        assert!(store.inbox(parent).unwrap().is_empty());
+        // Other writes are refused while full.
+        assert!(
+            store
+                .push_inbox(parent, &item("x"))
+                .await
+                .unwrap_err()
+                .is_disk_full()
+        );
+
+        let mut writable = store.writable();
+        store.fake_free_space(None);
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            writable.wait_for(|w| *w),
+        )
+        .await
+        .expect("the store heals once space is back")
+        .unwrap();
+        assert_eq!(store.deferred_count(), 0);
+        assert_eq!(store.inbox(parent).unwrap().len(), 1);
+        drop(store);
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        assert_eq!(
+            store.get_agent(child).unwrap().unwrap().status,
+            Status::Completed
+        );
+        assert_eq!(store.inbox(parent).unwrap().len(), 1, "exactly once");
     }
 }

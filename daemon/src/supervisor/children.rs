@@ -7,10 +7,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::{NewAgent, Supervisor, WaitEnd, short};
-use crate::agent::types;
+use super::{NewAgent, Supervisor, short};
+use crate::agent::{OrchestrationCall, WaitEnd, types};
+use crate::domain::{AgentRecord, Status, ToolName};
 use crate::error::AgentdError;
-use crate::store::{AgentRecord, Status};
 use crate::tools::ToolOutput;
 
 fn field<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
@@ -26,27 +26,28 @@ fn field<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
 }
 
 impl Supervisor {
-    pub async fn run_orchestration_tool(
-        self: Arc<Self>,
-        caller: &AgentRecord,
-        name: &str,
-        input: &Value,
+    pub(super) async fn run_orchestration_tool(
+        self: &Arc<Self>,
+        call: OrchestrationCall<'_>,
     ) -> ToolOutput {
-        let result = match name {
-            "Agent" => self.spawn_child(caller, input).await,
-            "SendMessage" => self.send_for(caller, input).await,
-            "ListAgents" => self.list_for(caller),
-            "TaskStop" => self.stop_for(caller, input).await,
-            other => Err(ToolOutput::error(format!("No such tool: {other}"))),
+        let (caller, input) = (call.caller, call.input);
+        let result = match call.tool {
+            ToolName::Agent => self.spawn_child(&call).await,
+            ToolName::SendMessage => self.send_for(caller, input).await,
+            ToolName::ListAgents => self.list_for(caller),
+            ToolName::TaskStop => self.stop_for(caller, input).await,
+            other => Err(ToolOutput::error(format!(
+                "{other} is not run by the supervisor"
+            ))),
         };
         result.unwrap_or_else(|e| e)
     }
 
     async fn spawn_child(
         self: &Arc<Self>,
-        caller: &AgentRecord,
-        input: &Value,
+        call: &OrchestrationCall<'_>,
     ) -> Result<ToolOutput, ToolOutput> {
+        let (caller, input) = (call.caller, call.input);
         let description = field(input, "description")?;
         let prompt = field(input, "prompt")?;
         for later in [
@@ -74,9 +75,9 @@ impl Supervisor {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .unwrap_or(types::DEFAULT_TYPE);
-        let cwd = std::path::Path::new(&caller.cwd);
-        let agent_type = types::resolve(type_name, cwd, &agentd_shared::paths::config_dir())
-            .map_err(ToolOutput::error)?;
+        let agent_type =
+            types::resolve(type_name, &caller.cwd, &agentd_shared::paths::config_dir())
+                .map_err(ToolOutput::error)?;
         let background = input
             .get("run_in_background")
             .and_then(Value::as_bool)
@@ -95,22 +96,23 @@ impl Supervisor {
                 .unwrap_or("")
                 .to_string(),
             description: description.to_string(),
-            cwd: caller.cwd.clone(),
+            cwd: caller.cwd.display().to_string(),
             background,
             subagent_type: agent_type.name.clone(),
-            permission_mode: agent_type.permission_mode.unwrap_or_default(),
+            permission_mode: agent_type.permission_mode,
+            parent_tool_use_id: call.tool_use_id.to_string(),
             ..Default::default()
         };
-        let (record, prompt_ctx, provider, first) = self
+        let prepared = self
             .prepare(&req, Some(caller), Some(&agent_type))
             .map_err(|e| ToolOutput::error(e.to_string()))?;
         let (tx, rx) = oneshot::channel();
         let waiter = (!background).then_some(tx);
         let child = self
-            .store_and_start(record, prompt_ctx, provider, first, waiter)
+            .store_and_start(prepared, waiter)
             .await
             .map_err(|e| ToolOutput::error(e.to_string()))?;
-        let id = child.uuid();
+        let id = child.id;
         if background {
             return Ok(ToolOutput::ok(format!(
                 "Agent launched in the background.\ntask_id: {id}\nYou will receive a <task-notification> when it finishes; do not poll it or start another agent for the same task. Use SendMessage to steer it and ListAgents to see it."
@@ -118,15 +120,14 @@ impl Supervisor {
         }
         // A parent blocked on its child must not hold a running slot the
         // child may need (16 parents each waiting on a child would deadlock).
-        let end = self.wait_child_releasing_slot(rx).await;
+        let end = call.slot.lend_while(rx).await.ok();
         Ok(match end {
-            Some(WaitEnd::Finished(rec)) => match rec.status() {
+            Some(WaitEnd::Finished(rec)) => match rec.status {
                 Status::Completed => ToolOutput::ok(format!("{}\n\n(agent {id})", rec.result)),
                 Status::Failed => ToolOutput::error(format!("Agent {id} failed: {}", rec.error)),
                 Status::Cancelled => ToolOutput::error(format!("Agent {id} was cancelled")),
                 other => ToolOutput::error(format!(
-                    "Agent {id} stopped as {}; it can be continued with SendMessage",
-                    other.as_str()
+                    "Agent {id} stopped as {other}; it can be continued with SendMessage"
                 )),
             },
             Some(WaitEnd::Released) => ToolOutput::ok(format!(
@@ -136,29 +137,23 @@ impl Supervisor {
         })
     }
 
-    async fn wait_child_releasing_slot(&self, rx: oneshot::Receiver<WaitEnd>) -> Option<WaitEnd> {
-        self.slots.add_permits(1);
-        let end = rx.await.ok();
-        // Take the slot back (a forget keeps the count balanced).
-        if let Ok(p) = self.slots.acquire().await {
-            p.forget();
-        }
-        end
-    }
-
-    /// Agents the caller may address: its children and its siblings.
+    /// Agents the caller may address: its children and its siblings
+    /// (index lookups, never a scan of every agent).
     fn family_of(&self, caller: &AgentRecord) -> Result<Vec<AgentRecord>, AgentdError> {
-        let mut out = Vec::new();
-        for r in self.store.agents() {
-            let r = r?;
-            let child = r.parent_id == caller.id;
-            let sibling = !caller.parent_id.is_empty()
-                && r.parent_id == caller.parent_id
-                && r.id != caller.id;
-            if child || sibling {
-                out.push(r);
-            }
+        let mut ids = self.store.children_of(caller.id)?;
+        if let Some(parent) = caller.parent {
+            ids.extend(
+                self.store
+                    .children_of(parent)?
+                    .into_iter()
+                    .filter(|id| *id != caller.id),
+            );
         }
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.extend(self.store.get_agent(id)?);
+        }
+        out.sort_by_key(|r| (r.created_at_ms, r.id));
         Ok(out)
     }
 
@@ -173,19 +168,20 @@ impl Supervisor {
             .iter()
             .map(|r| {
                 json!({
-                    "id": r.uuid().to_string(),
+                    "id": r.id.to_string(),
+                    "short_id": r.short_id.as_str(),
                     "name": r.name,
-                    "relation": if r.parent_id == caller.id { "child" } else { "sibling" },
+                    "relation": if r.parent == Some(caller.id) { "child" } else { "sibling" },
                     "subagent_type": r.subagent_type,
                     "description": r.description,
-                    "status": r.status().as_str(),
+                    "status": r.status.as_str(),
                     "can_message": r.can_message(),
-                    "resume_blocked_reason": r.resume_blocked_reason,
+                    "resume_blocked_reason": r.resume_blocked.as_ref().map(|b| b.reason.as_str()).unwrap_or(""),
                 })
             })
             .collect();
         Ok(ToolOutput::ok(
-            serde_json::to_string_pretty(&rows).unwrap_or_default(),
+            serde_json::to_string_pretty(&Value::Array(rows)).unwrap_or_else(|e| e.to_string()),
         ))
     }
 
@@ -215,7 +211,7 @@ impl Supervisor {
         let message = field(input, "message")?;
         let target = self.addressable(caller, to)?;
         let (rec, revived) = self
-            .send(&target.uuid().to_string(), message, Some(caller))
+            .send(&target.id.to_string(), message, Some(caller))
             .await
             .map_err(|e| ToolOutput::error(e.to_string()))?;
         Ok(ToolOutput::ok(if revived {
@@ -238,17 +234,17 @@ impl Supervisor {
     ) -> Result<ToolOutput, ToolOutput> {
         let task = field(input, "task_id")?;
         let target = self.addressable(caller, task)?;
-        if target.parent_id != caller.id {
+        if target.parent != Some(caller.id) {
             return Err(ToolOutput::error("you can stop only your own subagents"));
         }
         let rec = self
-            .cancel(&target.uuid().to_string())
+            .cancel(&target.id.to_string())
             .await
             .map_err(|e| ToolOutput::error(e.to_string()))?;
         Ok(ToolOutput::ok(format!(
             "Agent {} is {}.",
             short(&rec),
-            rec.status().as_str()
+            rec.status
         )))
     }
 }

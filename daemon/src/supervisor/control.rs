@@ -1,14 +1,12 @@
 //! Requests that steer agents: send (queue or revive), pause, cancel
-//! (cascading to descendants), remove, and background (release a
-//! foreground waiter without disturbing the agent).
+//! (cascading to descendants) and remove.
 
 use std::sync::Arc;
 
-use uuid::Uuid;
-
-use super::{Supervisor, WaitEnd, short, snapshot_of};
+use super::{Supervisor, short};
+use crate::agent::hub::StatusSnapshot;
+use crate::domain::{AgentId, AgentRecord, InboxItem, InboxKind, Status, now_ms};
 use crate::error::AgentdError;
-use crate::store::{AgentRecord, InboxItem, InboxKind, Status, now_ms};
 
 /// Messages larger than this are refused.
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
@@ -16,7 +14,9 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 impl Supervisor {
     /// Delivers `message` to an agent: queued for its next turn boundary if
     /// it runs; a paused, completed or interrupted agent is revived for a
-    /// new turn. Returns the agent and whether it was revived.
+    /// new turn. A message that cannot reach its agent (its revival fails)
+    /// is taken back out of the inbox and the error says why. Returns the
+    /// agent and whether it was revived.
     pub async fn send(
         self: &Arc<Self>,
         query: &str,
@@ -33,46 +33,49 @@ impl Supervisor {
             )));
         }
         let record = self.resolve(query)?;
-        let status = record.status();
+        let status = record.status;
         if matches!(status, Status::Failed | Status::Cancelled) {
             return Err(AgentdError::precondition(format!(
-                "agent {} is {}; {} agents cannot be continued — start a new one with `agentctl run` (its transcript stays readable with `agentctl log {}`)",
-                short(&record),
-                status.as_str(),
-                status.as_str(),
-                short(&record)
+                "agent {s} is {status}; {status} agents cannot be continued — start a new one with `agentctl run` (its transcript stays readable with `agentctl log {s}`)",
+                s = short(&record),
             )));
         }
-        if !record.resume_blocked_reason.is_empty() {
+        if let Some(blocked) = &record.resume_blocked {
             return Err(AgentdError::precondition(format!(
-                "agent {} cannot be resumed ({}); start a new one instead",
+                "agent {} cannot be resumed ({}: {}); start a new one instead",
                 short(&record),
-                record.resume_blocked_reason
+                blocked.reason.as_str(),
+                blocked.detail
             )));
         }
         let text = match from {
-            Some(sender) => format!(
-                "<message from=\"{}\">\n{message}\n</message>",
-                sender.uuid()
-            ),
+            Some(sender) => format!("<message from=\"{}\">\n{message}\n</message>", sender.id),
             None => message.to_string(),
         };
         let item = InboxItem {
-            kind: InboxKind::Message as i32,
+            kind: InboxKind::Message,
             text,
-            from: from.map(|s| s.id.clone()).unwrap_or_default(),
+            from: from.map(|s| s.id),
             created_at_ms: now_ms(),
         };
-        let id = record.uuid();
-        self.store.push_inbox(id, &item).await?;
-        let revived = self.ensure_running(id).await?;
-        Ok((self.reload(&record)?, revived))
+        let key = self.store.push_inbox(record.id, &item).await?;
+        match self.ensure_running(record.id).await {
+            Ok(revived) => Ok((self.reload(&record)?, revived)),
+            Err(e) => {
+                // Not left behind silently: the sender is told, and the
+                // message is not delivered by some later revival instead.
+                if let Err(w) = self.store.withdraw_inbox_item(&key).await {
+                    tracing::error!(agent = %record.id, error = %w, "could not take back an undeliverable message");
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Makes sure an agent with undelivered messages has a loop to take
     /// them: a running agent takes them at its next boundary; an idle one
     /// (completed, paused, interrupted) is revived. Ok(true) if revived.
-    pub(super) async fn ensure_running(self: &Arc<Self>, id: Uuid) -> Result<bool, AgentdError> {
+    pub(super) async fn ensure_running(self: &Arc<Self>, id: AgentId) -> Result<bool, AgentdError> {
         let Some(record) = self.store.get_agent(id)? else {
             return Ok(false);
         };
@@ -80,7 +83,7 @@ impl Supervisor {
         if handle.is_running() {
             return Ok(false);
         }
-        match record.status() {
+        match record.status {
             Status::Completed | Status::Paused | Status::Interrupted => {}
             _ => return Ok(false),
         }
@@ -94,7 +97,7 @@ impl Supervisor {
     pub async fn pause(&self, query: &str) -> Result<AgentRecord, AgentdError> {
         let record = self.resolve(query)?;
         let handle = self.handle(&record)?;
-        let token = handle.run().control.as_ref().map(|c| c.pause.clone());
+        let token = handle.run().as_ref().map(|c| c.stops.pause.clone());
         match token {
             Some(t) => {
                 t.cancel();
@@ -104,7 +107,7 @@ impl Supervisor {
             None => Err(AgentdError::precondition(format!(
                 "agent {} is {}, not running; there is nothing to pause",
                 short(&record),
-                record.status().as_str()
+                record.status
             ))),
         }
     }
@@ -114,15 +117,15 @@ impl Supervisor {
     /// agents are marked cancelled. Returns the agent as it ended.
     pub async fn cancel(&self, query: &str) -> Result<AgentRecord, AgentdError> {
         let record = self.resolve(query)?;
-        if record.status().is_terminal() {
+        if record.status.is_terminal() {
             return Err(AgentdError::precondition(format!(
                 "agent {} has already {}; there is nothing to stop",
                 short(&record),
-                record.status().as_str()
+                record.status
             )));
         }
         let mut family = vec![record.clone()];
-        family.extend(self.descendants(record.uuid())?);
+        family.extend(self.descendants(record.id)?);
         for member in family.iter().rev() {
             self.cancel_one(member).await?;
         }
@@ -130,11 +133,11 @@ impl Supervisor {
     }
 
     async fn cancel_one(&self, record: &AgentRecord) -> Result<(), AgentdError> {
-        if record.status().is_terminal() {
+        if record.status.is_terminal() {
             return Ok(());
         }
         let handle = self.handle(record)?;
-        let token = handle.run().control.as_ref().map(|c| c.cancel.clone());
+        let token = handle.run().as_ref().map(|c| c.stops.cancel.clone());
         match token {
             Some(token) => {
                 token.cancel();
@@ -142,101 +145,38 @@ impl Supervisor {
             }
             None => {
                 let mut cancelled = self.reload(record)?;
-                if cancelled.status().is_terminal() {
+                if cancelled.status.is_terminal() {
                     return Ok(());
                 }
-                cancelled.set_status(Status::Cancelled);
+                cancelled.status = Status::Cancelled;
                 cancelled.updated_at_ms = now_ms();
                 self.store.put_agent_durable(&cancelled).await?;
-                handle.hub.publish_status(snapshot_of(&cancelled));
+                handle.hub.publish_status(StatusSnapshot::of(&cancelled));
             }
         }
         Ok(())
     }
 
-    /// Every agent below `id`, parents before children.
-    pub fn descendants(&self, id: Uuid) -> Result<Vec<AgentRecord>, AgentdError> {
-        let mut all = Vec::new();
-        for r in self.store.agents() {
-            let r = r?;
-            if !r.parent_id.is_empty() {
-                all.push(r);
-            }
-        }
-        let mut out = Vec::new();
-        let mut frontier = vec![id];
-        while let Some(parent) = frontier.pop() {
-            for r in all.iter().filter(|r| r.parent_id == parent.as_bytes()) {
-                frontier.push(r.uuid());
-                out.push(r.clone());
-            }
-        }
-        Ok(out)
-    }
-
     /// Removes an agent's record and transcript. A live agent is refused
     /// unless `force`, which cancels it first.
-    pub async fn remove(&self, query: &str, force: bool) -> Result<Uuid, AgentdError> {
+    pub async fn remove(&self, query: &str, force: bool) -> Result<AgentId, AgentdError> {
         let record = self.resolve(query)?;
-        let id = record.uuid();
+        let id = record.id;
         let handle = self.handle(&record)?;
-        if handle.is_running() || record.status().is_live() {
+        if handle.is_running() || record.status.is_live() {
             if !force {
                 return Err(AgentdError::precondition(format!(
                     "agent {} is {}; stop it first or pass --force to cancel and remove it",
                     short(&record),
-                    record.status().as_str()
+                    record.status
                 )));
             }
             self.cancel(&id.to_string()).await?;
         }
         self.store.remove_agent(id).await?;
-        self.handles().remove(&id);
+        self.registry.remove(id);
+        crate::tools::spool::Spool::new(&self.info.data_dir, id).remove();
         tracing::info!(agent = %id, "agent removed");
         Ok(id)
-    }
-
-    /// Releases the agent's foreground waiter at once; the agent keeps
-    /// running untouched (DESIGN §4).
-    pub async fn background(&self, query: &str) -> Result<AgentRecord, AgentdError> {
-        let record = self.resolve(query)?;
-        self.background_by_id(record.uuid(), "request").await?;
-        let mut record = self.reload(&record)?;
-        record.background = true;
-        Ok(record)
-    }
-
-    pub(super) async fn background_by_id(&self, id: Uuid, why: &str) -> Result<(), AgentdError> {
-        let record = self
-            .store
-            .get_agent(id)?
-            .ok_or_else(|| AgentdError::NotFound(format!("agent {id} was removed")))?;
-        let handle = self.handle(&record)?;
-        let waiter = {
-            let mut run = handle.run();
-            if run.control.is_none() {
-                return Err(AgentdError::precondition(format!(
-                    "agent {} is {}, not running; only a running agent can move to the background",
-                    short(&record),
-                    record.status().as_str()
-                )));
-            }
-            if run.backgrounded || (record.background && run.waiter.is_none()) {
-                return Ok(());
-            }
-            run.backgrounded = true;
-            if let Some(control) = run.control.as_ref() {
-                control
-                    .backgrounded
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            run.waiter.take()
-        };
-        if let Some(w) = waiter {
-            let _ = w.send(WaitEnd::Released);
-        }
-        handle.hub.publish_released(why);
-        tracing::info!(agent = %id, why, "moved to the background");
-        Ok(())
     }
 }

@@ -1,14 +1,18 @@
 //! Resolving what a user typed to one agent: a full id, a unique id prefix,
 //! or a name (DESIGN §2).
 
-use uuid::Uuid;
-
-use crate::error::AgentdError;
-use crate::store::{AgentRecord, Store};
+use crate::domain::{AgentId, AgentRecord, ShortId};
+use crate::error::{AgentdError, quote};
+use crate::store::Store;
 
 /// Candidates listed in an "ambiguous" message.
 const MAX_LISTED: usize = 5;
 
+/// Resolution order: a full id, then an exact name (the user chose it),
+/// then an exact short id (what `list` shows: it always resolves, even
+/// where it is also a prefix of another agent's id), then a unique prefix
+/// of an id. Names that look like an id prefix are refused at creation, so
+/// names and prefixes do not overlap.
 pub fn resolve(store: &Store, query: &str) -> Result<AgentRecord, AgentdError> {
     let query = query.trim();
     if query.is_empty() {
@@ -16,23 +20,19 @@ pub fn resolve(store: &Store, query: &str) -> Result<AgentRecord, AgentdError> {
             "an agent id, id prefix or name is required",
         ));
     }
-    if let Ok(id) = Uuid::parse_str(query) {
+    if let Some(id) = AgentId::parse(query) {
         return store.get_agent(id)?.ok_or_else(|| not_found(query));
     }
 
-    // An exact name wins over an id prefix: the user chose it.
     let mut named = Vec::new();
-    for record in store.agents() {
-        let record = record?;
-        if record.name == query {
-            named.push(record);
-        }
+    for id in store.ids_named(query)? {
+        named.extend(store.get_agent(id)?);
     }
     if named.len() > 1 {
         // At most one agent holding a name is not yet ended; prefer it.
         let unfinished: Vec<_> = named
             .iter()
-            .filter(|r| !r.status().is_terminal())
+            .filter(|r| !r.status.is_terminal())
             .cloned()
             .collect();
         if unfinished.len() == 1 {
@@ -51,10 +51,16 @@ pub fn resolve(store: &Store, query: &str) -> Result<AgentRecord, AgentdError> {
             .filter(|c| *c != '-')
             .map(|c| c.to_ascii_lowercase())
             .collect();
-        let mut matches = Vec::new();
-        for record in store.agents_with_hex_prefix(&hex).take(MAX_LISTED + 1) {
-            matches.push(record?);
+        if let Some(short) = ShortId::from_stored(&hex)
+            && let Some(id) = store.agent_by_short_id(&short)?
+        {
+            return store.get_agent(id)?.ok_or_else(|| {
+                AgentdError::NotFound(format!(
+                    "agent {short} was removed; `agentctl list --all` shows every agent"
+                ))
+            });
         }
+        let mut matches = store.agents_with_hex_prefix(&hex, MAX_LISTED + 1)?;
         match matches.len() {
             1 => return Ok(matches.remove(0)),
             0 => {}
@@ -66,7 +72,8 @@ pub fn resolve(store: &Store, query: &str) -> Result<AgentRecord, AgentdError> {
 
 fn not_found(query: &str) -> AgentdError {
     AgentdError::NotFound(format!(
-        "no agent matches '{query}'; `agentctl list --all` shows every agent"
+        "no agent matches '{}'; `agentctl list --all` shows every agent",
+        quote(query)
     ))
 }
 
@@ -74,7 +81,7 @@ fn ambiguous(query: &str, what: &str, candidates: &[AgentRecord]) -> AgentdError
     let listed: Vec<String> = candidates
         .iter()
         .take(MAX_LISTED)
-        .map(|r| format!("{} ({})", r.uuid(), r.status().as_str()))
+        .map(|r| format!("{} ({})", r.short_id, r.status))
         .collect();
     let more = if candidates.len() > MAX_LISTED {
         ", …"
@@ -82,13 +89,15 @@ fn ambiguous(query: &str, what: &str, candidates: &[AgentRecord]) -> AgentdError
         ""
     };
     AgentdError::invalid(format!(
-        "the {what} '{query}' is ambiguous: it matches {}{more}; give more of the id",
+        "the {what} '{}' is ambiguous: it matches {}{more}; give more of the id",
+        quote(query),
         listed.join(", ")
     ))
 }
 
 /// Names: 1–64 characters of letters, digits, `.`, `_`, `-`, starting with
-/// a letter or digit, and not themselves a UUID.
+/// a letter or digit, and not something that reads as an id or id prefix
+/// (only hex digits and hyphens), which would shadow that agent.
 pub fn validate_name(name: &str) -> Result<(), AgentdError> {
     let ok_chars = name
         .chars()
@@ -99,12 +108,13 @@ pub fn validate_name(name: &str) -> Result<(), AgentdError> {
         .is_some_and(|c| c.is_ascii_alphanumeric());
     if name.len() > 64 || !ok_chars || !starts_ok {
         return Err(AgentdError::invalid(format!(
-            "invalid agent name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            "invalid agent name '{}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            quote(name)
         )));
     }
-    if Uuid::parse_str(name).is_ok() {
+    if agentd_shared::ids::looks_like_id_prefix(name) {
         return Err(AgentdError::invalid(format!(
-            "invalid agent name '{name}': a name cannot be a UUID"
+            "invalid agent name '{name}': it reads as an agent id or id prefix (only hex digits and '-'); add a letter beyond a-f"
         )));
     }
     Ok(())
@@ -113,40 +123,46 @@ pub fn validate_name(name: &str) -> Result<(), AgentdError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Status;
+    use crate::domain::{Status, now_ms};
+    use crate::store::StoreOptions;
 
-    fn put(store: &Store, id: &str, name: &str, status: Status) -> Uuid {
-        let id = Uuid::parse_str(id).unwrap();
-        let mut r = AgentRecord {
-            id: id.as_bytes().to_vec(),
-            name: name.into(),
-            ..Default::default()
-        };
-        r.set_status(status);
+    fn put(store: &Store, id: &str, short_len: usize, name: &str, status: Status) -> AgentId {
+        let id = AgentId::parse(id).unwrap();
+        let mut r = AgentRecord::new(id, id.short_prefix(short_len), now_ms());
+        r.name = name.into();
+        r.status = status;
         store.put_agent(&r).unwrap();
         id
     }
 
+    fn open() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        (dir, store)
+    }
+
     #[test]
     fn ids_prefixes_and_names_resolve_or_fail_clearly() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let (_dir, store) = open();
         let a = put(
             &store,
             "0190aaaa-0000-7000-8000-000000000001",
+            8,
             "builder",
             Status::Running,
         );
         let b = put(
             &store,
             "0190aabb-0000-7000-8000-000000000002",
+            8,
             "",
             Status::Completed,
         );
-        assert_eq!(resolve(&store, &a.to_string()).unwrap().uuid(), a);
-        assert_eq!(resolve(&store, "0190aab").unwrap().uuid(), b);
-        assert_eq!(resolve(&store, "0190-aaa").unwrap().uuid(), a);
-        assert_eq!(resolve(&store, "builder").unwrap().uuid(), a);
+        store.index_name_for_tests("builder", a);
+        assert_eq!(resolve(&store, &a.to_string()).unwrap().id, a);
+        assert_eq!(resolve(&store, "0190aab").unwrap().id, b);
+        assert_eq!(resolve(&store, "0190-aaa").unwrap().id, a);
+        assert_eq!(resolve(&store, "builder").unwrap().id, a);
         let err = resolve(&store, "0190aa").unwrap_err();
         assert!(
             matches!(&err, AgentdError::InvalidArgument(m) if m.contains("ambiguous")),
@@ -167,34 +183,68 @@ mod tests {
     }
 
     #[test]
+    fn a_shown_short_id_resolves_even_when_it_prefixes_other_ids() {
+        let (_dir, store) = open();
+        // Upgraded schema-1 agents whose first eight digits are shared got
+        // longer short ids; each resolves, and the shared part is ambiguous.
+        let a = put(
+            &store,
+            "019ad1f2-aa00-7000-8000-000000000001",
+            9,
+            "",
+            Status::Completed,
+        );
+        let b = put(
+            &store,
+            "019ad1f2-bb00-7000-8000-000000000002",
+            9,
+            "",
+            Status::Completed,
+        );
+        let trees = store.agents().unwrap();
+        for r in &trees {
+            // put() bypasses issuing; register the short ids as an upgrade would.
+            store.reserve_short_id_for_tests(&r.short_id, r.id);
+        }
+        assert_eq!(resolve(&store, "019ad1f2a").unwrap().id, a);
+        assert_eq!(resolve(&store, "019ad1f2b").unwrap().id, b);
+        assert!(matches!(
+            resolve(&store, "019ad1f2"),
+            Err(AgentdError::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn a_long_query_is_quoted_short() {
+        let (_dir, store) = open();
+        let q = "z".repeat(100_000);
+        let err = resolve(&store, &q).unwrap_err();
+        assert!(matches!(err, AgentdError::NotFound(_)));
+        assert!(err.to_string().len() < 200, "{}", err.to_string().len());
+    }
+
+    #[test]
     fn a_reused_name_prefers_the_unfinished_agent() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        put(
-            &store,
-            "0190aaaa-0000-7000-8000-000000000001",
-            "job",
-            Status::Completed,
-        );
-        let live = put(
-            &store,
-            "0190aaab-0000-7000-8000-000000000001",
-            "job",
-            Status::Running,
-        );
-        assert_eq!(resolve(&store, "job").unwrap().uuid(), live);
-        put(
-            &store,
-            "0190aaac-0000-7000-8000-000000000001",
-            "old",
-            Status::Completed,
-        );
-        put(
-            &store,
-            "0190aaad-0000-7000-8000-000000000001",
-            "old",
-            Status::Failed,
-        );
+        let (_dir, store) = open();
+        let ids = [
+            "a190aaaa-0000-4000-8000-000000000001",
+            "a190aaab-0000-4000-8000-000000000001",
+            "a190aaac-0000-4000-8000-000000000001",
+            "a190aaad-0000-4000-8000-000000000001",
+        ];
+        put(&store, ids[0], 8, "job", Status::Completed);
+        let live = put(&store, ids[1], 8, "job", Status::Running);
+        for (id, name) in [
+            (ids[0], "job"),
+            (ids[1], "job"),
+            (ids[2], "old"),
+            (ids[3], "old"),
+        ] {
+            store.index_name_for_tests(name, AgentId::parse(id).unwrap());
+        }
+        assert_eq!(resolve(&store, "job").unwrap().id, live);
+        put(&store, ids[2], 8, "old", Status::Completed);
+        put(&store, ids[3], 8, "old", Status::Failed);
         assert!(matches!(
             resolve(&store, "old"),
             Err(AgentdError::InvalidArgument(_))
@@ -208,5 +258,12 @@ mod tests {
         assert!(validate_name("has space").is_err());
         assert!(validate_name(&"a".repeat(65)).is_err());
         assert!(validate_name("0190aaaa-0000-7000-8000-000000000001").is_err());
+        for looks_like_an_id in ["cafe", "deadbeef", "0190", "a-b-c", "3f2a1b9c"] {
+            assert!(
+                validate_name(looks_like_an_id).is_err(),
+                "{looks_like_an_id}"
+            );
+        }
+        assert!(validate_name("cafes").is_ok());
     }
 }

@@ -14,7 +14,8 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
 
 use super::paths::{optional_u64, required_str};
-use super::{ToolContext, ToolOutput, ToolSpec};
+use super::spool::SpoolWriter;
+use super::{ToolContext, ToolEnv, ToolOutput, ToolSpec};
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -108,14 +109,14 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
         ));
     }
 
-    let mut child = spawn(command, &ctx.cwd)
+    let mut child = spawn(command, &ctx.cwd, &ctx.env)
         .map_err(|e| ToolOutput::error(format!("Failed to start the shell: {e}")))?;
     // Kills the whole group if this future is dropped before the shell exits.
     let mut group = ProcessGroup::of(&child);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ToolOutput::error("Failed to capture the command's output."));
     };
-    let mut pipes = Pipes::new(stdout, stderr);
+    let mut pipes = Pipes::new(stdout, stderr, SpoolWriter::create(ctx.spool.as_deref()));
 
     let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
     tokio::pin!(deadline);
@@ -207,8 +208,11 @@ enum Outcome {
     WaitFailed(std::io::Error),
 }
 
-/// Starts `bash -c command`, or `sh -c command` where bash is not installed.
-fn spawn(command: &str, cwd: &Path) -> std::io::Result<Child> {
+/// Starts `bash -c command`, or `sh -c command` where bash is not installed,
+/// in its own process group, without the secrets in its environment, and
+/// marked so that whatever it leaves behind can be reaped (`reap`).
+fn spawn(command: &str, cwd: &Path, env: &ToolEnv) -> std::io::Result<Child> {
+    let daemon = nix::unistd::getpid();
     let build = |shell: &str| {
         let mut cmd = Command::new(shell);
         cmd.arg("-c")
@@ -219,11 +223,36 @@ fn spawn(command: &str, cwd: &Path) -> std::io::Result<Child> {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        for name in &env.secrets {
+            cmd.env_remove(name);
+        }
+        if let Some((name, value)) = &env.marker {
+            cmd.env(name, value);
+        }
+        die_with_parent(&mut cmd, daemon);
         cmd
     };
     match build("bash").spawn() {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => build("sh").spawn(),
         result => result,
+    }
+}
+
+/// The shell is killed when the daemon dies, so a killed daemon does not
+/// leave it running a command whose result nobody will record.
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command, daemon: Pid) {
+    // SAFETY: the closure runs in the child between fork and exec and makes
+    // only async-signal-safe system calls (prctl, getppid, kill).
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            // The daemon died between fork and prctl: nothing will kill us.
+            if nix::unistd::getppid() != daemon {
+                let _ = nix::sys::signal::raise(Signal::SIGKILL);
+            }
+            Ok(())
+        });
     }
 }
 
@@ -289,6 +318,7 @@ fn signal_name(signal: i32) -> String {
 struct Pipes {
     stdout: ChildStdout,
     stderr: ChildStderr,
+    spool: SpoolWriter,
     out: Capture,
     err: Capture,
     out_open: bool,
@@ -298,10 +328,11 @@ struct Pipes {
 }
 
 impl Pipes {
-    fn new(stdout: ChildStdout, stderr: ChildStderr) -> Self {
+    fn new(stdout: ChildStdout, stderr: ChildStderr, spool: SpoolWriter) -> Self {
         Self {
             stdout,
             stderr,
+            spool,
             out: Capture::default(),
             err: Capture::default(),
             out_open: true,
@@ -321,11 +352,17 @@ impl Pipes {
         tokio::select! {
             read = self.stdout.read(&mut self.out_buf), if self.out_open => match read {
                 Ok(0) | Err(_) => self.out_open = false,
-                Ok(n) => self.out.push(&self.out_buf[..n]),
+                Ok(n) => {
+                    self.spool.write(&self.out_buf[..n]);
+                    self.out.push(&self.out_buf[..n]);
+                }
             },
             read = self.stderr.read(&mut self.err_buf), if self.err_open => match read {
                 Ok(0) | Err(_) => self.err_open = false,
-                Ok(n) => self.err.push(&self.err_buf[..n]),
+                Ok(n) => {
+                    self.spool.write(&self.err_buf[..n]);
+                    self.err.push(&self.err_buf[..n]);
+                }
             },
             else => std::future::pending::<()>().await,
         }
@@ -453,10 +490,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            cwd: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
+        ToolContext::new(dir.to_path_buf(), CancellationToken::new())
     }
 
     async fn bash(ctx: &ToolContext, command: &str) -> ToolOutput {

@@ -125,10 +125,7 @@ mod tests {
     fn setup(content: &str) -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f.rs"), content).unwrap();
-        let ctx = ToolContext {
-            cwd: dir.path().to_path_buf(),
-            cancel: CancellationToken::new(),
-        };
+        let ctx = ToolContext::new(dir.path().to_path_buf(), CancellationToken::new());
         (dir, ctx)
     }
 

@@ -191,10 +191,7 @@ mod tests {
     fn setup() -> (tempfile::TempDir, PathBuf, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
-        let ctx = ToolContext {
-            cwd: root.clone(),
-            cancel: CancellationToken::new(),
-        };
+        let ctx = ToolContext::new(root.clone(), CancellationToken::new());
         (dir, root, ctx)
     }
 

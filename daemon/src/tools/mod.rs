@@ -11,12 +11,17 @@ mod glob;
 mod grep;
 pub mod paths;
 mod read;
+pub mod reap;
+pub mod spool;
 mod write;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use crate::domain::ToolName;
 
 /// What a tool call needs from its agent.
 #[derive(Debug, Clone)]
@@ -26,6 +31,32 @@ pub struct ToolContext {
     pub cwd: PathBuf,
     /// Cancelled when the agent is cancelled; long-running tools stop promptly.
     pub cancel: CancellationToken,
+    /// Where Bash writes what it captures while the command runs, so that
+    /// after a daemon crash the output so far can still be reported.
+    pub spool: Option<PathBuf>,
+    pub env: Arc<ToolEnv>,
+}
+
+impl ToolContext {
+    pub fn new(cwd: PathBuf, cancel: CancellationToken) -> ToolContext {
+        ToolContext {
+            cwd,
+            cancel,
+            spool: None,
+            env: Arc::default(),
+        }
+    }
+}
+
+/// The environment every process a tool starts gets (DESIGN §16).
+#[derive(Debug, Clone, Default)]
+pub struct ToolEnv {
+    /// Variables removed: provider keys and the `[secrets]` names.
+    pub secrets: Vec<String>,
+    /// A variable set in every tool process (and inherited by what it
+    /// starts), so processes left behind by a killed daemon can be found
+    /// and reaped when it starts again (`reap`).
+    pub marker: Option<(String, String)>,
 }
 
 /// The result of one tool call, as it goes back to the model.
@@ -71,19 +102,20 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
     ]
 }
 
-/// Runs the tool `name` with `input`. Unknown tools and malformed input are
-/// tool errors, never panics.
-pub async fn run_tool(name: &str, input: &Value, ctx: &ToolContext) -> ToolOutput {
-    match name {
-        "Bash" => bash::run(input, ctx).await,
-        "Read" => read::run(input, ctx).await,
-        "Write" => write::run(input, ctx).await,
-        "Edit" => edit::run(input, ctx).await,
-        "Glob" => glob::run(input, ctx).await,
-        "Grep" => grep::run(input, ctx).await,
-        other => ToolOutput::error(format!(
-            "No such tool: {other}. Available tools: Bash, Read, Write, Edit, Glob, Grep."
-        )),
+/// Runs the built-in tool `tool` with `input`. Malformed input is a tool
+/// error, never a panic. The tools that reach other agents are the
+/// supervisor's and are not run here.
+pub async fn run_tool(tool: ToolName, input: &Value, ctx: &ToolContext) -> ToolOutput {
+    match tool {
+        ToolName::Bash => bash::run(input, ctx).await,
+        ToolName::Read => read::run(input, ctx).await,
+        ToolName::Write => write::run(input, ctx).await,
+        ToolName::Edit => edit::run(input, ctx).await,
+        ToolName::Glob => glob::run(input, ctx).await,
+        ToolName::Grep => grep::run(input, ctx).await,
+        ToolName::Agent | ToolName::SendMessage | ToolName::ListAgents | ToolName::TaskStop => {
+            ToolOutput::error(format!("{tool} is run by the supervisor"))
+        }
     }
 }
 

@@ -222,10 +222,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            cwd: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
+        ToolContext::new(dir.to_path_buf(), CancellationToken::new())
     }
 
     fn setup(content: &str) -> (tempfile::TempDir, ToolContext) {

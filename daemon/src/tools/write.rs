@@ -85,10 +85,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            cwd: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
+        ToolContext::new(dir.to_path_buf(), CancellationToken::new())
     }
 
     #[tokio::test]

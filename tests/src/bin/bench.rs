@@ -19,7 +19,10 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::time::{Duration, Instant};
 
-use agentd::store::{Role, Store, TranscriptEntry, now_ms};
+use agentd::domain::{
+    AgentId, AgentRecord, PromptContext, Role, Status, StopReason, TranscriptEntry, now_ms,
+};
+use agentd::store::{Append, Store, StoreOptions};
 use agentd_e2e::Env;
 use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
 use agentd_e2e::script::{script, text, turn};
@@ -133,12 +136,12 @@ fn bench_list(args: &[String]) {
 fn entry(seq: u64) -> TranscriptEntry {
     TranscriptEntry {
         seq,
-        role: Role::Assistant as i32,
+        role: Role::Assistant,
         // A typical assistant message with a tool call, ~300 bytes.
         content_json: br#"[{"type":"text","text":"Let me look at the failing test to see what it expects before changing anything."},{"type":"tool_use","id":"toolu_01A09q90qw90lq917835lq9","name":"Read","input":{"file_path":"src/store/transcript.rs","offset":120,"limit":80}}]"#.to_vec(),
         created_at_ms: now_ms(),
         usage: None,
-        stop_reason: "tool_use".into(),
+        stop_reason: Some(StopReason::ToolUse),
     }
 }
 
@@ -180,7 +183,11 @@ fn bench_append(args: &[String]) {
         .build()
         .unwrap();
     for &w in &writers {
-        let store = Store::open(&dir.path().join(format!("store-{w}"))).unwrap();
+        let store = Store::open(
+            &dir.path().join(format!("store-{w}")),
+            StoreOptions::default(),
+        )
+        .unwrap();
         let per_writer = entries / w;
         let started = Instant::now();
         let mut lat: Vec<Duration> = rt.block_on(async {
@@ -188,12 +195,12 @@ fn bench_append(args: &[String]) {
             for _ in 0..w {
                 let store = store.clone();
                 tasks.push(tokio::spawn(async move {
-                    let id = uuid::Uuid::now_v7();
+                    let id = AgentId::random();
                     let mut lat = Vec::with_capacity(per_writer);
                     for seq in 0..per_writer as u64 {
-                        let e = entry(seq);
+                        let e = [entry(seq)];
                         let t = Instant::now();
-                        store.append_durable(id, &e).await.unwrap();
+                        store.append_durable(id, Append::entries(&e)).await.unwrap();
                         lat.push(t.elapsed());
                     }
                     lat
@@ -466,27 +473,32 @@ fn bench_switch(args: &[String]) {
 }
 
 /// Puts an agent with `entries` transcript entries straight into the store
-/// of `env` (before its daemon starts).
-fn seed_agent(rt: &tokio::runtime::Runtime, store: &Store, entries: usize) -> uuid::Uuid {
-    use agentd::store::{AgentRecord, PromptContext, Status};
-    let id = uuid::Uuid::now_v7();
-    let mut record = AgentRecord {
-        id: id.as_bytes().to_vec(),
-        description: "seeded".into(),
-        model: "anthropic:claude-bench".into(),
-        cwd: "/".into(),
-        created_at_ms: now_ms(),
-        updated_at_ms: now_ms(),
-        turns: (entries / 2) as u32,
-        max_turns: 100,
-        ..Default::default()
-    };
-    record.set_status(Status::Completed);
-    store.put_agent(&record).unwrap();
-    store.put_prompt(id, &PromptContext::default()).unwrap();
-    for chunk in (0..entries as u64).collect::<Vec<_>>().chunks(10_000) {
-        let batch: Vec<TranscriptEntry> = chunk.iter().map(|&seq| entry(seq)).collect();
-        rt.block_on(store.append_batch_durable(id, &batch)).unwrap();
+/// of `env` (before its daemon starts), the way the daemon creates one.
+fn seed_agent(rt: &tokio::runtime::Runtime, store: &Store, entries: usize, name: &str) -> AgentId {
+    let (id, short) = store.issue_agent_id().unwrap();
+    let mut record = AgentRecord::new(id, short, now_ms());
+    record.name = name.to_string();
+    record.description = "seeded".into();
+    record.model = "anthropic:claude-bench".into();
+    record.cwd = "/".into();
+    record.turns = (entries / 2) as u32;
+    record.max_turns = 100;
+    record.status = Status::Completed;
+    let all: Vec<TranscriptEntry> = (0..entries.max(1) as u64).map(entry).collect();
+    let mut chunks = all.chunks(10_000);
+    let first = chunks.next().unwrap_or_default();
+    let prompt = PromptContext::default();
+    rt.block_on(store.append_durable(
+        id,
+        Append {
+            created: Some(&prompt),
+            ..Append::with_record(first, &record)
+        },
+    ))
+    .unwrap();
+    for batch in chunks {
+        rt.block_on(store.append_durable(id, Append::entries(batch)))
+            .unwrap();
     }
     id
 }
@@ -501,8 +513,8 @@ fn bench_replay(args: &[String]) {
         .build()
         .unwrap();
     let id = {
-        let store = Store::open(&env.data_dir()).unwrap();
-        seed_agent(&rt, &store, entries)
+        let store = Store::open(&env.data_dir(), StoreOptions::default()).unwrap();
+        seed_agent(&rt, &store, entries, "")
     };
     let _daemon = env.start_daemon();
     let (n, took) = rt.block_on(async {
@@ -627,9 +639,9 @@ fn bench_restart(args: &[String]) {
         .unwrap();
     let seeded = Instant::now();
     {
-        let store = Store::open(&env.data_dir()).unwrap();
+        let store = Store::open(&env.data_dir(), StoreOptions::default()).unwrap();
         for _ in 0..agents {
-            seed_agent(&rt, &store, per);
+            seed_agent(&rt, &store, per, "");
         }
     }
     println!(

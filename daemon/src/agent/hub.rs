@@ -11,9 +11,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{broadcast, watch};
 
+use super::lifecycle::{Lifecycle, LifecycleKind};
+use super::permission::PermissionAsk;
+use crate::domain::{AgentId, ReleaseReason, Status, TranscriptEntry, now_ms};
 pub use crate::model::ModelEvent;
 use crate::model::StreamDelta;
-use crate::store::{Status, TranscriptEntry};
 
 /// Live events buffered per subscriber before it is considered lagging
 /// (a lagging attacher re-reads entries from disk; deltas are coalesced).
@@ -37,6 +39,21 @@ pub struct StatusSnapshot {
     pub result: String,
     pub error: String,
     pub turns: u32,
+    /// For a `waiting` agent that waits for something other than a
+    /// permission answer (disk space), what it waits for.
+    pub waiting_for: Option<String>,
+}
+
+impl StatusSnapshot {
+    pub fn of(record: &crate::domain::AgentRecord) -> StatusSnapshot {
+        StatusSnapshot {
+            status: record.status,
+            result: record.result.clone(),
+            error: record.error.clone(),
+            turns: record.turns,
+            waiting_for: None,
+        }
+    }
 }
 
 /// A model call failed and will be retried.
@@ -57,22 +74,12 @@ pub enum AgentEvent {
     /// The response in progress was discarded; the call is retried.
     Retry(RetryNotice),
     /// The foreground waiter was released; the agent keeps running.
-    Released(String),
+    Released(ReleaseReason),
     /// A permission ask was opened (or, `resolved`, closed).
     Permission {
         ask: PermissionAsk,
         resolved: bool,
     },
-}
-
-/// An open question to the user: may this agent run this tool call?
-#[derive(Debug, Clone, PartialEq)]
-pub struct PermissionAsk {
-    pub request_id: String,
-    pub agent: uuid::Uuid,
-    pub tool: String,
-    pub input_json: String,
-    pub summary: String,
 }
 
 struct HubState {
@@ -85,29 +92,13 @@ struct HubState {
 }
 
 pub struct Hub {
-    agent: uuid::Uuid,
+    agent: AgentId,
+    short_id: crate::domain::ShortId,
     state: Mutex<HubState>,
     events: broadcast::Sender<AgentEvent>,
     status: watch::Sender<StatusSnapshot>,
     /// The daemon-wide stream of lifecycle events (`Watch`).
     lifecycle: broadcast::Sender<Lifecycle>,
-}
-
-/// A daemon-wide lifecycle event, for editors and `agentctl events`.
-#[derive(Debug, Clone)]
-pub enum LifecycleKind {
-    Created(Box<crate::store::AgentRecord>),
-    Status(StatusSnapshot),
-    /// A task notification was put in this agent's inbox.
-    Notification(String),
-    Permission(PermissionAsk),
-}
-
-#[derive(Debug, Clone)]
-pub struct Lifecycle {
-    pub agent: uuid::Uuid,
-    pub at_ms: i64,
-    pub kind: LifecycleKind,
 }
 
 /// What a new subscriber starts from.
@@ -122,13 +113,15 @@ pub struct Subscription {
 
 impl Hub {
     pub fn new(
-        agent: uuid::Uuid,
+        agent: AgentId,
+        short_id: crate::domain::ShortId,
         next_seq: u64,
         status: StatusSnapshot,
         lifecycle: broadcast::Sender<Lifecycle>,
     ) -> Hub {
         Hub {
             agent,
+            short_id,
             lifecycle,
             state: Mutex::new(HubState {
                 next_seq,
@@ -213,7 +206,8 @@ impl Hub {
         self.status.send_replace(snapshot.clone());
         let _ = self.lifecycle.send(Lifecycle {
             agent: self.agent,
-            at_ms: crate::store::now_ms(),
+            short_id: self.short_id.clone(),
+            at_ms: now_ms(),
             kind: LifecycleKind::Status(snapshot.clone()),
         });
         let _ = self.events.send(AgentEvent::Status(snapshot));
@@ -224,9 +218,9 @@ impl Hub {
         let _ = self.events.send(AgentEvent::Permission { ask, resolved });
     }
 
-    pub fn publish_released(&self, reason: &str) {
+    pub fn publish_released(&self, reason: ReleaseReason) {
         let _state = self.lock();
-        let _ = self.events.send(AgentEvent::Released(reason.to_string()));
+        let _ = self.events.send(AgentEvent::Released(reason));
     }
 
     pub fn status(&self) -> StatusSnapshot {
@@ -248,20 +242,26 @@ mod tests {
             result: String::new(),
             error: String::new(),
             turns: 0,
+            waiting_for: None,
         }
     }
 
     fn entry(seq: u64) -> Arc<TranscriptEntry> {
         Arc::new(TranscriptEntry {
             seq,
-            ..Default::default()
+            role: crate::domain::Role::User,
+            content_json: Vec::new(),
+            created_at_ms: 0,
+            usage: None,
+            stop_reason: None,
         })
     }
 
     #[test]
     fn subscriber_sees_entries_after_its_snapshot_exactly_once() {
         let hub = Hub::new(
-            uuid::Uuid::nil(),
+            AgentId::from_uuid(uuid::Uuid::nil()),
+            crate::domain::ShortId::default(),
             0,
             snapshot(Status::Running),
             broadcast::channel(4).0,
@@ -288,7 +288,8 @@ mod tests {
     #[test]
     fn a_pending_retry_is_shown_to_new_subscribers_until_streaming_resumes() {
         let hub = Hub::new(
-            uuid::Uuid::nil(),
+            AgentId::from_uuid(uuid::Uuid::nil()),
+            crate::domain::ShortId::default(),
             0,
             snapshot(Status::Running),
             broadcast::channel(4).0,

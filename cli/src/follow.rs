@@ -1,0 +1,349 @@
+//! Following an agent in the terminal: the one loop behind a foreground
+//! `run` and an interactive `attach` (DESIGN §12).
+//!
+//! With a terminal: Ctrl-B moves the agent to the background (a `run`
+//! returns, printing its id; an `attach` keeps following), Ctrl-D detaches,
+//! Ctrl-C asks, then cancels the agent and its subagents; permission asks
+//! are answered in place with y (once), a (always) or n (deny, with an
+//! optional reason). Every answer comes from the same key reader.
+//!
+//! Without a terminal there are no keys: Ctrl-C (SIGINT) leaves the agent
+//! running and says how to find it again.
+
+use agentd_shared::proto as pb;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use crate::autostart::Client;
+use crate::exit::{FAILURE, Failure, INTERRUPTED, SUCCESS};
+use crate::permission_prompt::{answer, question};
+use crate::render;
+use crate::terminal::{Key, Keyboard};
+use crate::transcript_view::TranscriptView;
+
+/// Which command follows, which decides what ends the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follower {
+    /// A foreground `run`: ends when the agent stops (exit 0 only if it
+    /// completed) or is moved to the background (exit 0, its id on stdout).
+    Run,
+    /// `attach`: ends when the agent stops or the user detaches; a move to
+    /// the background is only reported.
+    Attach,
+}
+
+/// What the keys are doing.
+enum Input {
+    Normal,
+    /// Ctrl-C was pressed: y cancels, anything else does not.
+    ConfirmCancel,
+    /// n was pressed for this ask: a reason is being typed.
+    DenyReason(pb::PermissionRequest, String),
+}
+
+struct Session {
+    follower: Follower,
+    id: String,
+    short: String,
+    view: TranscriptView,
+    /// Open permission asks, oldest first.
+    asks: Vec<pb::PermissionRequest>,
+    keys: Option<Keyboard>,
+    input: Input,
+    tx: mpsc::Sender<pb::AttachRequest>,
+}
+
+/// How a key or an event left the loop.
+enum Next {
+    Continue,
+    Exit(u8),
+}
+
+fn request(r: pb::attach_request::Request) -> pb::AttachRequest {
+    pb::AttachRequest { request: Some(r) }
+}
+
+/// Opens an attach stream at `from_seq` and follows the agent.
+pub async fn follow(
+    client: &mut Client,
+    agent: &pb::Agent,
+    from_seq: u64,
+    follower: Follower,
+) -> Result<u8, Failure> {
+    // The request stream stays open for the life of the call (ending it
+    // means "detach"); keys and answers go up through it.
+    let (tx, rx) = mpsc::channel(8);
+    tx.send(request(pb::attach_request::Request::Start(
+        pb::AttachStart {
+            id: agent.id.clone(),
+            from_seq,
+        },
+    )))
+    .await
+    .map_err(|_| Failure::failed("cannot start the attach stream"))?;
+    let mut events = client
+        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await?
+        .into_inner();
+    let keys = Keyboard::start();
+    let mut session = Session {
+        follower,
+        id: agent.id.clone(),
+        short: agent.short_id.clone(),
+        view: match follower {
+            Follower::Run => TranscriptView::default(),
+            Follower::Attach => TranscriptView::with_user_text(),
+        },
+        asks: Vec::new(),
+        input: Input::Normal,
+        tx,
+        keys,
+    };
+    if session.keys.is_some() {
+        eprintln!(
+            "[{}: Ctrl-B background · Ctrl-D detach · Ctrl-C cancel]",
+            session.short
+        );
+    }
+    loop {
+        let listen_for_sigint = session.keys.is_none();
+        let next = tokio::select! {
+            e = events.next() => match e {
+                None => {
+                    session.view.finish();
+                    return Err(Failure::failed("the daemon closed the stream before the agent ended"));
+                }
+                Some(Err(status)) => return Err(status.into()),
+                Some(Ok(pb::AttachEvent { event: Some(e) })) => session.event(e),
+                Some(Ok(_)) => Next::Continue,
+            },
+            k = next_key(&mut session.keys) => match k {
+                Some(key) => session.key(key, client).await?,
+                // stdin closed: nobody can press keys any more.
+                None => {
+                    session.keys = None;
+                    Next::Continue
+                }
+            },
+            _ = ctrl_c(listen_for_sigint) => {
+                session.view.finish();
+                let s = &session.short;
+                eprintln!("agentctl: agent {s} keeps running; `agentctl attach {s}` follows it, `agentctl stop {s}` cancels it");
+                Next::Exit(INTERRUPTED)
+            }
+        };
+        if let Next::Exit(code) = next {
+            session.view.finish();
+            return Ok(code);
+        }
+    }
+}
+
+async fn next_key(keys: &mut Option<Keyboard>) -> Option<Key> {
+    match keys {
+        Some(k) => k.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// SIGINT, when there is no keyboard to read Ctrl-C from.
+async fn ctrl_c(listen: bool) {
+    if listen {
+        let _ = tokio::signal::ctrl_c().await;
+    } else {
+        std::future::pending::<()>().await;
+    }
+}
+
+impl Session {
+    async fn send(&self, r: pb::attach_request::Request) {
+        let _ = self.tx.send(request(r)).await;
+    }
+
+    fn note(&mut self, text: &str) {
+        self.view.finish();
+        eprintln!("[{text}]");
+    }
+
+    fn event(&mut self, event: pb::attach_event::Event) -> Next {
+        use pb::attach_event::Event;
+        match event {
+            Event::Agent(_) | Event::Tool(_) => {}
+            Event::Entry(e) => self.view.entry(&e),
+            Event::Delta(d) => self.view.delta(&d),
+            Event::Retry(r) => self.view.retry(&r),
+            Event::Notice(n) => {
+                let text = if n.is_error {
+                    format!("error: {}", n.text)
+                } else {
+                    n.text
+                };
+                self.note(&text);
+            }
+            Event::PermissionRequest(p) => {
+                self.asks.retain(|a| a.request_id != p.request_id);
+                if !p.resolved {
+                    let how = if self.keys.is_some() {
+                        "y: allow once · a: always · n: deny".to_string()
+                    } else {
+                        format!(
+                            "waiting for an answer: `agentctl attach {}` in a terminal",
+                            p.agent_short_id
+                        )
+                    };
+                    self.note(&format!("{} — {how}", question(&p)));
+                    self.asks.push(p);
+                }
+            }
+            Event::Released(_) => match self.follower {
+                Follower::Run => {
+                    self.view.finish();
+                    let s = &self.short;
+                    eprintln!(
+                        "agent {s} moved to the background and keeps running; `agentctl attach {s}` or `agentctl wait {s}`"
+                    );
+                    println!("{}", self.id);
+                    return Next::Exit(SUCCESS);
+                }
+                Follower::Attach => {
+                    let s = self.short.clone();
+                    self.note(&format!("{s} moved to the background"));
+                }
+            },
+            Event::Status(s) => return self.status(&s),
+        }
+        Next::Continue
+    }
+
+    fn status(&mut self, s: &pb::StatusChange) -> Next {
+        let status = pb::AgentStatus::try_from(s.status).unwrap_or_default();
+        let name = render::status_name(s.status);
+        match status {
+            pb::AgentStatus::Pending | pb::AgentStatus::Running => Next::Continue,
+            pb::AgentStatus::Waiting => {
+                if !s.waiting_for.is_empty() {
+                    let text = format!("{} waiting for {}", self.short, s.waiting_for);
+                    self.note(&text);
+                }
+                Next::Continue
+            }
+            _ => {
+                let why = if s.error.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", s.error)
+                };
+                let completed = status == pb::AgentStatus::Completed;
+                match self.follower {
+                    Follower::Run if completed => Next::Exit(SUCCESS),
+                    Follower::Run => {
+                        self.view.finish();
+                        eprintln!("agent {} {name}{why}", self.short);
+                        Next::Exit(FAILURE)
+                    }
+                    Follower::Attach => {
+                        let text = format!("{} {name}{why}", self.short);
+                        self.note(&text);
+                        Next::Exit(SUCCESS)
+                    }
+                }
+            }
+        }
+    }
+
+    async fn key(&mut self, key: Key, client: &mut Client) -> Result<Next, Failure> {
+        use pb::attach_request::Request;
+        use pb::permission_answer::Decision;
+        match std::mem::replace(&mut self.input, Input::Normal) {
+            Input::ConfirmCancel => {
+                if key == Key::Char('y') || key == Key::Char('Y') {
+                    eprintln!("y");
+                    client
+                        .cancel_agent(pb::CancelAgentRequest {
+                            id: self.id.clone(),
+                        })
+                        .await?;
+                } else {
+                    eprintln!("n — the agent keeps running");
+                }
+                return Ok(Next::Continue);
+            }
+            Input::DenyReason(ask, mut reason) => {
+                match key {
+                    Key::Enter => {
+                        eprintln!();
+                        self.send(Request::PermissionAnswer(answer(
+                            &ask.request_id,
+                            Decision::Deny,
+                            reason,
+                        )))
+                        .await;
+                    }
+                    Key::Escape => eprintln!(" — not answered"),
+                    Key::Backspace => {
+                        if reason.pop().is_some() {
+                            eprint!("\u{8} \u{8}");
+                        }
+                        self.input = Input::DenyReason(ask, reason);
+                    }
+                    Key::Char(c) => {
+                        eprint!("{c}");
+                        reason.push(c);
+                        self.input = Input::DenyReason(ask, reason);
+                    }
+                    _ => self.input = Input::DenyReason(ask, reason),
+                }
+                return Ok(Next::Continue);
+            }
+            Input::Normal => {}
+        }
+        match key {
+            Key::Background => self.send(Request::Background(pb::Background {})).await,
+            Key::Detach => {
+                self.send(Request::Detach(pb::Detach {})).await;
+                self.view.finish();
+                let s = &self.short;
+                eprintln!(
+                    "detached from {s}; it keeps running (`agentctl attach {s}` to follow it again)"
+                );
+                if self.follower == Follower::Run {
+                    println!("{}", self.id);
+                }
+                return Ok(Next::Exit(SUCCESS));
+            }
+            Key::Interrupt => {
+                self.view.finish();
+                eprint!("Cancel agent {} and its subagents? [y/N] ", self.short);
+                self.input = Input::ConfirmCancel;
+            }
+            Key::Char(c @ ('y' | 'a' | 'n')) if !self.asks.is_empty() => {
+                let ask = self.asks.remove(0);
+                match c {
+                    'y' => {
+                        self.send(Request::PermissionAnswer(answer(
+                            &ask.request_id,
+                            Decision::AllowOnce,
+                            String::new(),
+                        )))
+                        .await
+                    }
+                    'a' => {
+                        self.send(Request::PermissionAnswer(answer(
+                            &ask.request_id,
+                            Decision::AllowAlways,
+                            String::new(),
+                        )))
+                        .await
+                    }
+                    _ => {
+                        self.view.finish();
+                        eprint!("Deny: why (Enter to skip, Esc to leave unanswered)? ");
+                        self.input = Input::DenyReason(ask, String::new());
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(Next::Continue)
+    }
+}

@@ -1,0 +1,43 @@
+//! What a turn loop needs from the daemon around it, and nothing more:
+//! asking the user for permission, and running the tools that reach other
+//! agents. The supervisor implements it; the loop never sees the supervisor.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::permission::{Answer, PermissionAsk};
+use super::slot::SlotLease;
+use crate::domain::{AgentRecord, ToolName};
+use crate::tools::ToolOutput;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One call of `Agent`, `SendMessage`, `ListAgents` or `TaskStop`.
+pub struct OrchestrationCall<'a> {
+    pub caller: &'a AgentRecord,
+    pub tool: ToolName,
+    pub tool_use_id: &'a str,
+    pub input: &'a Value,
+    /// The caller's running slot, lent while it waits on a foreground child.
+    pub slot: &'a SlotLease,
+}
+
+pub trait AgentHost: Send + Sync + 'static {
+    /// Opens a permission ask for `agent` and shows it to whoever may
+    /// answer; the receiver gets the answer.
+    fn ask(
+        &self,
+        agent: &AgentRecord,
+        tool: ToolName,
+        input: &Value,
+    ) -> (PermissionAsk, oneshot::Receiver<Answer>);
+
+    /// Withdraws an unanswered ask (the agent stopped waiting).
+    fn withdraw_ask(&self, request_id: &str);
+
+    /// Runs a tool that acts on other agents.
+    fn run_orchestration<'a>(&'a self, call: OrchestrationCall<'a>) -> BoxFuture<'a, ToolOutput>;
+}

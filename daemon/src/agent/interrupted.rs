@@ -1,0 +1,59 @@
+//! The results recorded for tool calls that did not run to the end: calls
+//! a stop came before (not run), a call a cancel cut short, and calls a
+//! daemon crash interrupted (DESIGN §5). Each tells the model what it can
+//! know and what to check.
+
+use super::Outcome;
+use crate::domain::{AgentRecord, ToolName};
+use crate::tools::ToolOutput;
+
+/// A call that never started: a stop came first.
+pub fn not_run(tool: ToolName, stop: &Outcome, while_asking: bool) -> ToolOutput {
+    let why = match stop {
+        Outcome::Paused => "the agent was paused",
+        Outcome::Interrupted => "agentd was shutting down",
+        Outcome::Cancelled => "the agent was cancelled",
+        Outcome::Completed(_) | Outcome::Failed(_) => "the agent stopped",
+    };
+    let when = if while_asking {
+        "while it waited for permission to run it"
+    } else {
+        "before it started"
+    };
+    ToolOutput::error(format!(
+        "Not run: {why} {when}. Nothing of this {tool} call happened; make it again if it is still needed."
+    ))
+}
+
+/// A call the agent's cancellation cut short.
+pub fn cancelled_while_running(tool: ToolName) -> ToolOutput {
+    ToolOutput::error(format!(
+        "The agent was cancelled while this {tool} call ran; it was stopped and may have run partly."
+    ))
+}
+
+/// A call whose result a daemon crash kept from being recorded. `output`
+/// is what it had captured; `started` the agent an `Agent` call started.
+pub fn by_restart(
+    tool: ToolName,
+    output: Option<String>,
+    started: Option<AgentRecord>,
+) -> ToolOutput {
+    let mut text = format!(
+        "Interrupted: agentd was restarted while this {tool} call was running, so its result was \
+never recorded. It may have run partly or fully: check its effects before you repeat it."
+    );
+    if let Some(child) = started {
+        text.push_str(&format!(
+            "\nIt had started agent {} ({}). That agent resumes on its own in the background and \
+you will receive a <task-notification> when it ends; do not start it again.",
+            child.short_id, child.id
+        ));
+    }
+    match output {
+        Some(out) => text.push_str(&format!("\nOutput captured before the restart:\n{out}")),
+        None if tool == ToolName::Bash => text.push_str("\nNo output was captured."),
+        None => {}
+    }
+    ToolOutput::error(text)
+}

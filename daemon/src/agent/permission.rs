@@ -1,0 +1,87 @@
+//! What an agent's permission mode says about a tool call (DESIGN §8): in
+//! `default` mode Bash, Write and Edit ask; in `accept-edits` only Bash;
+//! `plan` refuses them; `bypass` never asks. Where an ask goes and who may
+//! answer it is the supervisor's (`supervisor::asks`).
+
+use crate::domain::{AgentId, AgentRecord, PermissionMode, ShortId, ToolName};
+
+/// What the mode says about one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    Allow,
+    Ask,
+    Refuse(String),
+}
+
+pub fn gate(record: &AgentRecord, tool: ToolName) -> Gate {
+    let edit = matches!(tool, ToolName::Write | ToolName::Edit);
+    let shell = tool == ToolName::Bash;
+    if !edit && !shell {
+        return Gate::Allow;
+    }
+    if record.always_allowed.contains(&tool) {
+        return Gate::Allow;
+    }
+    match record.permission_mode {
+        PermissionMode::Bypass => Gate::Allow,
+        PermissionMode::AcceptEdits if edit => Gate::Allow,
+        PermissionMode::AcceptEdits | PermissionMode::Default => Gate::Ask,
+        PermissionMode::Plan => Gate::Refuse(format!(
+            "{tool} is not available in plan mode: this agent may only read. Describe the change you would make instead."
+        )),
+    }
+}
+
+/// An open question to the user: may this agent run this tool call?
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionAsk {
+    pub request_id: String,
+    pub agent: AgentId,
+    pub agent_short: ShortId,
+    pub tool: ToolName,
+    pub input_json: String,
+    pub summary: String,
+}
+
+/// How a user answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    AllowOnce,
+    AllowAlways,
+    Deny(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::now_ms;
+
+    fn with_mode(mode: PermissionMode) -> AgentRecord {
+        let id = AgentId::random();
+        let mut r = AgentRecord::new(id, id.short_prefix(8), now_ms());
+        r.permission_mode = mode;
+        r
+    }
+
+    #[test]
+    fn modes_gate_the_tools_that_change_things() {
+        let d = with_mode(PermissionMode::Default);
+        assert_eq!(gate(&d, ToolName::Bash), Gate::Ask);
+        assert_eq!(gate(&d, ToolName::Write), Gate::Ask);
+        assert_eq!(gate(&d, ToolName::Read), Gate::Allow);
+        let a = with_mode(PermissionMode::AcceptEdits);
+        assert_eq!(gate(&a, ToolName::Edit), Gate::Allow);
+        assert_eq!(gate(&a, ToolName::Bash), Gate::Ask);
+        let p = with_mode(PermissionMode::Plan);
+        assert!(matches!(gate(&p, ToolName::Write), Gate::Refuse(_)));
+        assert_eq!(gate(&p, ToolName::Grep), Gate::Allow);
+        assert_eq!(
+            gate(&with_mode(PermissionMode::Bypass), ToolName::Bash),
+            Gate::Allow
+        );
+        let mut always = with_mode(PermissionMode::Default);
+        always.always_allowed.push(ToolName::Bash);
+        assert_eq!(gate(&always, ToolName::Bash), Gate::Allow);
+        assert_eq!(gate(&always, ToolName::Write), Gate::Ask);
+    }
+}

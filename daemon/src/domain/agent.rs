@@ -1,0 +1,287 @@
+//! An agent's registry record and the closed sets of values it holds.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::{AgentId, ShortId, ToolName};
+
+/// An agent's lifecycle state (DESIGN §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    Pending,
+    Running,
+    Waiting,
+    Paused,
+    Completed,
+    Failed,
+    Cancelled,
+    Interrupted,
+}
+
+impl Status {
+    pub const ALL: [Status; 8] = [
+        Status::Pending,
+        Status::Running,
+        Status::Waiting,
+        Status::Paused,
+        Status::Completed,
+        Status::Failed,
+        Status::Cancelled,
+        Status::Interrupted,
+    ];
+
+    /// Live agents have (or should have) a turn loop running.
+    pub fn is_live(self) -> bool {
+        matches!(self, Status::Pending | Status::Running | Status::Waiting)
+    }
+
+    /// Terminal agents will not run again without being continued.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Running => "running",
+            Status::Waiting => "waiting",
+            Status::Paused => "paused",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Permission modes (DESIGN §8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PermissionMode {
+    /// Bash, Write and Edit ask first.
+    Default,
+    /// Only Bash asks.
+    AcceptEdits,
+    /// Read-only: Bash, Write and Edit are refused.
+    Plan,
+    /// Nothing asks.
+    Bypass,
+}
+
+impl PermissionMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "accept-edits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::Bypass => "bypass",
+        }
+    }
+
+    /// The front-matter spelling (`permissionMode: acceptEdits`) and ours.
+    pub fn parse(text: &str) -> Option<PermissionMode> {
+        match text {
+            "default" => Some(PermissionMode::Default),
+            "acceptEdits" | "accept-edits" | "accept_edits" => Some(PermissionMode::AcceptEdits),
+            "plan" => Some(PermissionMode::Plan),
+            "bypassPermissions" | "bypass" => Some(PermissionMode::Bypass),
+            _ => None,
+        }
+    }
+}
+
+/// Token usage as the provider reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.input_tokens
+            + self.output_tokens
+            + self.cache_read_input_tokens
+            + self.cache_creation_input_tokens
+    }
+}
+
+/// Why an agent cannot be resumed (DESIGN §5). The names are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResumeBlockedReason {
+    TranscriptMissing,
+    WorktreeMissing,
+    CwdMissing,
+    ModelUnavailable,
+    ProfileInvalid,
+    ForkContextMissing,
+    AgentTypeUnknown,
+}
+
+impl ResumeBlockedReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResumeBlockedReason::TranscriptMissing => "transcript_missing",
+            ResumeBlockedReason::WorktreeMissing => "worktree_missing",
+            ResumeBlockedReason::CwdMissing => "cwd_missing",
+            ResumeBlockedReason::ModelUnavailable => "model_unavailable",
+            ResumeBlockedReason::ProfileInvalid => "profile_invalid",
+            ResumeBlockedReason::ForkContextMissing => "fork_context_missing",
+            ResumeBlockedReason::AgentTypeUnknown => "agent_type_unknown",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ResumeBlockedReason> {
+        [
+            ResumeBlockedReason::TranscriptMissing,
+            ResumeBlockedReason::WorktreeMissing,
+            ResumeBlockedReason::CwdMissing,
+            ResumeBlockedReason::ModelUnavailable,
+            ResumeBlockedReason::ProfileInvalid,
+            ResumeBlockedReason::ForkContextMissing,
+            ResumeBlockedReason::AgentTypeUnknown,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == text)
+    }
+}
+
+/// A reason with the details a person needs to act on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResumeBlocked {
+    pub reason: ResumeBlockedReason,
+    pub detail: String,
+}
+
+/// Where an agent works (DESIGN §9).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// In the working directory it was given.
+    #[default]
+    None,
+    /// In a new git worktree of its own.
+    Worktree,
+}
+
+/// Why a foreground waiter was released (DESIGN §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseReason {
+    /// `agentctl bg`, Ctrl-B, the `Background` RPC.
+    Request,
+    /// The auto-background timer.
+    Auto,
+}
+
+impl ReleaseReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseReason::Request => "request",
+            ReleaseReason::Auto => "auto",
+        }
+    }
+}
+
+/// An agent's registry record. Written whenever its state changes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentRecord {
+    pub id: AgentId,
+    /// Unique among every agent this store has issued (see `domain::id`).
+    pub short_id: ShortId,
+    /// Empty when the agent has none.
+    pub name: String,
+    pub description: String,
+    pub subagent_type: String,
+    pub status: Status,
+    /// Nobody waits in the foreground for this run of the agent.
+    pub background: bool,
+    /// None for agents a client started.
+    pub parent: Option<AgentId>,
+    /// The `Agent` tool call of the parent that started this agent.
+    pub parent_tool_use_id: String,
+    /// `<scheme>:<name>` as given (see `model::ModelSpec`).
+    pub model: String,
+    pub cwd: PathBuf,
+    /// Unix milliseconds.
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// When this run of the agent started: for notification durations.
+    pub started_at_ms: i64,
+    /// Completed model turns (assistant messages persisted).
+    pub turns: u32,
+    pub usage: Usage,
+    pub resume_blocked: Option<ResumeBlocked>,
+    /// The final text answer of a completed agent.
+    pub result: String,
+    /// Why a failed agent failed, in words a person can act on.
+    pub error: String,
+    pub permission_mode: PermissionMode,
+    pub max_turns: u32,
+    pub tool_uses: u32,
+    pub worktree_path: String,
+    pub worktree_branch: String,
+    /// 0 for agents a client started; a child is its parent's depth + 1.
+    pub depth: u32,
+    /// Tools the user allowed "always" for this agent.
+    pub always_allowed: Vec<ToolName>,
+}
+
+impl AgentRecord {
+    /// A new record with every optional field empty.
+    pub fn new(id: AgentId, short_id: ShortId, now_ms: i64) -> AgentRecord {
+        AgentRecord {
+            id,
+            short_id,
+            name: String::new(),
+            description: String::new(),
+            subagent_type: String::new(),
+            status: Status::Pending,
+            background: false,
+            parent: None,
+            parent_tool_use_id: String::new(),
+            model: String::new(),
+            cwd: PathBuf::new(),
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            started_at_ms: now_ms,
+            turns: 0,
+            usage: Usage::default(),
+            resume_blocked: None,
+            result: String::new(),
+            error: String::new(),
+            permission_mode: PermissionMode::Bypass,
+            max_turns: 0,
+            tool_uses: 0,
+            worktree_path: String::new(),
+            worktree_branch: String::new(),
+            depth: 0,
+            always_allowed: Vec::new(),
+        }
+    }
+
+    /// DESIGN §3: messages can reach running, waiting, paused, completed and
+    /// interrupted agents that carry no resume-blocked reason.
+    pub fn can_message(&self) -> bool {
+        matches!(
+            self.status,
+            Status::Running
+                | Status::Waiting
+                | Status::Paused
+                | Status::Completed
+                | Status::Interrupted
+        ) && self.resume_blocked.is_none()
+    }
+}

@@ -1,0 +1,31 @@
+//! The daemon's own vocabulary: typed values that domain code works with.
+//!
+//! Wire types (the v1 proto) are mapped to these at the server edge
+//! (`server::convert`), and stored bytes at the store edge (`store::codec`);
+//! nothing between the two edges handles raw ids, integer enums or strings
+//! standing for a closed set of values.
+
+mod agent;
+mod id;
+mod inbox;
+mod prompt;
+mod tool;
+mod transcript;
+
+pub use agent::{
+    AgentRecord, Isolation, PermissionMode, ReleaseReason, ResumeBlocked, ResumeBlockedReason,
+    Status, Usage,
+};
+pub use id::{AgentId, SHORT_ID_LEN, ShortId};
+pub use inbox::{InboxItem, InboxKind};
+pub use prompt::PromptContext;
+pub use tool::ToolName;
+pub use transcript::{Role, StopReason, TranscriptEntry, json_bytes};
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,118 @@
+//! Transcript entries: the agent's whole state, one message at a time.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use super::Usage;
+
+/// Who wrote a transcript entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+    /// A note by the daemon; the request builder decides what it means.
+    System,
+}
+
+/// Why the model ended a response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    StopSequence,
+    /// The server paused a long turn; sending it back continues it.
+    PauseTurn,
+    Refusal,
+    ContextWindowExceeded,
+    /// A value this agentd does not know, kept as the provider sent it.
+    Other(String),
+}
+
+impl StopReason {
+    /// The Anthropic Messages spelling (what the transcript stores).
+    pub fn parse(text: &str) -> StopReason {
+        match text {
+            "end_turn" => StopReason::EndTurn,
+            "tool_use" => StopReason::ToolUse,
+            "max_tokens" => StopReason::MaxTokens,
+            "stop_sequence" => StopReason::StopSequence,
+            "pause_turn" => StopReason::PauseTurn,
+            "refusal" => StopReason::Refusal,
+            "model_context_window_exceeded" => StopReason::ContextWindowExceeded,
+            other => StopReason::Other(other.to_string()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::PauseTurn => "pause_turn",
+            StopReason::Refusal => "refusal",
+            StopReason::ContextWindowExceeded => "model_context_window_exceeded",
+            StopReason::Other(s) => s,
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One message of a transcript. `content_json` holds the content blocks as
+/// the exact bytes sent to (or received from) the model, so rebuilding a
+/// request from the transcript reproduces it byte for byte.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TranscriptEntry {
+    pub seq: u64,
+    pub role: Role,
+    pub content_json: Vec<u8>,
+    pub created_at_ms: i64,
+    /// Set on assistant entries.
+    pub usage: Option<Usage>,
+    /// Set on assistant entries.
+    pub stop_reason: Option<StopReason>,
+}
+
+/// The bytes of a JSON value. Infallible: a `Value` always serializes (its
+/// map keys are strings), so no caller ever stores an empty entry instead.
+pub fn json_bytes(value: &Value) -> Vec<u8> {
+    value.to_string().into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_reasons_round_trip_and_keep_unknown_values() {
+        for s in [
+            "end_turn",
+            "tool_use",
+            "max_tokens",
+            "stop_sequence",
+            "pause_turn",
+            "refusal",
+            "model_context_window_exceeded",
+            "something_new",
+        ] {
+            assert_eq!(StopReason::parse(s).as_str(), s);
+        }
+        assert_eq!(
+            StopReason::parse("something_new"),
+            StopReason::Other("something_new".into())
+        );
+    }
+
+    #[test]
+    fn json_bytes_match_serde_json() {
+        let v = serde_json::json!([{"type": "text", "text": "héllo \"q\""}]);
+        assert_eq!(json_bytes(&v), serde_json::to_vec(&v).unwrap());
+    }
+}

@@ -1,0 +1,509 @@
+//! The store edge: how domain values are laid out on disk. Records are
+//! prost messages, so fields can be added without breaking older data
+//! (unknown fields are skipped, missing ones default). Tag numbers and enum
+//! numbers here are on-disk format: never reuse or renumber them.
+//!
+//! Decoding validates: a record whose id, status or kind cannot be read is
+//! corrupt (see `Store::note_corrupt`), never mapped to a default.
+
+use std::path::PathBuf;
+
+use prost::Message;
+
+use crate::domain::{
+    AgentId, AgentRecord, InboxItem, InboxKind, PermissionMode, PromptContext, ResumeBlocked,
+    ResumeBlockedReason, Role, ShortId, Status, StopReason, ToolName, TranscriptEntry, Usage,
+};
+
+#[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
+struct StoredUsage {
+    #[prost(uint64, tag = "1")]
+    input_tokens: u64,
+    #[prost(uint64, tag = "2")]
+    output_tokens: u64,
+    #[prost(uint64, tag = "3")]
+    cache_read_input_tokens: u64,
+    #[prost(uint64, tag = "4")]
+    cache_creation_input_tokens: u64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredAgent {
+    #[prost(bytes = "vec", tag = "1")]
+    id: Vec<u8>,
+    #[prost(string, tag = "2")]
+    name: String,
+    #[prost(string, tag = "3")]
+    description: String,
+    #[prost(string, tag = "4")]
+    subagent_type: String,
+    /// 1 pending … 8 interrupted (see `status_number`).
+    #[prost(int32, tag = "5")]
+    status: i32,
+    #[prost(bool, tag = "6")]
+    background: bool,
+    #[prost(bytes = "vec", tag = "7")]
+    parent_id: Vec<u8>,
+    #[prost(string, tag = "8")]
+    model: String,
+    #[prost(string, tag = "9")]
+    cwd: String,
+    #[prost(int64, tag = "10")]
+    created_at_ms: i64,
+    #[prost(int64, tag = "11")]
+    updated_at_ms: i64,
+    #[prost(uint32, tag = "12")]
+    turns: u32,
+    #[prost(message, optional, tag = "13")]
+    usage: Option<StoredUsage>,
+    /// A `ResumeBlockedReason` name, empty when resumable.
+    #[prost(string, tag = "14")]
+    resume_blocked_reason: String,
+    #[prost(string, tag = "15")]
+    result: String,
+    #[prost(string, tag = "16")]
+    error: String,
+    /// 0 (written by agentd 0.1 for bypass) and 4 bypass, 1 default,
+    /// 2 accept-edits, 3 plan.
+    #[prost(int32, tag = "17")]
+    permission_mode: i32,
+    #[prost(uint32, tag = "18")]
+    max_turns: u32,
+    // Tag 19 is retired: the transcript length is read from the transcript.
+    #[prost(uint32, tag = "20")]
+    tool_uses: u32,
+    #[prost(string, tag = "21")]
+    worktree_path: String,
+    #[prost(string, tag = "22")]
+    worktree_branch: String,
+    #[prost(uint32, tag = "23")]
+    depth: u32,
+    #[prost(int64, tag = "24")]
+    started_at_ms: i64,
+    #[prost(string, repeated, tag = "25")]
+    always_allowed: Vec<String>,
+    /// Since schema 2. Stores of schema 1 get one when upgraded.
+    #[prost(string, tag = "26")]
+    short_id: String,
+    #[prost(string, tag = "27")]
+    parent_tool_use_id: String,
+    #[prost(string, tag = "28")]
+    resume_blocked_detail: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredEntry {
+    #[prost(uint64, tag = "1")]
+    seq: u64,
+    /// 1 user, 2 assistant, 3 system.
+    #[prost(int32, tag = "2")]
+    role: i32,
+    #[prost(bytes = "vec", tag = "3")]
+    content_json: Vec<u8>,
+    #[prost(int64, tag = "4")]
+    created_at_ms: i64,
+    #[prost(message, optional, tag = "5")]
+    usage: Option<StoredUsage>,
+    /// The Anthropic spelling; empty when none.
+    #[prost(string, tag = "6")]
+    stop_reason: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredPrompt {
+    #[prost(bytes = "vec", tag = "1")]
+    system_json: Vec<u8>,
+    #[prost(bytes = "vec", tag = "2")]
+    tools_json: Vec<u8>,
+    /// With `restricted` false and no names: every declared tool.
+    #[prost(string, repeated, tag = "3")]
+    allowed_tools: Vec<String>,
+    /// The list is an allowlist even when empty (no tool at all).
+    #[prost(bool, tag = "4")]
+    restricted: bool,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredInboxItem {
+    /// 1 message, 2 notification.
+    #[prost(int32, tag = "1")]
+    kind: i32,
+    #[prost(string, tag = "2")]
+    text: String,
+    #[prost(bytes = "vec", tag = "3")]
+    from: Vec<u8>,
+    #[prost(int64, tag = "4")]
+    created_at_ms: i64,
+}
+
+/// Why stored bytes could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Corrupt {
+    #[error("undecodable: {0}")]
+    Decode(#[from] prost::DecodeError),
+    #[error("invalid {0}")]
+    Field(&'static str),
+}
+
+fn usage_of(u: Option<StoredUsage>) -> Usage {
+    let u = u.unwrap_or_default();
+    Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cache_read_input_tokens: u.cache_read_input_tokens,
+        cache_creation_input_tokens: u.cache_creation_input_tokens,
+    }
+}
+
+fn stored_usage(u: &Usage) -> StoredUsage {
+    StoredUsage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cache_read_input_tokens: u.cache_read_input_tokens,
+        cache_creation_input_tokens: u.cache_creation_input_tokens,
+    }
+}
+
+fn status_number(s: Status) -> i32 {
+    match s {
+        Status::Pending => 1,
+        Status::Running => 2,
+        Status::Waiting => 3,
+        Status::Paused => 4,
+        Status::Completed => 5,
+        Status::Failed => 6,
+        Status::Cancelled => 7,
+        Status::Interrupted => 8,
+    }
+}
+
+fn status_of(n: i32) -> Option<Status> {
+    Status::ALL.into_iter().find(|s| status_number(*s) == n)
+}
+
+fn mode_number(m: PermissionMode) -> i32 {
+    match m {
+        PermissionMode::Default => 1,
+        PermissionMode::AcceptEdits => 2,
+        PermissionMode::Plan => 3,
+        PermissionMode::Bypass => 4,
+    }
+}
+
+fn mode_of(n: i32) -> Option<PermissionMode> {
+    match n {
+        // agentd 0.1 stored "unspecified" for agents that ran in bypass.
+        0 | 4 => Some(PermissionMode::Bypass),
+        1 => Some(PermissionMode::Default),
+        2 => Some(PermissionMode::AcceptEdits),
+        3 => Some(PermissionMode::Plan),
+        _ => None,
+    }
+}
+
+/// Known tool names; names this agentd does not know are dropped, which
+/// allows less, never more.
+fn tools_of(names: &[String]) -> Vec<ToolName> {
+    names.iter().filter_map(|n| ToolName::parse(n)).collect()
+}
+
+fn tool_names(tools: &[ToolName]) -> Vec<String> {
+    tools.iter().map(|t| t.as_str().to_string()).collect()
+}
+
+pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
+    StoredAgent {
+        id: r.id.as_bytes().to_vec(),
+        name: r.name.clone(),
+        description: r.description.clone(),
+        subagent_type: r.subagent_type.clone(),
+        status: status_number(r.status),
+        background: r.background,
+        parent_id: r.parent.map(|p| p.as_bytes().to_vec()).unwrap_or_default(),
+        model: r.model.clone(),
+        cwd: r.cwd.display().to_string(),
+        created_at_ms: r.created_at_ms,
+        updated_at_ms: r.updated_at_ms,
+        turns: r.turns,
+        usage: Some(stored_usage(&r.usage)),
+        resume_blocked_reason: r
+            .resume_blocked
+            .as_ref()
+            .map(|b| b.reason.as_str().to_string())
+            .unwrap_or_default(),
+        resume_blocked_detail: r
+            .resume_blocked
+            .as_ref()
+            .map(|b| b.detail.clone())
+            .unwrap_or_default(),
+        result: r.result.clone(),
+        error: r.error.clone(),
+        permission_mode: mode_number(r.permission_mode),
+        max_turns: r.max_turns,
+        tool_uses: r.tool_uses,
+        worktree_path: r.worktree_path.clone(),
+        worktree_branch: r.worktree_branch.clone(),
+        depth: r.depth,
+        started_at_ms: r.started_at_ms,
+        always_allowed: tool_names(&r.always_allowed),
+        short_id: r.short_id.as_str().to_string(),
+        parent_tool_use_id: r.parent_tool_use_id.clone(),
+    }
+    .encode_to_vec()
+}
+
+/// Decodes a record. `short_id` may be missing only in a schema-1 store,
+/// whose upgrade fills it in (`migrate`); a record read otherwise without
+/// one is corrupt.
+pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
+    let s = StoredAgent::decode(bytes)?;
+    let id = AgentId::from_slice(&s.id).ok_or(Corrupt::Field("id"))?;
+    let parent = if s.parent_id.is_empty() {
+        None
+    } else {
+        Some(AgentId::from_slice(&s.parent_id).ok_or(Corrupt::Field("parent id"))?)
+    };
+    let short_id = if s.short_id.is_empty() {
+        ShortId::default()
+    } else {
+        ShortId::from_stored(&s.short_id).ok_or(Corrupt::Field("short id"))?
+    };
+    let resume_blocked = if s.resume_blocked_reason.is_empty() {
+        None
+    } else {
+        Some(ResumeBlocked {
+            // A reason from a newer agentd still blocks: it reads as the
+            // closest thing this one knows, with the name kept as detail.
+            reason: ResumeBlockedReason::parse(&s.resume_blocked_reason)
+                .unwrap_or(ResumeBlockedReason::TranscriptMissing),
+            detail: if s.resume_blocked_detail.is_empty() {
+                s.resume_blocked_reason.clone()
+            } else {
+                s.resume_blocked_detail
+            },
+        })
+    };
+    Ok(AgentRecord {
+        id,
+        short_id,
+        name: s.name,
+        description: s.description,
+        subagent_type: s.subagent_type,
+        status: status_of(s.status).ok_or(Corrupt::Field("status"))?,
+        background: s.background,
+        parent,
+        parent_tool_use_id: s.parent_tool_use_id,
+        model: s.model,
+        cwd: PathBuf::from(s.cwd),
+        created_at_ms: s.created_at_ms,
+        updated_at_ms: s.updated_at_ms,
+        started_at_ms: s.started_at_ms,
+        turns: s.turns,
+        usage: usage_of(s.usage),
+        resume_blocked,
+        result: s.result,
+        error: s.error,
+        permission_mode: mode_of(s.permission_mode).ok_or(Corrupt::Field("permission mode"))?,
+        max_turns: s.max_turns,
+        tool_uses: s.tool_uses,
+        worktree_path: s.worktree_path,
+        worktree_branch: s.worktree_branch,
+        depth: s.depth,
+        always_allowed: tools_of(&s.always_allowed),
+    })
+}
+
+fn role_number(r: Role) -> i32 {
+    match r {
+        Role::User => 1,
+        Role::Assistant => 2,
+        Role::System => 3,
+    }
+}
+
+pub fn encode_entry(e: &TranscriptEntry) -> Vec<u8> {
+    StoredEntry {
+        seq: e.seq,
+        role: role_number(e.role),
+        content_json: e.content_json.clone(),
+        created_at_ms: e.created_at_ms,
+        usage: e.usage.as_ref().map(stored_usage),
+        stop_reason: e
+            .stop_reason
+            .as_ref()
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_default(),
+    }
+    .encode_to_vec()
+}
+
+pub fn decode_entry(bytes: &[u8]) -> Result<TranscriptEntry, Corrupt> {
+    let s = StoredEntry::decode(bytes)?;
+    let role = match s.role {
+        1 => Role::User,
+        2 => Role::Assistant,
+        3 => Role::System,
+        _ => return Err(Corrupt::Field("role")),
+    };
+    Ok(TranscriptEntry {
+        seq: s.seq,
+        role,
+        content_json: s.content_json,
+        created_at_ms: s.created_at_ms,
+        usage: s.usage.map(|u| usage_of(Some(u))),
+        stop_reason: (!s.stop_reason.is_empty()).then(|| StopReason::parse(&s.stop_reason)),
+    })
+}
+
+pub fn encode_prompt(p: &PromptContext) -> Vec<u8> {
+    StoredPrompt {
+        system_json: p.system_json.clone(),
+        tools_json: p.tools_json.clone(),
+        allowed_tools: p
+            .allowed_tools
+            .as_deref()
+            .map(tool_names)
+            .unwrap_or_default(),
+        restricted: p.allowed_tools.is_some(),
+    }
+    .encode_to_vec()
+}
+
+pub fn decode_prompt(bytes: &[u8]) -> Result<PromptContext, Corrupt> {
+    let s = StoredPrompt::decode(bytes)?;
+    let allowed_tools = if s.allowed_tools.is_empty() && !s.restricted {
+        None
+    } else {
+        Some(tools_of(&s.allowed_tools))
+    };
+    Ok(PromptContext {
+        system_json: s.system_json,
+        tools_json: s.tools_json,
+        allowed_tools,
+    })
+}
+
+pub fn encode_inbox_item(i: &InboxItem) -> Vec<u8> {
+    StoredInboxItem {
+        kind: match i.kind {
+            InboxKind::Message => 1,
+            InboxKind::Notification => 2,
+        },
+        text: i.text.clone(),
+        from: i.from.map(|f| f.as_bytes().to_vec()).unwrap_or_default(),
+        created_at_ms: i.created_at_ms,
+    }
+    .encode_to_vec()
+}
+
+pub fn decode_inbox_item(bytes: &[u8]) -> Result<InboxItem, Corrupt> {
+    let s = StoredInboxItem::decode(bytes)?;
+    let kind = match s.kind {
+        1 => InboxKind::Message,
+        2 => InboxKind::Notification,
+        _ => return Err(Corrupt::Field("inbox kind")),
+    };
+    let from = if s.from.is_empty() {
+        None
+    } else {
+        Some(AgentId::from_slice(&s.from).ok_or(Corrupt::Field("sender id"))?)
+    };
+    Ok(InboxItem {
+        kind,
+        text: s.text,
+        from,
+        created_at_ms: s.created_at_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> AgentRecord {
+        let id = AgentId::random();
+        let mut r = AgentRecord::new(id, id.short_prefix(8), 1_700_000_000_000);
+        r.name = "builder".into();
+        r.parent = Some(AgentId::random());
+        r.status = Status::Waiting;
+        r.permission_mode = PermissionMode::Plan;
+        r.always_allowed = vec![ToolName::Bash];
+        r.resume_blocked = Some(ResumeBlocked {
+            reason: ResumeBlockedReason::CwdMissing,
+            detail: "its working directory /x is gone".into(),
+        });
+        r.usage.output_tokens = 7;
+        r
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let r = sample();
+        assert_eq!(decode_agent(&encode_agent(&r)).unwrap(), r);
+    }
+
+    #[test]
+    fn unknown_numbers_are_corrupt_not_defaults() {
+        let mut s = StoredAgent::decode(encode_agent(&sample()).as_slice()).unwrap();
+        s.status = 99;
+        assert!(matches!(
+            decode_agent(&s.encode_to_vec()),
+            Err(Corrupt::Field("status"))
+        ));
+        s.status = 2;
+        s.permission_mode = 42;
+        assert!(matches!(
+            decode_agent(&s.encode_to_vec()),
+            Err(Corrupt::Field("permission mode"))
+        ));
+        assert!(decode_agent(&[0xff, 0xff, 0xff]).is_err());
+    }
+
+    #[test]
+    fn version_one_bypass_reads_as_bypass_and_unknown_tools_allow_less() {
+        let mut s = StoredAgent::decode(encode_agent(&sample()).as_slice()).unwrap();
+        s.permission_mode = 0;
+        s.always_allowed = vec!["Bash".into(), "Teleport".into()];
+        let r = decode_agent(&s.encode_to_vec()).unwrap();
+        assert_eq!(r.permission_mode, PermissionMode::Bypass);
+        assert_eq!(r.always_allowed, vec![ToolName::Bash]);
+    }
+
+    #[test]
+    fn entries_prompts_and_inbox_items_round_trip() {
+        let e = TranscriptEntry {
+            seq: 3,
+            role: Role::Assistant,
+            content_json: b"[]".to_vec(),
+            created_at_ms: 5,
+            usage: Some(Usage {
+                input_tokens: 1,
+                ..Default::default()
+            }),
+            stop_reason: Some(StopReason::ToolUse),
+        };
+        assert_eq!(decode_entry(&encode_entry(&e)).unwrap(), e);
+        let p = PromptContext {
+            system_json: b"[1]".to_vec(),
+            tools_json: b"[2]".to_vec(),
+            allowed_tools: Some(vec![ToolName::Read, ToolName::Grep]),
+        };
+        assert_eq!(decode_prompt(&encode_prompt(&p)).unwrap(), p);
+        let none_allowed = PromptContext {
+            allowed_tools: Some(Vec::new()),
+            ..p.clone()
+        };
+        assert_eq!(
+            decode_prompt(&encode_prompt(&none_allowed)).unwrap(),
+            none_allowed,
+            "an empty allowlist must not read back as 'every tool'"
+        );
+        let i = InboxItem {
+            kind: InboxKind::Notification,
+            text: "done".into(),
+            from: Some(AgentId::random()),
+            created_at_ms: 9,
+        };
+        assert_eq!(decode_inbox_item(&encode_inbox_item(&i)).unwrap(), i);
+    }
+}

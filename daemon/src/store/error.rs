@@ -1,0 +1,52 @@
+//! What can go wrong with the store, in words a person can act on.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the agentd store at {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: sled::Error,
+    },
+    #[error(
+        "the store at {path} has schema version {found}, newer than this agentd understands ({supported}); upgrade agentd"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    /// The data directory's file system is (nearly) full. Writes are
+    /// refused until space is freed; reads are still served.
+    #[error(
+        "agentd's data directory {dir} is out of disk space ({free}); free some space and agentd continues on its own"
+    )]
+    DiskFull { dir: PathBuf, free: String },
+    #[error("store I/O failed: {0}")]
+    Io(#[from] sled::Error),
+    #[error("the store is being reopened after a disk-full error; try again in a moment")]
+    Reopening,
+    #[error("store flush task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+impl StoreError {
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StoreError::DiskFull { .. })
+    }
+}
+
+/// True for the I/O errors that mean "no space left": ENOSPC and EDQUOT.
+pub(crate) fn is_out_of_space(e: &sled::Error) -> bool {
+    match e {
+        sled::Error::Io(io) => {
+            matches!(
+                io.raw_os_error(),
+                Some(code) if code == nix::libc::ENOSPC || code == nix::libc::EDQUOT
+            ) || io.kind() == std::io::ErrorKind::StorageFull
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,263 @@
+//! Transcripts: where an entry becomes durable.
+//!
+//! Every transcript write — a new agent's first message, each message of
+//! the turn loop, a batch import — goes through [`Store::append_durable`],
+//! which returns only once the entries are fsynced. What an append also
+//! changes (the agent's record, the inbox items it delivers, a new agent's
+//! frozen prompt and index entries) is written in the same transaction.
+
+use super::inbox::InboxKey;
+use super::{Store, StoreError, Trees, agents, codec, prefixed};
+use crate::domain::{AgentId, AgentRecord, PromptContext, TranscriptEntry};
+
+/// Key of an entry: agent id ++ big-endian seq, so a prefix scan on the id
+/// yields the transcript in order (seq 256 sorts after 255).
+pub(crate) fn entry_key(id: AgentId, seq: u64) -> Vec<u8> {
+    prefixed(id, &seq.to_be_bytes())
+}
+
+/// One durable append. The caller (the agent's turn loop, its only
+/// writer, or the creator of a new agent) assigns the sequence numbers.
+pub struct Append<'a> {
+    pub entries: &'a [TranscriptEntry],
+    /// The agent's record, written with the entries.
+    pub record: Option<&'a AgentRecord>,
+    /// Set for a new agent: its frozen prompt, written (with its index
+    /// entries) together with its first message and its record.
+    pub created: Option<&'a PromptContext>,
+    /// Inbox items the entries deliver, removed in the same transaction:
+    /// delivered exactly once.
+    pub consumed: &'a [InboxKey],
+}
+
+impl<'a> Append<'a> {
+    /// Just entries.
+    pub fn entries(entries: &'a [TranscriptEntry]) -> Append<'a> {
+        Append {
+            entries,
+            record: None,
+            created: None,
+            consumed: &[],
+        }
+    }
+
+    /// Entries and the record they change.
+    pub fn with_record(entries: &'a [TranscriptEntry], record: &'a AgentRecord) -> Append<'a> {
+        Append {
+            record: Some(record),
+            ..Append::entries(entries)
+        }
+    }
+}
+
+impl Store {
+    /// Appends entries (and what goes with them, see [`Append`]) and waits
+    /// until they are on disk.
+    pub async fn append_durable(&self, id: AgentId, append: Append<'_>) -> Result<(), StoreError> {
+        let trees = self.trees_for_write()?;
+        self.apply_append(&trees, id, &append)
+            .map_err(|e| self.write_error(e))?;
+        drop(trees);
+        self.flush().await
+    }
+
+    fn apply_append(&self, trees: &Trees, id: AgentId, a: &Append<'_>) -> sled::Result<()> {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = a
+            .entries
+            .iter()
+            .map(|e| (entry_key(id, e.seq), codec::encode_entry(e)))
+            .collect();
+        if a.record.is_none() && a.created.is_none() && a.consumed.is_empty() {
+            let mut batch = sled::Batch::default();
+            for (k, v) in entries {
+                batch.insert(k, v);
+            }
+            return trees.transcripts.apply_batch(batch);
+        }
+        let record = a.record.map(codec::encode_agent);
+        let prompt = a.created.map(codec::encode_prompt);
+        let name = a
+            .record
+            .filter(|r| a.created.is_some() && !r.name.is_empty())
+            .map(|r| agents::name_key(&r.name, r.id));
+        let child = a
+            .record
+            .filter(|_| a.created.is_some())
+            .and_then(|r| r.parent.map(|p| agents::child_key(p, r.id)));
+        use sled::Transactional;
+        use sled::transaction::ConflictableTransactionError;
+        (
+            &trees.transcripts,
+            &trees.agents,
+            &trees.inbox,
+            &trees.prompts,
+            &trees.names,
+            &trees.children,
+        )
+            .transaction(|(t, agents, inbox, prompts, names, children)| {
+                for (k, v) in &entries {
+                    t.insert(k.as_slice(), v.as_slice())?;
+                }
+                if let Some(r) = &record {
+                    agents.insert(id.as_bytes(), r.as_slice())?;
+                }
+                if let Some(p) = &prompt {
+                    prompts.insert(id.as_bytes(), p.as_slice())?;
+                }
+                if let Some(k) = &name {
+                    names.insert(k.as_slice(), &[])?;
+                }
+                if let Some(k) = &child {
+                    children.insert(k.as_slice(), &[])?;
+                }
+                for k in a.consumed {
+                    inbox.remove(k.as_slice())?;
+                }
+                Ok::<(), ConflictableTransactionError<()>>(())
+            })
+            .map_err(super::inbox::tx_error)
+    }
+
+    /// Up to `limit` entries of `id`'s transcript from `from_seq` on.
+    pub fn transcript(
+        &self,
+        id: AgentId,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TranscriptEntry>, StoreError> {
+        let trees = self.trees()?;
+        let mut out = Vec::new();
+        for item in trees
+            .transcripts
+            .range(entry_key(id, from_seq)..=entry_key(id, u64::MAX))
+        {
+            if out.len() >= limit {
+                break;
+            }
+            let (key, bytes) = item?;
+            match codec::decode_entry(&bytes) {
+                Ok(e) => out.push(e),
+                Err(e) => self.note_corrupt("transcript entry", &key, &e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The number of entries in `id`'s transcript (the next sequence number).
+    pub fn transcript_len(&self, id: AgentId) -> Result<u64, StoreError> {
+        let trees = self.trees()?;
+        match trees.transcripts.scan_prefix(id.as_bytes()).next_back() {
+            None => Ok(0),
+            Some(item) => {
+                let (key, _) = item?;
+                let seq = key
+                    .get(16..24)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_be_bytes)
+                    .unwrap_or(0);
+                Ok(seq + 1)
+            }
+        }
+    }
+
+    pub fn get_prompt(&self, id: AgentId) -> Result<Option<PromptContext>, StoreError> {
+        let trees = self.trees()?;
+        Ok(match trees.prompts.get(id.as_bytes())? {
+            None => None,
+            Some(bytes) => match codec::decode_prompt(&bytes) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    self.note_corrupt("prompt context", id.as_bytes(), &e);
+                    None
+                }
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Role, now_ms};
+    use crate::store::StoreOptions;
+
+    fn entry(seq: u64, text: &str) -> TranscriptEntry {
+        TranscriptEntry {
+            seq,
+            role: Role::User,
+            content_json: format!(r#"[{{"type":"text","text":"{text}"}}]"#).into_bytes(),
+            created_at_ms: now_ms(),
+            usage: None,
+            stop_reason: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn transcript_scan_is_ordered_and_per_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let (a, b) = (AgentId::random(), AgentId::random());
+        for seq in [0u64, 1, 255, 256, 2] {
+            let e = [entry(seq, "a")];
+            store.append_durable(a, Append::entries(&e)).await.unwrap();
+        }
+        let e = [entry(0, "b")];
+        store.append_durable(b, Append::entries(&e)).await.unwrap();
+        let seqs: Vec<u64> = store
+            .transcript(a, 0, 100)
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, vec![0, 1, 2, 255, 256]);
+        assert_eq!(store.transcript_len(a).unwrap(), 257);
+        assert_eq!(store.transcript_len(b).unwrap(), 1);
+        assert_eq!(store.transcript(a, 2, 2).unwrap().len(), 2);
+        assert_eq!(store.transcript_len(AgentId::random()).unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_new_agent_is_written_whole_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = AgentId::random();
+        let (id, record) = {
+            let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+            let (id, short) = store.issue_agent_id().unwrap();
+            let mut r = AgentRecord::new(id, short, now_ms());
+            r.name = "nightly".into();
+            r.parent = Some(parent);
+            let prompt = PromptContext::default();
+            let first = [entry(0, "hello")];
+            store
+                .append_durable(
+                    id,
+                    Append {
+                        created: Some(&prompt),
+                        ..Append::with_record(&first, &r)
+                    },
+                )
+                .await
+                .unwrap();
+            (id, r)
+        };
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        assert_eq!(store.get_agent(id).unwrap().unwrap(), record);
+        assert_eq!(
+            store.transcript(id, 0, 10).unwrap()[0].content_json,
+            entry(0, "hello").content_json
+        );
+        assert!(store.get_prompt(id).unwrap().is_some());
+        assert_eq!(store.ids_named("nightly").unwrap(), vec![id]);
+        assert_eq!(store.children_of(parent).unwrap(), vec![id]);
+        store.remove_agent(id).await.unwrap();
+        assert!(store.get_agent(id).unwrap().is_none());
+        assert!(store.ids_named("nightly").unwrap().is_empty());
+        assert!(store.children_of(parent).unwrap().is_empty());
+        assert_eq!(store.transcript_len(id).unwrap(), 0);
+        assert_eq!(
+            store.agent_by_short_id(&record.short_id).unwrap(),
+            Some(id),
+            "a removed agent's short id is never issued again"
+        );
+    }
+}

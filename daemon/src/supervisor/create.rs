@@ -1,0 +1,293 @@
+//! Creating an agent: validate the request, render its frozen prompt, and
+//! store it with its first message in one durable write before anyone
+//! hears of it. Nothing is stored when validation fails.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use super::{Supervisor, resolve};
+use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
+use crate::agent::types::AgentType;
+use crate::agent::{Foreground, WaitEnd, context};
+use crate::domain::{
+    AgentRecord, Isolation, PermissionMode, PromptContext, Role, TranscriptEntry, json_bytes,
+    now_ms,
+};
+use crate::error::{AgentdError, quote};
+use crate::model::{ModelSpec, Provider};
+use crate::store::Append;
+
+/// Prompts larger than this are refused.
+pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
+
+/// What a client (or a parent's `Agent` call) asks for when it starts an agent.
+#[derive(Debug, Clone, Default)]
+pub struct NewAgent {
+    pub prompt: String,
+    pub model: String,
+    pub name: String,
+    pub description: String,
+    pub cwd: String,
+    pub background: bool,
+    /// None: the parent's mode for a child, bypass for a client's agent.
+    pub permission_mode: Option<PermissionMode>,
+    /// 0: the daemon's default.
+    pub max_turns: u32,
+    pub subagent_type: String,
+    pub isolation: Isolation,
+    /// The parent's `Agent` call that asks for this agent.
+    pub parent_tool_use_id: String,
+}
+
+/// A validated new agent, not yet stored.
+pub(super) struct Prepared {
+    pub(super) record: AgentRecord,
+    pub(super) prompt: PromptContext,
+    pub(super) provider: Provider,
+    pub(super) first: TranscriptEntry,
+}
+
+impl Supervisor {
+    /// Validates `req` and builds what a new agent needs. Stores nothing
+    /// but the reservation of its short id.
+    pub(super) fn prepare(
+        &self,
+        req: &NewAgent,
+        parent: Option<&AgentRecord>,
+        agent_type: Option<&AgentType>,
+    ) -> Result<Prepared, AgentdError> {
+        if self.shutdown.is_cancelled() {
+            return Err(AgentdError::Unavailable("agentd is shutting down".into()));
+        }
+        if req.prompt.trim().is_empty() {
+            return Err(AgentdError::invalid("the prompt is empty"));
+        }
+        if req.prompt.len() > MAX_PROMPT_BYTES {
+            return Err(AgentdError::invalid(format!(
+                "the prompt is {} bytes; the limit is {MAX_PROMPT_BYTES} bytes (1 MiB)",
+                req.prompt.len()
+            )));
+        }
+        if req.isolation == Isolation::Worktree {
+            return Err(AgentdError::not_yet("worktree isolation"));
+        }
+        if parent.is_none() && !req.subagent_type.is_empty() {
+            return Err(AgentdError::not_yet("subagent types for top-level agents"));
+        }
+        let cwd = validate_cwd(&req.cwd)?;
+        let model = match parent {
+            // A child without its own model uses its parent's.
+            Some(p) if req.model.trim().is_empty() => p.model.clone(),
+            _ => self.model_for(&req.model)?,
+        };
+        let spec = ModelSpec::parse(&model)?;
+        let provider = Provider::from_spec(&spec, &cwd, &self.models)?;
+        if !req.name.is_empty() {
+            resolve::validate_name(&req.name)?;
+            self.ensure_name_free(&req.name)?;
+        }
+
+        let (id, short_id) = self.store.issue_agent_id()?;
+        let now = now_ms();
+        let mut record = AgentRecord::new(id, short_id, now);
+        record.name = req.name.clone();
+        record.description = if req.description.trim().is_empty() {
+            describe(&req.prompt)
+        } else {
+            req.description.trim().to_string()
+        };
+        record.subagent_type = agent_type.map(|t| t.name.clone()).unwrap_or_default();
+        record.background = req.background;
+        record.parent = parent.map(|p| p.id);
+        record.parent_tool_use_id = req.parent_tool_use_id.clone();
+        record.model = model;
+        record.cwd = cwd.clone();
+        record.max_turns = if req.max_turns == 0 {
+            self.config.max_turns
+        } else {
+            req.max_turns
+        };
+        // Children inherit their parent's mode; a client's agent gets the
+        // one asked for (bypass when none).
+        record.permission_mode = match (req.permission_mode, parent) {
+            (Some(mode), _) => mode,
+            (None, Some(p)) => p.permission_mode,
+            (None, None) => PermissionMode::Bypass,
+        };
+        record.depth = parent.map_or(0, |p| p.depth + 1);
+        let prompt = context::render(&cwd, now, agent_type);
+        let first = TranscriptEntry {
+            seq: 0,
+            role: Role::User,
+            content_json: json_bytes(&json!([{"type": "text", "text": req.prompt}])),
+            created_at_ms: now,
+            usage: None,
+            stop_reason: None,
+        };
+        Ok(Prepared {
+            record,
+            prompt,
+            provider,
+            first,
+        })
+    }
+
+    /// Validates `req`, stores the new agent with its first message, and
+    /// starts its turn loop.
+    pub async fn create(self: &Arc<Self>, req: NewAgent) -> Result<AgentRecord, AgentdError> {
+        let prepared = self.prepare(&req, None, None)?;
+        self.store_and_start(prepared, None).await
+    }
+
+    /// Stores a prepared agent (record, frozen prompt, first message and
+    /// index entries in one fsync) and starts it. `waiter` is a parent's
+    /// `Agent` call waiting in the foreground.
+    pub(super) async fn store_and_start(
+        self: &Arc<Self>,
+        prepared: Prepared,
+        waiter: Option<oneshot::Sender<WaitEnd>>,
+    ) -> Result<AgentRecord, AgentdError> {
+        let Prepared {
+            record,
+            prompt,
+            provider,
+            first,
+        } = prepared;
+        let id = record.id;
+        self.store
+            .append_durable(
+                id,
+                Append {
+                    created: Some(&prompt),
+                    ..Append::with_record(std::slice::from_ref(&first), &record)
+                },
+            )
+            .await?;
+        tracing::info!(agent = %id, short_id = %record.short_id, model = %record.model, parent = ?record.parent, "agent created");
+        let _ = self.lifecycle.send(Lifecycle {
+            agent: id,
+            short_id: record.short_id.clone(),
+            at_ms: now_ms(),
+            kind: LifecycleKind::Created(Box::new(record.clone())),
+        });
+        let foreground = if record.background {
+            Foreground::background()
+        } else {
+            Foreground::waited(waiter)
+        };
+        let in_foreground = !record.background;
+        self.start(record.clone(), prompt, provider, foreground)?;
+        if in_foreground {
+            self.arm_auto_background(id);
+        }
+        Ok(record)
+    }
+
+    fn model_for(&self, requested: &str) -> Result<String, AgentdError> {
+        let requested = requested.trim();
+        if !requested.is_empty() {
+            return Ok(requested.to_string());
+        }
+        if let Some(m) = self.config.default_model.as_ref().filter(|m| !m.is_empty()) {
+            return Ok(m.clone());
+        }
+        if let Ok(m) = std::env::var("AGENTD_MODEL")
+            && !m.trim().is_empty()
+        {
+            return Ok(m.trim().to_string());
+        }
+        Err(AgentdError::invalid(
+            "no model given: pass --model, set AGENTD_MODEL, or set default_model in config.toml",
+        ))
+    }
+
+    /// A name is unique among agents that have not ended (an index lookup).
+    fn ensure_name_free(&self, name: &str) -> Result<(), AgentdError> {
+        for id in self.store.ids_named(name)? {
+            if let Some(record) = self.store.get_agent(id)?
+                && !record.status.is_terminal()
+            {
+                return Err(AgentdError::AlreadyExists(format!(
+                    "the name '{name}' is taken by agent {} ({}); pick another or stop that agent first",
+                    record.short_id, record.status
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A one-line description from the prompt: its first non-blank line, cut at
+/// 60 characters.
+fn describe(prompt: &str) -> String {
+    let line = prompt
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let mut out: String = line.chars().take(60).collect();
+    if out.chars().count() < line.chars().count() {
+        out.push('…');
+    }
+    out
+}
+
+fn validate_cwd(cwd: &str) -> Result<PathBuf, AgentdError> {
+    if cwd.is_empty() {
+        return Err(AgentdError::invalid(
+            "cwd is required (an absolute directory)",
+        ));
+    }
+    let path = Path::new(cwd);
+    if !path.is_absolute() {
+        return Err(AgentdError::invalid(format!(
+            "cwd '{}' is not an absolute path",
+            quote(cwd)
+        )));
+    }
+    let canonical = path.canonicalize().map_err(|e| {
+        AgentdError::precondition(format!("cwd '{}' cannot be used: {e}", quote(cwd)))
+    })?;
+    if !canonical.is_dir() {
+        return Err(AgentdError::precondition(format!(
+            "cwd '{}' is not a directory",
+            quote(cwd)
+        )));
+    }
+    Ok(canonical)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn description_is_the_first_line_cut_short() {
+        assert_eq!(describe("\n  Fix the build\nthen test"), "Fix the build");
+        let long = "x".repeat(80);
+        assert_eq!(describe(&long).chars().count(), 61);
+    }
+
+    #[test]
+    fn cwd_must_be_an_existing_absolute_directory() {
+        assert!(matches!(
+            validate_cwd(""),
+            Err(AgentdError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            validate_cwd("rel/dir"),
+            Err(AgentdError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            validate_cwd("/definitely/not/here"),
+            Err(AgentdError::FailedPrecondition(_))
+        ));
+        assert!(validate_cwd("/").is_ok());
+        let long = format!("/{}", "a".repeat(100_000));
+        let err = validate_cwd(&long).unwrap_err().to_string();
+        assert!(err.len() < 300, "quotes only a prefix: {} bytes", err.len());
+    }
+}

@@ -1,0 +1,33 @@
+//! What turn loops may ask of the supervisor (`agent::AgentHost`).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::Supervisor;
+use crate::agent::permission::{Answer, PermissionAsk};
+use crate::agent::{AgentHost, BoxFuture, OrchestrationCall};
+use crate::domain::{AgentRecord, ToolName};
+use crate::tools::ToolOutput;
+
+pub(super) struct SupervisorHost(pub(super) Arc<Supervisor>);
+
+impl AgentHost for SupervisorHost {
+    fn ask(
+        &self,
+        agent: &AgentRecord,
+        tool: ToolName,
+        input: &Value,
+    ) -> (PermissionAsk, oneshot::Receiver<Answer>) {
+        self.0.open_ask(agent, tool, input)
+    }
+
+    fn withdraw_ask(&self, request_id: &str) {
+        self.0.close_ask(request_id);
+    }
+
+    fn run_orchestration<'a>(&'a self, call: OrchestrationCall<'a>) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(self.0.run_orchestration_tool(call))
+    }
+}

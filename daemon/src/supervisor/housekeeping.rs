@@ -1,0 +1,50 @@
+//! The supervisor's timers: idle handles are swept, and when the store
+//! heals after a full disk, agents whose notifications were deferred are
+//! woken for them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Supervisor;
+
+/// How often idle handles are swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+impl Supervisor {
+    /// Starts the timers; they end with the daemon.
+    pub fn start_housekeeping(self: &Arc<Self>) {
+        let sup = self.clone();
+        self.tasks.spawn(async move {
+            let mut tick = tokio::time::interval(SWEEP_EVERY);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        let kept = sup.registry.sweep_idle();
+                        tracing::trace!(kept, "swept idle agent handles");
+                    }
+                    _ = sup.shutdown.cancelled() => return,
+                }
+            }
+        });
+        let sup = self.clone();
+        self.tasks.spawn(async move {
+            let mut writable = sup.store.writable();
+            loop {
+                tokio::select! {
+                    changed = writable.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                    }
+                    _ = sup.shutdown.cancelled() => return,
+                }
+                if *writable.borrow_and_update()
+                    && let Err(e) = sup.wake_idle_with_inbox().await
+                {
+                    tracing::warn!(error = %e, "cannot wake agents after the store healed");
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,91 @@
+//! After a crash or a stop (DESIGN §5): tool processes the old daemon left
+//! behind are killed, every agent that was live becomes `interrupted`, and
+//! (config `resume_on_start`) resumes; idle agents with undelivered
+//! messages or notifications are woken. What a resumed agent does with
+//! tool calls whose results were never recorded is the turn loop's
+//! (`agent::interrupted`).
+
+use std::sync::Arc;
+
+use super::Supervisor;
+use crate::domain::{AgentId, Status, now_ms};
+use crate::error::AgentdError;
+use crate::tools::reap;
+
+impl Supervisor {
+    /// Kills the tool processes a previous life of this daemon left
+    /// behind, then marks every agent that was live (pending, running,
+    /// waiting) `interrupted`: none has a turn loop any more. Returns the
+    /// ids marked.
+    pub async fn recover(&self) -> Result<Vec<AgentId>, AgentdError> {
+        let reaped = reap::reap_orphans(self.store.instance_id());
+        if reaped > 0 {
+            tracing::warn!(
+                reaped,
+                "killed tool processes left running by the previous agentd"
+            );
+        }
+        self.mark_interrupted().await
+    }
+
+    pub(super) async fn mark_interrupted(&self) -> Result<Vec<AgentId>, AgentdError> {
+        let mut marked = Vec::new();
+        for mut record in self.store.agents()? {
+            if record.status.is_live() {
+                record.status = Status::Interrupted;
+                record.updated_at_ms = now_ms();
+                self.store.put_agent(&record)?;
+                marked.push(record.id);
+            }
+        }
+        self.store.flush().await?;
+        Ok(marked)
+    }
+
+    /// At start, after `recover`: resumes the interrupted agents (config
+    /// `resume_on_start`) and wakes idle agents with undelivered messages or
+    /// notifications. Returns (resumed, blocked).
+    pub async fn resume_after_start(
+        self: &Arc<Self>,
+        interrupted: &[AgentId],
+    ) -> Result<(usize, usize), AgentdError> {
+        let (mut resumed, mut blocked) = (0, 0);
+        if self.config.resume_on_start {
+            for id in interrupted {
+                let Some(record) = self.store.get_agent(*id)? else {
+                    continue;
+                };
+                match self.revive(record).await {
+                    Ok(true) => resumed += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        blocked += 1;
+                        tracing::warn!(agent = %id, error = %e, "cannot resume");
+                    }
+                }
+            }
+        }
+        self.wake_idle_with_inbox().await?;
+        Ok((resumed, blocked))
+    }
+
+    /// Revives completed and paused agents that have something in their
+    /// inbox (after a restart, or after deferred notifications were
+    /// written once disk space came back).
+    pub(super) async fn wake_idle_with_inbox(self: &Arc<Self>) -> Result<(), AgentdError> {
+        let mut waiting = Vec::new();
+        for record in self.store.agents()? {
+            if matches!(record.status, Status::Completed | Status::Paused)
+                && self.store.has_inbox(record.id)?
+            {
+                waiting.push(record.id);
+            }
+        }
+        for id in waiting {
+            if let Err(e) = self.ensure_running(id).await {
+                tracing::warn!(agent = %id, error = %e, "cannot wake an agent with undelivered messages");
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,112 @@
+//! The handle of every loaded agent: its event hub and, while a turn loop
+//! runs, that run's controls. Handles of idle agents that nobody holds are
+//! swept (`housekeeping`); one is made again on next use.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio_util::sync::CancellationToken;
+
+use super::Supervisor;
+use crate::agent::hub::{Hub, StatusSnapshot};
+use crate::agent::{Foreground, StopSignals};
+use crate::domain::{AgentId, AgentRecord};
+use crate::error::AgentdError;
+
+/// Controls of a running turn loop.
+pub(super) struct RunControl {
+    pub(super) stops: StopSignals,
+    /// Drops the loop outright (only after the shutdown grace period).
+    pub(super) kill: CancellationToken,
+    /// The run's foreground state: who learns how it ends.
+    pub(super) foreground: Arc<Foreground>,
+}
+
+/// The supervisor's view of one agent.
+pub struct AgentHandle {
+    pub hub: Arc<Hub>,
+    run: Mutex<Option<RunControl>>,
+}
+
+impl AgentHandle {
+    pub(super) fn run(&self) -> MutexGuard<'_, Option<RunControl>> {
+        self.run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// True while a turn loop runs (or waits for a slot) for this agent.
+    pub fn is_running(&self) -> bool {
+        self.run().is_some()
+    }
+
+    pub(super) fn foreground(&self) -> Option<Arc<Foreground>> {
+        self.run().as_ref().map(|c| c.foreground.clone())
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Registry {
+    handles: Mutex<HashMap<AgentId, Arc<AgentHandle>>>,
+}
+
+impl Registry {
+    fn lock(&self) -> MutexGuard<'_, HashMap<AgentId, Arc<AgentHandle>>> {
+        self.handles.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn get(&self, id: AgentId) -> Option<Arc<AgentHandle>> {
+        self.lock().get(&id).cloned()
+    }
+
+    pub(super) fn remove(&self, id: AgentId) {
+        self.lock().remove(&id);
+    }
+
+    /// Drops the handles of agents with no loop and nobody holding them
+    /// (no attacher, no waiter). Returns how many remain.
+    pub(super) fn sweep_idle(&self) -> usize {
+        let mut handles = self.lock();
+        handles.retain(|_, h| Arc::strong_count(h) > 1 || h.is_running());
+        handles.len()
+    }
+
+    /// Drops every running loop at once; returns how many.
+    pub(super) fn kill_all(&self) -> usize {
+        let handles: Vec<_> = self.lock().values().cloned().collect();
+        let mut killed = 0;
+        for handle in handles {
+            if let Some(control) = handle.run().as_ref() {
+                control.kill.cancel();
+                killed += 1;
+            }
+        }
+        killed
+    }
+}
+
+impl Supervisor {
+    /// The handle of `record`'s agent, created on first use.
+    pub fn handle(&self, record: &AgentRecord) -> Result<Arc<AgentHandle>, AgentdError> {
+        if let Some(h) = self.registry.get(record.id) {
+            return Ok(h);
+        }
+        // No handle means no turn loop, hence no writer: the length read
+        // here cannot go stale before the handle is inserted.
+        let next_seq = self.store.transcript_len(record.id)?;
+        let handle = Arc::new(AgentHandle {
+            hub: Arc::new(Hub::new(
+                record.id,
+                record.short_id.clone(),
+                next_seq,
+                StatusSnapshot::of(record),
+                self.lifecycle.clone(),
+            )),
+            run: Mutex::new(None),
+        });
+        Ok(self
+            .registry
+            .lock()
+            .entry(record.id)
+            .or_insert(handle)
+            .clone())
+    }
+}

@@ -1,0 +1,235 @@
+//! Running an agent: starting its turn loop (as `pending` until a running
+//! slot frees), recording how the run ended, and reviving an agent that is
+//! idle (a message for it, or a restart).
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::host::SupervisorHost;
+use super::registry::{AgentHandle, RunControl};
+use super::{Supervisor, notification, short};
+use crate::agent::hub::StatusSnapshot;
+use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
+use crate::agent::slot::SlotLease;
+use crate::agent::{
+    EndRoute, Finished, Foreground, LoopSetup, Outcome, StopSignals, TurnLoop, WaitEnd,
+};
+use crate::domain::{
+    AgentRecord, PromptContext, ResumeBlocked, ResumeBlockedReason, Status, now_ms,
+};
+use crate::error::AgentdError;
+use crate::model::{ModelSpec, Provider};
+use crate::tools::spool::Spool;
+
+impl Supervisor {
+    /// Starts a turn loop for `record` unless one runs already (Ok(false)
+    /// then). The loop waits as `pending` for a free slot, then loads its
+    /// transcript on its own task.
+    pub(super) fn start(
+        self: &Arc<Self>,
+        record: AgentRecord,
+        prompt: PromptContext,
+        provider: Provider,
+        foreground: Foreground,
+    ) -> Result<bool, AgentdError> {
+        let handle = self.handle(&record)?;
+        let stops = StopSignals {
+            cancel: CancellationToken::new(),
+            shutdown: self.shutdown.clone(),
+            pause: CancellationToken::new(),
+        };
+        let kill = CancellationToken::new();
+        let foreground = Arc::new(foreground);
+        {
+            let mut run = handle.run();
+            if run.is_some() {
+                return Ok(false);
+            }
+            *run = Some(RunControl {
+                stops: stops.clone(),
+                kill: kill.clone(),
+                foreground: foreground.clone(),
+            });
+        }
+        handle.hub.publish_status(StatusSnapshot {
+            status: Status::Pending,
+            ..handle.hub.status()
+        });
+        let sup = self.clone();
+        self.tasks.spawn(async move {
+            let slot = Arc::new(SlotLease::new(sup.slots.clone()));
+            let setup = LoopSetup {
+                store: sup.store.clone(),
+                host: Arc::new(SupervisorHost(sup.clone())),
+                hub: handle.hub.clone(),
+                foreground,
+                slot: slot.clone(),
+                spool: Spool::new(&sup.info.data_dir, record.id),
+                record: record.clone(),
+                prompt,
+                provider,
+                stops: stops.clone(),
+                tool_env: sup.tool_env.clone(),
+                max_output_tokens: sup.config.max_output_tokens,
+            };
+            let finished = tokio::select! {
+                biased;
+                _ = kill.cancelled() => None,
+                f = async {
+                    // Pending until a slot frees; cancel works meanwhile.
+                    tokio::select! {
+                        _ = slot.acquire() => {}
+                        _ = stops.cancel.cancelled() => {}
+                    }
+                    match TurnLoop::new(setup) {
+                        Ok(turn_loop) => turn_loop.run().await,
+                        Err(e) => Finished {
+                            outcome: Outcome::Failed(format!("cannot read the transcript: {e}")),
+                            record,
+                        },
+                    }
+                } => Some(f),
+            };
+            match finished {
+                Some(f) => sup.finish(&handle, f).await,
+                None => *handle.run() = None,
+            }
+        });
+        Ok(true)
+    }
+
+    /// Records how a run ended. Exactly one party learns of the end of a
+    /// child (`agent::foreground`): a parent still waiting in the
+    /// foreground gets the record; otherwise a terminal child's task
+    /// notification goes into its parent's inbox in the same transaction
+    /// that records the end.
+    async fn finish(self: &Arc<Self>, handle: &Arc<AgentHandle>, finished: Finished) {
+        let Finished { record, outcome } = finished;
+        let id = record.id;
+        let route = match handle.foreground() {
+            Some(fg) => fg.end(),
+            None => EndRoute::Notify,
+        };
+        let notice = match (&route, record.parent) {
+            (EndRoute::Notify, Some(parent)) if record.status.is_terminal() => {
+                Some((parent, notification::task_notice(&record, &outcome)))
+            }
+            _ => None,
+        };
+        let written = self
+            .store
+            .finish_agent(&record, notice.as_ref().map(|(p, n)| (*p, &n.item)))
+            .await;
+        if let Err(e) = &written {
+            tracing::error!(agent = %id, error = %e, "could not record the agent's end");
+        }
+        handle.hub.publish_status(StatusSnapshot::of(&record));
+        if let EndRoute::Waiter(w) = route {
+            let _ = w.send(WaitEnd::Finished(Box::new(record.clone())));
+        }
+        *handle.run() = None;
+        if record.status.is_terminal() {
+            Spool::new(&self.info.data_dir, id).remove();
+        }
+        if self.shutdown.is_cancelled() {
+            return;
+        }
+        // A message that arrived while the loop was finishing wakes it again.
+        if matches!(record.status, Status::Completed | Status::Paused)
+            && self.store.has_inbox(id).unwrap_or(false)
+            && let Err(e) = self.ensure_running(id).await
+        {
+            tracing::warn!(agent = %id, error = %e, "cannot wake the agent for its new messages");
+        }
+        if written.is_ok()
+            && let Some((parent, n)) = notice
+        {
+            let parent_short = self
+                .store
+                .get_agent(parent)
+                .ok()
+                .flatten()
+                .map(|p| p.short_id)
+                .unwrap_or_default();
+            let _ = self.lifecycle.send(Lifecycle {
+                agent: parent,
+                short_id: parent_short,
+                at_ms: now_ms(),
+                kind: LifecycleKind::Notification(Box::new(n.notice)),
+            });
+            if let Err(e) = self.ensure_running(parent).await {
+                tracing::warn!(agent = %parent, error = %e, "cannot wake the parent for its notification");
+            }
+        }
+    }
+
+    /// Why `record` cannot run again, if it cannot; else what it runs with.
+    fn resumable(&self, record: &AgentRecord) -> Result<(PromptContext, Provider), ResumeBlocked> {
+        let blocked = |reason, detail: String| ResumeBlocked { reason, detail };
+        let prompt = match self.store.get_prompt(record.id) {
+            Ok(Some(p)) => p,
+            _ => {
+                return Err(blocked(
+                    ResumeBlockedReason::TranscriptMissing,
+                    "its stored prompt context is gone".into(),
+                ));
+            }
+        };
+        if self.store.transcript_len(record.id).unwrap_or(0) == 0 {
+            return Err(blocked(
+                ResumeBlockedReason::TranscriptMissing,
+                "its transcript is empty".into(),
+            ));
+        }
+        if !record.cwd.is_dir() {
+            return Err(blocked(
+                ResumeBlockedReason::CwdMissing,
+                format!("its working directory {} is gone", record.cwd.display()),
+            ));
+        }
+        let provider = ModelSpec::parse(&record.model)
+            .and_then(|spec| Provider::from_spec(&spec, &record.cwd, &self.models))
+            .map_err(|e| blocked(ResumeBlockedReason::ModelUnavailable, e.to_string()))?;
+        Ok((prompt, provider))
+    }
+
+    /// Starts a loop for an existing agent (revival, resume after restart).
+    /// Ok(false) when one already runs. Errors when the agent cannot be
+    /// resumed; the reason is recorded as its resume-blocked reason.
+    pub(super) async fn revive(
+        self: &Arc<Self>,
+        mut record: AgentRecord,
+    ) -> Result<bool, AgentdError> {
+        match self.resumable(&record) {
+            Ok((prompt, provider)) => {
+                if self.handle(&record)?.is_running() {
+                    return Ok(false);
+                }
+                record.resume_blocked = None;
+                record.started_at_ms = now_ms();
+                // Pending from now on, for every reader (waiters included),
+                // until the loop takes a slot and runs.
+                record.status = Status::Pending;
+                record.updated_at_ms = now_ms();
+                self.store.put_agent_durable(&record).await?;
+                self.start(record, prompt, provider, Foreground::background())
+            }
+            Err(blocked) => {
+                let message = format!(
+                    "agent {} cannot be resumed ({}): {}",
+                    short(&record),
+                    blocked.reason.as_str(),
+                    blocked.detail
+                );
+                record.resume_blocked = Some(blocked);
+                record.updated_at_ms = now_ms();
+                self.store.put_agent_durable(&record).await?;
+                self.handle(&record)?
+                    .hub
+                    .publish_status(StatusSnapshot::of(&record));
+                Err(AgentdError::precondition(message))
+            }
+        }
+    }
+}
