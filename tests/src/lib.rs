@@ -12,6 +12,22 @@ use serde_json::Value;
 pub mod mock;
 pub mod script;
 
+/// The generated client of the agent service.
+pub type ApiClient =
+    agentd_shared::proto::agent_service_client::AgentServiceClient<tonic::transport::Channel>;
+
+/// The start of an attach stream.
+pub fn attach_start(id: &str, from_seq: u64) -> agentd_shared::proto::AttachRequest {
+    agentd_shared::proto::AttachRequest {
+        request: Some(agentd_shared::proto::attach_request::Request::Start(
+            agentd_shared::proto::AttachStart {
+                id: id.to_string(),
+                from_seq,
+            },
+        )),
+    }
+}
+
 /// The directory holding the workspace's built binaries (target/debug or
 /// target/release), found from the running test executable.
 pub fn bin_dir() -> PathBuf {
@@ -207,6 +223,21 @@ impl Env {
         }
     }
 
+    /// Runs `f` with a client of this world's daemon, on a runtime of its
+    /// own (tests are synchronous).
+    pub fn rpc<T>(&self, f: impl AsyncFnOnce(&mut ApiClient) -> T) -> T {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let mut client = agentd_shared::client::agent_client(&self.socket())
+                .await
+                .expect("connect to the daemon");
+            f(&mut client).await
+        })
+    }
+
     pub fn daemon_log_text(&self) -> String {
         std::fs::read_to_string(self.daemon_log()).unwrap_or_default()
     }
@@ -248,6 +279,16 @@ impl Env {
 impl Default for Env {
     fn default() -> Self {
         Env::new()
+    }
+}
+
+/// Polls `ok` until it holds; fails the test after `limit`, naming `what`.
+#[track_caller]
+pub fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

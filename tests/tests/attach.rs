@@ -309,19 +309,21 @@ fn a_client_that_falls_behind_a_burst_still_gets_every_delta_once() {
     assert!(received == text, "deltas out of order");
 }
 
-/// Runs `agentctl attach` on a real terminal (a pseudo-terminal made by
+/// Runs `agentctl <args>` on a real terminal (a pseudo-terminal made by
 /// util-linux `script`), feeding it `keys` with pauses; returns its output.
-fn attach_in_terminal(env: &Env, id: &str, keys: &[(u64, &[u8])]) -> agentd_e2e::Out {
+/// Fails if it has not exited 10 s after the last key.
+fn in_terminal(env: &Env, args: &str, keys: &[(u64, &[u8])]) -> agentd_e2e::Out {
     use std::io::Write;
     let ctl = agentd_e2e::agentctl_bin();
     let mut cmd = std::process::Command::new("script");
     cmd.args([
         "-qfec",
-        &format!("{} --no-autostart attach {id}", ctl.display()),
+        &format!("{} --no-autostart {args}", ctl.display()),
         "/dev/null",
     ])
     .env("AGENTD_SOCKET", env.socket())
     .env("AGENTD_DATA_DIR", env.data_dir())
+    .current_dir(env.project())
     .stdin(std::process::Stdio::piped())
     .stdout(std::process::Stdio::piped())
     .stderr(std::process::Stdio::piped());
@@ -332,19 +334,96 @@ fn attach_in_terminal(env: &Env, id: &str, keys: &[(u64, &[u8])]) -> agentd_e2e:
         stdin.write_all(bytes).unwrap();
         stdin.flush().unwrap();
     }
-    std::thread::sleep(Duration::from_millis(500));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = agentd_e2e::Out::from(child.wait_with_output().unwrap());
+            panic!(
+                "`agentctl {args}` did not exit after its keys:\n{}",
+                out.stdout
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     drop(stdin);
     agentd_e2e::Out::from(child.wait_with_output().unwrap())
 }
 
-#[test]
-fn terminal_attach_backgrounds_detaches_cancels_and_answers_with_keys() {
-    if std::process::Command::new("script")
+fn attach_in_terminal(env: &Env, id: &str, keys: &[(u64, &[u8])]) -> agentd_e2e::Out {
+    in_terminal(env, &format!("attach {id}"), keys)
+}
+
+fn have_script() -> bool {
+    let ok = std::process::Command::new("script")
         .arg("--version")
         .output()
-        .is_err()
-    {
+        .is_ok();
+    if !ok {
         println!("skipped: util-linux `script` (a pseudo-terminal for the test) is not installed");
+    }
+    ok
+}
+
+#[test]
+fn a_foreground_run_in_a_terminal_follows_the_same_keys_as_attach() {
+    if !have_script() {
+        return;
+    }
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    // Ctrl-B: the run returns at once with the id; the agent runs on.
+    mock.enqueue(Reply::Message(
+        MockMessage::text("eventually").delay_start(Duration::from_secs(60)),
+    ));
+    let out = in_terminal(
+        &env,
+        "run --model anthropic:claude-test --name term-run slow",
+        &[(1200, b"\x02")],
+    );
+    assert!(
+        out.stdout.contains("moved to the background"),
+        "{}",
+        out.stdout
+    );
+    let agent = env.ctl(&["show", "term-run", "--json"]).json();
+    assert!(
+        out.stdout.contains(agent["id"].as_str().unwrap()),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(agent["status"], "running");
+    assert_eq!(agent["background"], true);
+    // A second Ctrl-B, from an attached terminal, says it already is.
+    let out = attach_in_terminal(&env, "term-run", &[(800, b"\x02"), (600, b"\x04")]);
+    assert!(
+        out.stdout.contains("already in the background"),
+        "{}",
+        out.stdout
+    );
+    env.ctl(&["stop", "term-run"]).expect_code(0);
+
+    // Ctrl-C asks; anything but y keeps it running; y cancels.
+    mock.enqueue(Reply::Message(
+        MockMessage::text("never").delay_start(Duration::from_secs(60)),
+    ));
+    let out = in_terminal(
+        &env,
+        "run --model anthropic:claude-test --name term-cancel slow",
+        &[(1200, b"\x03"), (400, b"n"), (400, b"\x03"), (400, b"y")],
+    );
+    assert!(out.stdout.contains("Cancel agent"), "{}", out.stdout);
+    assert!(out.stdout.contains("keeps running"), "{}", out.stdout);
+    assert_eq!(
+        env.ctl(&["show", "term-cancel", "--json"]).json()["status"],
+        "cancelled"
+    );
+}
+
+#[test]
+fn terminal_attach_backgrounds_detaches_cancels_and_answers_with_keys() {
+    if !have_script() {
         return;
     }
     let mock = MockServer::start();

@@ -6,17 +6,11 @@
 use agentd_e2e::Env;
 use agentd_e2e::script::{script, text, turn};
 use agentd_shared::proto as pb;
+use futures::StreamExt;
 use tonic::Code;
 
 fn create(env: &Env, prompt: String, model: &str) -> tonic::Status {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut client = agentd_shared::client::agent_client(&env.socket())
-            .await
-            .unwrap();
+    env.rpc(async |client| {
         client
             .create_agent(pb::CreateAgentRequest {
                 prompt,
@@ -159,14 +153,7 @@ fn a_prompt_of_exactly_one_mebibyte_is_accepted() {
     let env = Env::new();
     let _daemon = env.start_daemon();
     let model = env.script("ok.json", &script(vec![turn(vec![text("ok")])]));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let agent = rt.block_on(async {
-        let mut client = agentd_shared::client::agent_client(&env.socket())
-            .await
-            .unwrap();
+    let agent = env.rpc(async |client| {
         client
             .create_agent(pb::CreateAgentRequest {
                 prompt: "y".repeat(1024 * 1024),
@@ -185,14 +172,7 @@ fn a_prompt_of_exactly_one_mebibyte_is_accepted() {
 fn methods_of_later_versions_answer_unimplemented() {
     let env = Env::new();
     let _daemon = env.start_daemon();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut client = agentd_shared::client::agent_client(&env.socket())
-            .await
-            .unwrap();
+    env.rpc(async |client| {
         let s = client
             .fork_agent(pb::ForkAgentRequest::default())
             .await
@@ -259,5 +239,239 @@ fn health_and_reflection_are_served() {
             names.contains(&"agentd.v1.AgentService".to_string()),
             "{names:?}"
         );
+    });
+}
+
+#[test]
+fn unknown_enum_values_are_refused_never_read_as_a_default() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let good = env.script("ok.json", &script(vec![turn(vec![text("ok")])]));
+    let cwd = env.project().display().to_string();
+    env.rpc(async |client| {
+        // 99 used to be stored as bypass: Bash ran without asking.
+        for (mode, isolation, what) in [
+            (99, 0, "permission_mode 99"),
+            (-3, 0, "permission_mode -3"),
+            (0, 7, "isolation 7"),
+        ] {
+            let s = client
+                .create_agent(pb::CreateAgentRequest {
+                    prompt: "echo hi".into(),
+                    model: good.clone(),
+                    cwd: cwd.clone(),
+                    permission_mode: mode,
+                    isolation,
+                    ..Default::default()
+                })
+                .await
+                .unwrap_err();
+            assert_eq!(s.code(), Code::InvalidArgument, "{what}: {}", s.message());
+            assert!(s.message().contains(what), "{}", s.message());
+        }
+        let listed = client
+            .list_agents(pb::ListAgentsRequest {
+                all: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(listed.agents.is_empty(), "nothing was stored");
+    });
+}
+
+#[test]
+fn a_huge_id_is_not_found_with_a_short_message() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let id = "z".repeat(100_000);
+    let short_enough = |s: &tonic::Status, what: &str| {
+        assert!(
+            s.message().len() < 400,
+            "{what}: the message quotes {} bytes",
+            s.message().len()
+        );
+    };
+    env.rpc(async |client| {
+        let statuses = vec![
+            (
+                "get",
+                client
+                    .get_agent(pb::GetAgentRequest { id: id.clone() })
+                    .await
+                    .unwrap_err(),
+            ),
+            (
+                "wait",
+                client
+                    .wait_agent(pb::WaitAgentRequest { id: id.clone() })
+                    .await
+                    .unwrap_err(),
+            ),
+            (
+                "send",
+                client
+                    .send_message(pb::SendMessageRequest {
+                        id: id.clone(),
+                        message: "hi".into(),
+                    })
+                    .await
+                    .unwrap_err(),
+            ),
+            (
+                "background",
+                client
+                    .background(pb::BackgroundRequest { id: id.clone() })
+                    .await
+                    .unwrap_err(),
+            ),
+            (
+                "pause",
+                client
+                    .pause_agent(pb::PauseAgentRequest { id: id.clone() })
+                    .await
+                    .unwrap_err(),
+            ),
+            (
+                "cancel",
+                client
+                    .cancel_agent(pb::CancelAgentRequest { id: id.clone() })
+                    .await
+                    .unwrap_err(),
+            ),
+            (
+                "remove",
+                client
+                    .remove_agent(pb::RemoveAgentRequest {
+                        id: id.clone(),
+                        force: true,
+                    })
+                    .await
+                    .unwrap_err(),
+            ),
+            (
+                "transcript",
+                client
+                    .get_transcript(pb::GetTranscriptRequest {
+                        id: id.clone(),
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap_err(),
+            ),
+            (
+                "list",
+                client
+                    .list_agents(pb::ListAgentsRequest {
+                        parent_id: id.clone(),
+                        all: true,
+                    })
+                    .await
+                    .unwrap_err(),
+            ),
+            (
+                "attach",
+                client
+                    .attach(futures::stream::iter([agentd_e2e::attach_start(&id, 0)]))
+                    .await
+                    .unwrap_err(),
+            ),
+        ];
+        for (what, s) in statuses {
+            assert_eq!(
+                s.code(),
+                Code::NotFound,
+                "{what}: {:?} {}",
+                s.code(),
+                &s.message()[..s.message().len().min(200)]
+            );
+            short_enough(&s, what);
+        }
+        let long_name = client
+            .create_agent(pb::CreateAgentRequest {
+                prompt: "hi".into(),
+                model: "scripted:x".into(),
+                name: "n".repeat(100_000),
+                cwd: "/".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(long_name.code(), Code::InvalidArgument);
+        short_enough(&long_name, "name");
+        let long_model = client
+            .create_agent(pb::CreateAgentRequest {
+                prompt: "hi".into(),
+                model: format!("bogus:{}", "m".repeat(100_000)),
+                cwd: "/".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(long_model.code(), Code::InvalidArgument);
+        short_enough(&long_model, "model");
+    });
+}
+
+#[test]
+fn reading_past_the_end_reports_the_real_end_and_attach_says_so() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let model = env.script("ok.json", &script(vec![turn(vec![text("ok")])]));
+    env.ctl(&["run", "--model", &model, "--name", "short-one", "hi"])
+        .expect_code(0);
+    env.rpc(async |client| {
+        let page = client
+            .get_transcript(pb::GetTranscriptRequest {
+                id: "short-one".into(),
+                from_seq: 1_000_000,
+                limit: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(page.entries.is_empty());
+        assert_eq!(page.next_seq, 2, "the real end, not the position asked for");
+        assert!(page.end);
+
+        let mut events = client
+            .attach(futures::stream::iter([agentd_e2e::attach_start(
+                "short-one",
+                1_000_000,
+            )]))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut notice = None;
+        while let Some(ev) = events.message().await.unwrap() {
+            match ev.event {
+                Some(pb::attach_event::Event::Notice(n)) => notice = Some(n.text),
+                Some(pb::attach_event::Event::Status(_)) => break,
+                _ => {}
+            }
+        }
+        let notice = notice.expect("the attach says where the transcript ends");
+        assert!(
+            notice.contains("past the end") && notice.contains("2 entries"),
+            "{notice}"
+        );
+
+        // `start` twice on one stream is a client error.
+        let twice = futures::stream::iter([
+            agentd_e2e::attach_start("short-one", 0),
+            agentd_e2e::attach_start("short-one", 0),
+        ])
+        .chain(futures::stream::pending());
+        let mut events = client.attach(twice).await.unwrap().into_inner();
+        let status = loop {
+            match events.message().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("the stream ended without an error"),
+                Err(s) => break s,
+            }
+        };
+        assert_eq!(status.code(), Code::InvalidArgument, "{}", status.message());
+        assert!(status.message().contains("start"), "{}", status.message());
     });
 }

@@ -45,7 +45,24 @@ fn sigkill_mid_run_keeps_every_flushed_entry_and_marks_the_agent_interrupted() {
         a["transcript_len"] == 5 && a["status"] == "running"
     });
     let before = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
-    assert_eq!(before.as_array().unwrap().len(), 5);
+    // What the client saw: the prompt, then two full tool rounds.
+    let e = before.as_array().unwrap();
+    assert_eq!(e.len(), 5);
+    let roles: Vec<&str> = e.iter().map(|e| e["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+    assert_eq!(e[0]["content"][0]["text"], "work");
+    assert_eq!(e[1]["content"][0]["text"], "step one");
+    assert_eq!(e[1]["content"][1]["name"], "Bash");
+    assert_eq!(e[1]["content"][1]["input"]["command"], "echo one > one.txt");
+    assert_eq!(e[2]["content"][0]["type"], "tool_result");
+    assert_eq!(e[2]["content"][0]["tool_use_id"], e[1]["content"][1]["id"]);
+    assert!(e[2]["content"][0].get("is_error").is_none(), "{}", e[2]);
+    assert_eq!(e[3]["content"][1]["name"], "Write");
+    assert_eq!(e[4]["content"][0]["tool_use_id"], e[3]["content"][1]["id"]);
+    assert!(e[4]["content"][0].get("is_error").is_none(), "{}", e[4]);
+    for (i, entry) in e.iter().enumerate() {
+        assert_eq!(entry["seq"], i as u64);
+    }
 
     daemon.kill9();
     assert!(

@@ -6,24 +6,13 @@
 use std::time::{Duration, Instant};
 
 use agentd_e2e::Env;
-use agentd_e2e::mock::{Block, MockMessage, MockServer, RecordedRequest, Reply};
+use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply, n_messages, prompt_of};
 use agentd_shared::proto as pb;
 use pb::permission_answer::Decision;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 const MODEL: &str = "anthropic:claude-test";
-
-fn prompt_of(r: &RecordedRequest) -> String {
-    r.json["messages"][0]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn n_messages(r: &RecordedRequest) -> usize {
-    r.json["messages"].as_array().map_or(0, Vec::len)
-}
 
 /// An attached gRPC client: its events arrive on `events`, answers go up.
 struct Attached {

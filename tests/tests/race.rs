@@ -6,7 +6,10 @@
 //! exactly once: as the tool result, or as "async launched" plus one
 //! notification.
 //!
-//! `AGENTD_RACE_CASES` sets the number of switch points (default 500).
+//! `AGENTD_RACE_CASES` sets the number of switch points (default 500). The
+//! switch points come from a seed, printed first (a failing run's output
+//! shows it): `AGENTD_RACE_SEED=<seed>` replays the same schedule, and
+//! `AGENTD_RACE_ONLY=<case>` replays one case of it (with the reference).
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
@@ -14,23 +17,13 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use agentd_e2e::Env;
-use agentd_e2e::mock::{Block, MockMessage, MockServer, RecordedRequest, Reply};
+use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply, n_messages, prompt_of};
 use agentd_shared::proto as pb;
+use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 /// How a delivered notification begins, as it appears in stored JSON.
 const NOTE: &str = "<task-notification>\\n<task-id>";
-
-fn prompt_of(r: &RecordedRequest) -> String {
-    r.json["messages"][0]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn n_messages(r: &RecordedRequest) -> usize {
-    r.json["messages"].as_array().map_or(0, Vec::len)
-}
 
 /// A child's transcript without timestamps and with its case number
 /// normalized, for comparing runs.
@@ -51,6 +44,26 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(500);
+    let seed: u64 = std::env::var("AGENTD_RACE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(rand::random);
+    let only: Option<usize> = std::env::var("AGENTD_RACE_ONLY")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    println!(
+        "race seed {seed}: replay with AGENTD_RACE_SEED={seed} (one case: AGENTD_RACE_ONLY=<case>)"
+    );
+    // Each case's switch point, from the seed: the same schedule on replay.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let cases = only.map_or(cases, |c| c.max(cases));
+    let switch_after: Vec<Duration> = (0..=cases)
+        .map(|_| Duration::from_micros(rng.random_range(0..80_000)))
+        .collect();
+    let run: Vec<usize> = match only {
+        Some(case) => vec![0, case],
+        None => (0..=cases).collect(),
+    };
     let mock = MockServer::start();
     let env = Env::new();
     env.use_mock(&mock.url());
@@ -83,7 +96,7 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
         |r| prompt_of(r).starts_with("CHILD") && n_messages(r) == 5,
         Reply::Message(MockMessage::text("The data says forty-two.").slow(slow)),
     );
-    for case in 0..=cases {
+    for &case in &run {
         let parent_prompt = format!("PARENT-{case:04}");
         mock.when(
             move |r| n_messages(r) == 1 && prompt_of(r) == parent_prompt,
@@ -116,9 +129,10 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
         .unwrap();
     let launched: Vec<(usize, String)> = rt.block_on(async {
         let mut tasks = Vec::new();
-        for case in 0..=cases {
+        for &case in &run {
             let mut client = client.clone();
             let cwd = cwd.clone();
+            let switch_after = switch_after[case];
             tasks.push(tokio::spawn(async move {
                 let parent = client
                     .create_agent(pb::CreateAgentRequest {
@@ -134,7 +148,7 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
                 // Case 0 runs undisturbed: the reference.
                 if case > 0 {
                     // The switch point: anywhere in the child's life.
-                    tokio::time::sleep(Duration::from_micros(rand::random_range(0..80_000))).await;
+                    tokio::time::sleep(switch_after).await;
                     let child = format!("kid-{case:04}");
                     loop {
                         match client
@@ -202,7 +216,7 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
             .unwrap()
             .into_inner()
             .agents;
-        let settled = agents.len() == 2 * (cases + 1)
+        let settled = agents.len() == 2 * run.len()
             && agents
                 .iter()
                 .all(|a| a.status == pb::AgentStatus::Completed as i32)
@@ -264,7 +278,7 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
         assert_eq!(
             shape(&transcript(&mut client, &child.id), *case),
             reference,
-            "case {case}"
+            "case {case} (seed {seed})"
         );
         // 2. Every child request reached the model exactly once.
         let child_prompt = format!("CHILD-{case:04}: read data.txt and report");
@@ -313,12 +327,15 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
         );
     }
     println!(
-        "{cases} switch points: {released} released mid-run, {waited} after the child ended; {} requests in {:.1}s",
+        "{} switch points (seed {seed}): {released} released mid-run, {waited} after the child ended; {} requests in {:.1}s",
+        run.len() - 1,
         requests.len(),
         elapsed.as_secs_f64()
     );
-    assert!(
-        released > cases / 10,
-        "too few switches landed while the child ran ({released})"
-    );
+    if only.is_none() {
+        assert!(
+            released > cases / 10,
+            "too few switches landed while the child ran ({released}; seed {seed})"
+        );
+    }
 }

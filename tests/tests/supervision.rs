@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use agentd_e2e::Env;
-use agentd_e2e::mock::{Block, MockMessage, MockServer, RecordedRequest, Reply};
+use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply, n_messages, prompt_of, text_of};
+use agentd_e2e::wait_until;
 use serde_json::{Value, json};
 
 const FAST_RETRY: &str =
@@ -22,33 +23,6 @@ fn world(mock: &MockServer, config: &str) -> Env {
     env.use_mock(&mock.url());
     env.write_config(&format!("{config}{FAST_RETRY}"));
     env
-}
-
-/// The text of the first message (the agent's prompt).
-fn prompt_of(r: &RecordedRequest) -> String {
-    text_of(&r.json["messages"][0]["content"])
-}
-
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| {
-                if b["type"] == "tool_result" {
-                    text_of(&b["content"])
-                } else {
-                    b["text"].as_str().unwrap_or_default().to_string()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-fn n_messages(r: &RecordedRequest) -> usize {
-    r.json["messages"].as_array().map_or(0, Vec::len)
 }
 
 fn agent_call(prompt: &str, background: bool) -> Block {
@@ -73,14 +47,6 @@ fn all_text(entries: &[Value]) -> String {
         .map(|e| text_of(&e["content"]))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn run_bg(env: &Env, name: &str, prompt: &str) -> String {
@@ -889,6 +855,18 @@ fn events_streams_creation_status_changes_and_notifications() {
     let note = seen.iter().find(|e| e["type"] == "notification").unwrap();
     assert_eq!(note["agent_id"], json!(id), "addressed to the parent");
     assert!(note["text"].as_str().unwrap().contains("e done"));
+    // The same notification as fields, for editors that should not parse it.
+    let task = &note["task"];
+    assert_eq!(task["task_id"], created[1]["agent_id"], "{note}");
+    assert_eq!(task["status"], "completed");
+    assert_eq!(task["description"], "delegated work");
+    assert!(task["result"].as_str().unwrap().contains("e done"));
+    assert!(task["total_tokens"].as_u64().unwrap() > 0);
+    // ListAgents gives each agent's transcript length.
+    let listed = env.ctl(&["list", "--json"]).json();
+    for a in listed.as_array().unwrap() {
+        assert!(a["transcript_len"].as_u64().unwrap() >= 2, "{a}");
+    }
 }
 
 #[test]
@@ -1098,4 +1076,122 @@ fn custom_and_explore_types_shape_the_childs_prompt_and_tools() {
         types.contains(&"reviewer") && types.contains(&"Explore"),
         "{types:?}"
     );
+}
+
+#[test]
+fn parents_cancelled_while_taking_their_slot_back_never_raise_the_running_limit() {
+    let mock = MockServer::start();
+    let env = world(&mock, "max_running_agents = 2\n");
+    let _daemon = env.start_daemon();
+    let hold = || Reply::Message(MockMessage::text("held").delay_start(Duration::from_secs(120)));
+    mock.when(|r| prompt_of(r).starts_with("HOLD"), hold());
+    mock.when(
+        |r| prompt_of(r).starts_with("CHILD"),
+        Reply::Message(MockMessage::text("child done").delay_start(Duration::from_millis(300))),
+    );
+    mock.when(
+        |r| prompt_of(r).starts_with("PARENT"),
+        Reply::Message(MockMessage::text("delegating").with(agent_call("CHILD go", false))),
+    );
+    let agents = |env: &Env| env.ctl(&["list", "--all", "--json"]).json();
+    let status_of = |env: &Env, id: &str| {
+        agents(env)
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == json!(id))
+            .map(|a| a["status"].as_str().unwrap().to_string())
+    };
+    // One slot stays taken throughout.
+    let holder = run_bg(&env, "holder", "HOLD the first slot");
+    for i in 0..20 {
+        let parent = run_bg(&env, &format!("pp{i}x"), "PARENT waits on a child");
+        // The parent lends its slot to its foreground child...
+        let child = {
+            let mut child = None;
+            wait_until("the child runs", Duration::from_secs(20), || {
+                child = agents(&env)
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|a| a["parent_id"] == json!(parent) && a["status"] == "running")
+                    .map(|a| a["id"].as_str().unwrap().to_string());
+                child.is_some()
+            });
+            child.unwrap()
+        };
+        // ...and another agent queues for the slot the child will free.
+        let blocker = run_bg(&env, &format!("pb{i}x"), "HOLD the slot the child frees");
+        wait_until(
+            "the child ends and the blocker takes its slot",
+            Duration::from_secs(20),
+            || {
+                status_of(&env, &child).as_deref() == Some("completed")
+                    && status_of(&env, &blocker).as_deref() == Some("running")
+            },
+        );
+        // The parent now queues to take a slot back: cancel it there.
+        env.ctl(&["stop", &parent]).expect_code(0);
+        env.ctl(&["stop", &blocker]).expect_code(0);
+    }
+    env.ctl(&["stop", &holder]).expect_code(0);
+    let long: Vec<String> = (0..3)
+        .map(|i| run_bg(&env, &format!("long{i}x"), "HOLD a slot"))
+        .collect();
+    wait_until("two of three run", Duration::from_secs(20), || {
+        long.iter()
+            .filter(|id| status_of(&env, id).as_deref() == Some("running"))
+            .count()
+            == 2
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let running: Vec<String> = long.iter().filter_map(|id| status_of(&env, id)).collect();
+    assert_eq!(
+        running.iter().filter(|s| *s == "running").count(),
+        2,
+        "the limit is still 2: {running:?}"
+    );
+    assert_eq!(
+        running.iter().filter(|s| *s == "pending").count(),
+        1,
+        "{running:?}"
+    );
+}
+
+#[test]
+fn a_message_that_cannot_wake_its_agent_is_not_left_behind() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let daemon = env.start_daemon();
+    let dir = env.root.path().join("workdir");
+    std::fs::create_dir_all(&dir).unwrap();
+    mock.enqueue(Reply::Message(MockMessage::text("first answer")));
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            MODEL,
+            "--cwd",
+            dir.to_str().unwrap(),
+            "hi",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
+    std::fs::remove_dir_all(&dir).unwrap();
+    // The revival fails: the sender is told, and the message is taken back.
+    let out = env.ctl(&["send", &id, "STALE instruction"]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("cwd_missing"), "{}", out.stderr);
+    // With the directory back and the daemon restarted, nothing wakes the
+    // agent for a message its sender was told had failed.
+    std::fs::create_dir_all(&dir).unwrap();
+    daemon.kill9();
+    let _daemon = env.start_daemon();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(mock.requests().len(), 1, "no new model call");
+    assert!(!all_text(&transcript(&env, &id)).contains("STALE"));
 }

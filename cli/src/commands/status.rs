@@ -37,6 +37,8 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "uptime_secs": s.uptime_secs,
                 "agents": counts,
                 "agents_total": s.agents_total,
+                "corrupt_records": s.corrupt_records,
+                "disk_full": s.disk_full,
             })
         );
         return Ok(SUCCESS);
@@ -58,5 +60,14 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             format!(" ({})", summary.join(", "))
         }
     );
+    if s.disk_full {
+        println!("disk:     FULL — writes wait until space is freed in the data directory");
+    }
+    if s.corrupt_records > 0 {
+        println!(
+            "store:    {} corrupt item(s) skipped (see the daemon's log)",
+            s.corrupt_records
+        );
+    }
     Ok(SUCCESS)
 }

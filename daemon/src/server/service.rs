@@ -33,7 +33,11 @@ impl AgentApi {
         let waiting_for = (record.status == domain::Status::Waiting)
             .then(|| self.sup.waiting_for(record.id))
             .flatten();
-        Ok(convert::agent(record, len, waiting_for))
+        let mut agent = convert::agent(record, len, waiting_for);
+        if let Some(background) = self.sup.live_background(record.id) {
+            agent.background = background;
+        }
+        Ok(agent)
     }
 }
 

@@ -31,6 +31,9 @@ use crate::domain::{AgentId, AgentRecord, InboxItem};
 
 /// How often the healer looks at the free space.
 const HEAL_INTERVAL: Duration = Duration::from_millis(200);
+/// Space the healer waits for at the least before reopening (also when
+/// `min_free_bytes` is 0): opening sled writes a little.
+const HEAL_FLOOR: u64 = 1024 * 1024;
 
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
@@ -171,7 +174,7 @@ fn heal(weak: Weak<Inner>) {
         let Some(inner) = weak.upgrade() else { return };
         let store = Store { inner };
         let health = &store.inner.health;
-        if health.free_bytes() < health.min_free {
+        if health.free_bytes() < health.min_free.max(HEAL_FLOOR) {
             continue;
         }
         let poisoned = matches!(*lock(&health.state), State::Full { poisoned: true });

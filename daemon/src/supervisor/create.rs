@@ -71,6 +71,9 @@ impl Supervisor {
                 req.prompt.len()
             )));
         }
+        if !req.name.is_empty() {
+            resolve::validate_name(&req.name)?;
+        }
         if req.isolation == Isolation::Worktree {
             return Err(AgentdError::not_yet("worktree isolation"));
         }
@@ -86,7 +89,6 @@ impl Supervisor {
         let spec = ModelSpec::parse(&model)?;
         let provider = Provider::from_spec(&spec, &cwd, &self.models)?;
         if !req.name.is_empty() {
-            resolve::validate_name(&req.name)?;
             self.ensure_name_free(&req.name)?;
         }
 

@@ -88,6 +88,16 @@ impl Supervisor {
         }
     }
 
+    /// Whether a running agent is in the background now (its run's one
+    /// flag); None when no run is loaded. The stored record says so from
+    /// the run's next write.
+    pub fn live_background(&self, id: AgentId) -> Option<bool> {
+        self.registry
+            .get(id)
+            .and_then(|h| h.foreground())
+            .map(|f| f.is_background())
+    }
+
     pub(super) fn reload(&self, record: &AgentRecord) -> Result<AgentRecord, AgentdError> {
         let id = record.id;
         self.store

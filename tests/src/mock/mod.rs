@@ -69,6 +69,37 @@ pub struct CacheOutcome {
     pub breakpoints: Vec<usize>,
 }
 
+/// The text of a message's content: its text blocks (and the text of tool
+/// results), one per line.
+pub fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| {
+                if b["type"] == "tool_result" {
+                    text_of(&b["content"])
+                } else {
+                    b["text"].as_str().unwrap_or_default().to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The text of a request's first message: the agent's prompt. Rules route
+/// on it (`mock.when(|r| prompt_of(r).starts_with("CHILD"), …)`).
+pub fn prompt_of(r: &RecordedRequest) -> String {
+    text_of(&r.json["messages"][0]["content"])
+}
+
+/// How many messages a request carries.
+pub fn n_messages(r: &RecordedRequest) -> usize {
+    r.json["messages"].as_array().map_or(0, Vec::len)
+}
+
 /// One request as the mock received it.
 #[derive(Clone, Debug)]
 pub struct RecordedRequest {

@@ -1,0 +1,214 @@
+//! A full disk (DESIGN §3, §16): only the agents whose writes need space
+//! wait, with a clear reason; reads go on; once space is back the same
+//! daemon continues them and takes new work; nothing acknowledged is lost.
+//! Runs on a small tmpfs, which needs root (CI runs as root).
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
+use agentd_e2e::{Env, wait_until};
+use serde_json::Value;
+
+/// A tmpfs of `mib` MiB, unmounted when dropped.
+struct SmallDisk {
+    path: PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(at: &Path, mib: u64) -> Option<SmallDisk> {
+        if !nix::unistd::getuid().is_root() {
+            println!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        std::fs::create_dir_all(at).unwrap();
+        let out = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={mib}m,mode=0700"),
+                "tmpfs",
+            ])
+            .arg(at)
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            println!(
+                "skipped: cannot mount a tmpfs here: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        Some(SmallDisk {
+            path: at.to_path_buf(),
+        })
+    }
+
+    fn free(&self) -> u64 {
+        let s = nix::sys::statvfs::statvfs(&self.path).unwrap();
+        s.blocks_available() * s.fragment_size()
+    }
+
+    /// Fills the disk until at most `leave` bytes are free.
+    fn fill(&self, leave: u64) -> PathBuf {
+        let ballast = self.path.join("ballast");
+        let mut f = std::fs::File::create(&ballast).unwrap();
+        let chunk = vec![0xa5u8; 64 * 1024];
+        while self.free() > leave {
+            let room = (self.free() - leave).min(chunk.len() as u64) as usize;
+            if f.write_all(&chunk[..room.max(1)]).is_err() {
+                break;
+            }
+        }
+        let _ = f.flush();
+        ballast
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.path)
+            .status();
+    }
+}
+
+fn show(env: &Env, id: &str) -> Value {
+    env.ctl(&["show", id, "--json"]).expect_code(0).json()
+}
+
+/// Every entry once, in order, and every tool call answered once.
+fn assert_clean(entries: &[Value]) {
+    for (i, e) in entries.iter().enumerate() {
+        assert_eq!(e["seq"], i as u64, "sequence numbers are contiguous");
+    }
+    let mut answered = std::collections::HashSet::new();
+    for e in entries {
+        for b in e["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_result" {
+                let id = b["tool_use_id"].as_str().unwrap().to_string();
+                assert!(answered.insert(id.clone()), "{id} answered twice");
+            }
+        }
+    }
+}
+
+/// A world on a small disk: the data directory on a tmpfs, the mock
+/// serving `turns` tool rounds that each sleep a little.
+fn world(turns: usize, min_free_mb: u64) -> Option<(Env, MockServer, SmallDisk)> {
+    let env = Env::new();
+    let disk = SmallDisk::mount(&env.root.path().join("small"), 48)?;
+    let mock = MockServer::start();
+    env.use_mock(&mock.url());
+    env.set_daemon_env(
+        "AGENTD_DATA_DIR",
+        &disk.path.join("data").display().to_string(),
+    );
+    env.write_config(&format!("store_min_free_mb = {min_free_mb}\n"));
+    for i in 0..turns {
+        mock.enqueue(Reply::Message(
+            MockMessage::text(format!("step {i}")).with(Block::bash(format!("t{i}"), "sleep 0.15")),
+        ));
+    }
+    mock.enqueue(Reply::Message(MockMessage::text("all steps done")));
+    Some((env, mock, disk))
+}
+
+fn run_through_a_full_disk(min_free_mb: u64, leave: u64, sled_failed: bool) {
+    let Some((env, mock, disk)) = world(30, min_free_mb) else {
+        return;
+    };
+    let _daemon = env.start_daemon();
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "many steps",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    wait_until("a few steps", Duration::from_secs(20), || {
+        show(&env, &id)["transcript_len"].as_u64().unwrap() >= 5
+    });
+    let ballast = disk.fill(leave);
+
+    // The writer waits, and says why.
+    wait_until("the agent waits for space", Duration::from_secs(20), || {
+        show(&env, &id)["status"] == "waiting"
+    });
+    let agent = show(&env, &id);
+    let why = agent["waiting_for"].as_str().unwrap();
+    assert!(
+        why.contains("disk space") && why.contains("out of disk space"),
+        "{agent}"
+    );
+    let seen = agent["transcript_len"].as_u64().unwrap();
+    // Reads are served meanwhile.
+    env.ctl(&["list"]).expect_code(0);
+    env.ctl(&["log", &id]).expect_code(0);
+    assert_eq!(env.ctl(&["status", "--json"]).json()["disk_full"], true);
+    // New work is refused with the reason, and nothing of it is stored.
+    let refused = env.ctl(&[
+        "run",
+        "--background",
+        "--model",
+        "anthropic:claude-test",
+        "new work",
+    ]);
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.contains("resource exhausted") && refused.stderr.contains("disk space"),
+        "{}",
+        refused.stderr
+    );
+
+    // Space is back: the same daemon goes on.
+    std::fs::remove_file(&ballast).unwrap();
+    env.ctl(&["wait", &id, "--timeout", "60"]).expect_code(0);
+    assert_eq!(show(&env, &id)["result"], "all steps done");
+    let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
+    let entries = log.as_array().unwrap();
+    assert!(
+        entries.len() as u64 >= seen,
+        "nothing acknowledged was lost"
+    );
+    assert_clean(entries);
+    mock.enqueue(Reply::Message(MockMessage::text("new work done")));
+    let later = env.ctl(&[
+        "run",
+        "--model",
+        "anthropic:claude-test",
+        "after the disk was freed",
+    ]);
+    later.expect_code(0);
+    assert!(later.stdout.contains("new work done"), "{}", later.stdout);
+    assert_eq!(env.ctl(&["status", "--json"]).json()["disk_full"], false);
+    let healed = format!("reopened={sled_failed}");
+    assert!(
+        env.daemon_log_text().contains(&healed),
+        "expected the store to heal with {healed}:\n{}",
+        env.daemon_log_text()
+    );
+}
+
+#[test]
+fn a_full_disk_pauses_only_its_writers_and_heals_without_a_restart() {
+    // The usual case: agentd notices the space running out before sled does.
+    run_through_a_full_disk(8, 2 * 1024 * 1024, false);
+}
+
+#[test]
+fn a_store_whose_write_failed_for_lack_of_space_is_reopened_when_space_returns() {
+    // No margin: the disk fills completely, a write fails inside sled, and
+    // sled refuses everything until the database is opened again.
+    run_through_a_full_disk(0, 0, true);
+}

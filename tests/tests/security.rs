@@ -1,0 +1,105 @@
+//! What tools may see and where agentd keeps its data (DESIGN §16). The
+//! socket's own checks are in `socket.rs`.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::os::unix::fs::PermissionsExt;
+
+use agentd_e2e::Env;
+use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
+
+fn mode(p: &std::path::Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn tools_never_see_provider_keys_or_configured_secrets() {
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    env.set_daemon_env("MY_DEPLOY_TOKEN", "deploy-secret-4242");
+    env.set_daemon_env("HARMLESS_SETTING", "visible-value");
+    env.write_config("[secrets]\nenv = [\"MY_DEPLOY_TOKEN\"]\n");
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("Looking at the environment.").with(Block::bash("t1", "env")),
+    ));
+    mock.enqueue(Reply::Message(MockMessage::text("done")));
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "print env",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
+    let log = env
+        .ctl(&["log", &id, "--json"])
+        .expect_code(0)
+        .stdout
+        .clone();
+    // The command did run, with the rest of the daemon's environment.
+    assert!(log.contains("HARMLESS_SETTING=visible-value"), "{log}");
+    for secret in [
+        "sk-ant-test-key",
+        "sk-openai-test-key",
+        "deploy-secret-4242",
+    ] {
+        assert!(!log.contains(secret), "{secret} reached the transcript");
+    }
+    // Nor did it reach the model.
+    let sent = String::from_utf8_lossy(&mock.requests()[1].body).into_owned();
+    assert!(!sent.contains("deploy-secret-4242") && !sent.contains("sk-ant-test-key"));
+}
+
+#[test]
+fn a_world_readable_data_directory_is_made_private() {
+    let env = Env::new();
+    let daemon = env.start_daemon();
+    assert!(daemon.terminate().success());
+    let data = env.data_dir();
+    // As an older agentd (or a careless umask) might have left it.
+    let mut loosened = Vec::new();
+    let mut stack = vec![data.clone()];
+    while let Some(p) = stack.pop() {
+        let is_dir = p.is_dir();
+        let m = if is_dir { 0o755 } else { 0o644 };
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(m)).unwrap();
+        loosened.push(p.clone());
+        if is_dir {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    assert!(loosened.len() > 3, "the store has files: {loosened:?}");
+    let _daemon = env.start_daemon();
+    for p in &loosened {
+        let m = mode(p);
+        assert_eq!(m & 0o077, 0, "{} is still {m:o}", p.display());
+    }
+    assert_eq!(mode(&data), 0o700);
+    assert!(env.daemon_log_text().contains("made it private"));
+}
+
+#[test]
+fn a_data_directory_of_another_user_is_refused() {
+    if !nix::unistd::getuid().is_root() {
+        println!("skipped: making a directory of another uid needs root");
+        return;
+    }
+    let env = Env::new();
+    let data = env.data_dir();
+    std::fs::create_dir_all(&data).unwrap();
+    nix::unistd::chown(&data, Some(65534.into()), Some(65534.into())).unwrap();
+    let err = env
+        .try_start_daemon()
+        .err()
+        .expect("the daemon must not start");
+    assert!(err.contains("exited"), "{err}");
+    let log = env.daemon_log_text();
+    assert!(log.contains("belongs to uid 65534"), "{log}");
+}
