@@ -28,16 +28,27 @@ impl AgentApi {
         AgentApi { sup }
     }
 
-    fn wire(&self, record: &AgentRecord) -> Result<pb::Agent, AgentdError> {
+    fn wire(&self, record: AgentRecord) -> Result<pb::Agent, AgentdError> {
         let len = self.sup.store().transcript_len(record.id)?;
+        Ok(self.wire_with_len(record, len))
+    }
+
+    fn wire_with_len(&self, record: AgentRecord, len: u64) -> pb::Agent {
+        let id = record.id;
         let waiting_for = (record.status == domain::Status::Waiting)
-            .then(|| self.sup.waiting_for(record.id))
+            .then(|| self.sup.waiting_for(id))
+            .flatten();
+        // A run's background flag reaches the record at its next write.
+        let live_background = record
+            .status
+            .is_live()
+            .then(|| self.sup.live_background(id))
             .flatten();
         let mut agent = convert::agent(record, len, waiting_for);
-        if let Some(background) = self.sup.live_background(record.id) {
+        if let Some(background) = live_background {
             agent.background = background;
         }
-        Ok(agent)
+        agent
     }
 }
 
@@ -92,7 +103,7 @@ impl AgentService for AgentApi {
                 parent_tool_use_id: String::new(),
             })
             .await?;
-        Ok(Response::new(self.wire(&record)?))
+        Ok(Response::new(self.wire(record)?))
     }
 
     async fn fork_agent(
@@ -115,7 +126,7 @@ impl AgentService for AgentApi {
         let agents = self
             .sup
             .list(r.all, parent)?
-            .iter()
+            .into_iter()
             .map(|rec| self.wire(rec))
             .collect::<Result<_, _>>()?;
         Ok(Response::new(pb::ListAgentsResponse { agents }))
@@ -126,7 +137,7 @@ impl AgentService for AgentApi {
         req: Request<pb::GetAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let record = self.sup.resolve(&req.into_inner().id)?;
-        Ok(Response::new(self.wire(&record)?))
+        Ok(Response::new(self.wire(record)?))
     }
 
     async fn wait_agent(
@@ -134,7 +145,7 @@ impl AgentService for AgentApi {
         req: Request<pb::WaitAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let record = self.sup.wait(&req.into_inner().id).await?;
-        Ok(Response::new(self.wire(&record)?))
+        Ok(Response::new(self.wire(record)?))
     }
 
     async fn send_message(
@@ -144,7 +155,7 @@ impl AgentService for AgentApi {
         let r = req.into_inner();
         let (record, revived) = self.sup.send(&r.id, &r.message, None).await?;
         Ok(Response::new(pb::SendMessageResponse {
-            agent: Some(self.wire(&record)?),
+            agent: Some(self.wire(record)?),
             revived,
         }))
     }
@@ -171,7 +182,7 @@ impl AgentService for AgentApi {
         req: Request<pb::BackgroundRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let (record, _) = self.sup.background(&req.into_inner().id).await?;
-        Ok(Response::new(self.wire(&record)?))
+        Ok(Response::new(self.wire(record)?))
     }
 
     async fn pause_agent(
@@ -179,7 +190,7 @@ impl AgentService for AgentApi {
         req: Request<pb::PauseAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let record = self.sup.pause(&req.into_inner().id).await?;
-        Ok(Response::new(self.wire(&record)?))
+        Ok(Response::new(self.wire(record)?))
     }
 
     async fn cancel_agent(
@@ -187,7 +198,7 @@ impl AgentService for AgentApi {
         req: Request<pb::CancelAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let record = self.sup.cancel(&req.into_inner().id).await?;
-        Ok(Response::new(self.wire(&record)?))
+        Ok(Response::new(self.wire(record)?))
     }
 
     async fn remove_agent(

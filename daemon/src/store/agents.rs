@@ -3,7 +3,7 @@
 //! never reads every record.
 
 use super::{Store, StoreError, Trees, codec, prefixed};
-use crate::domain::{AgentId, AgentRecord, SHORT_ID_LEN, ShortId};
+use crate::domain::{AgentId, AgentRecord, SHORT_ID_LEN, ShortId, Status};
 
 /// `v1/names` key: the name, a 0 byte (names never contain one), the id.
 pub(super) fn name_key(name: &str, id: AgentId) -> Vec<u8> {
@@ -81,13 +81,76 @@ impl Store {
     /// Every agent record, oldest first.
     pub fn agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
         let trees = self.trees()?;
+        let mut records = Vec::new();
+        for item in trees.agents.iter() {
+            let (key, bytes) = item?;
+            records.extend(self.decode_record(&key, &bytes));
+        }
+        // Ids are random: order by creation. Sorting small keys and then
+        // taking the records in that order moves each record once.
+        let mut order: Vec<(i64, AgentId, usize)> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.created_at_ms, r.id, i))
+            .collect();
+        order.sort_unstable();
+        let mut slots: Vec<Option<AgentRecord>> = records.into_iter().map(Some).collect();
+        Ok(order
+            .into_iter()
+            .filter_map(|(_, _, i)| slots[i].take())
+            .collect())
+    }
+
+    /// The ids of the agents whose status satisfies `wanted` (reads only
+    /// the status of each record: recovery runs this over every agent).
+    pub fn ids_by_status(
+        &self,
+        wanted: impl Fn(Status) -> bool,
+    ) -> Result<Vec<AgentId>, StoreError> {
+        let trees = self.trees()?;
         let mut out = Vec::new();
         for item in trees.agents.iter() {
             let (key, bytes) = item?;
-            out.extend(self.decode_record(&key, &bytes));
+            match (AgentId::from_slice(&key), codec::decode_status(&bytes)) {
+                (Some(id), Ok(status)) => {
+                    let status = if self.has_deferred() {
+                        self.deferred_status(id).unwrap_or(status)
+                    } else {
+                        status
+                    };
+                    if wanted(status) {
+                        out.push(id);
+                    }
+                }
+                (_, Err(e)) => self.note_corrupt("agent record", &key, &e),
+                (None, Ok(_)) => self.note_corrupt("agent record", &key, &"invalid id"),
+            }
         }
-        out.sort_by_key(|r| (r.created_at_ms, r.id));
         Ok(out)
+    }
+
+    /// How many agents are in each status (reads only the status of each
+    /// record).
+    pub fn count_by_status(&self) -> Result<std::collections::BTreeMap<Status, u64>, StoreError> {
+        let trees = self.trees()?;
+        let mut counts = std::collections::BTreeMap::new();
+        for item in trees.agents.iter() {
+            let (key, bytes) = item?;
+            match codec::decode_status(&bytes) {
+                Ok(status) => {
+                    // A record waiting to be written says it better.
+                    let status = match AgentId::from_slice(&key) {
+                        Some(id) if self.has_deferred() => {
+                            self.deferred_status(id).unwrap_or(status)
+                        }
+                        _ => status,
+                    };
+                    *counts.entry(status).or_insert(0) += 1;
+                }
+                Err(e) => self.note_corrupt("agent record", &key, &e),
+            }
+        }
+        Ok(counts)
     }
 
     /// Up to `limit` records whose id, as hex, starts with `hex_prefix`

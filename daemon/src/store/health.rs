@@ -72,6 +72,8 @@ pub(super) struct Health {
     healer_running: Mutex<bool>,
     writable: watch::Sender<bool>,
     deferred: Mutex<Deferred>,
+    /// Set while anything is deferred, so reads skip the lock otherwise.
+    has_deferred: std::sync::atomic::AtomicBool,
     /// Free space reported instead of the file system's, for tests.
     fake_free: Mutex<Option<u64>>,
 }
@@ -93,6 +95,7 @@ impl Health {
             healer_running: Mutex::new(false),
             writable: watch::channel(true).0,
             deferred: Mutex::new(Deferred::default()),
+            has_deferred: std::sync::atomic::AtomicBool::new(false),
             fake_free: Mutex::new(None),
         }
     }
@@ -272,6 +275,11 @@ fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
     }
     let written_notes = notes.len().min(d.notes.len());
     d.notes.drain(..written_notes);
+    if d.records.is_empty() && d.notes.is_empty() {
+        health
+            .has_deferred
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
     Ok(records.len() + notes.len())
 }
 
@@ -289,6 +297,10 @@ impl Store {
     /// module docs).
     pub(super) fn defer_record(&self, record: &AgentRecord, note: Option<(AgentId, &InboxItem)>) {
         let mut d = lock(&self.inner.health.deferred);
+        self.inner
+            .health
+            .has_deferred
+            .store(true, std::sync::atomic::Ordering::Release);
         d.records.insert(record.id, record.clone());
         if let Some((parent, item)) = note {
             d.notes.push((parent, item.clone()));
@@ -297,11 +309,28 @@ impl Store {
 
     /// The deferred version of a record, if one waits to be written.
     pub(super) fn overlay(&self, record: AgentRecord) -> AgentRecord {
+        if !self.has_deferred() {
+            return record;
+        }
         let d = lock(&self.inner.health.deferred);
         match d.records.get(&record.id) {
             Some(newer) => newer.clone(),
             None => record,
         }
+    }
+
+    pub(super) fn has_deferred(&self) -> bool {
+        self.inner
+            .health
+            .has_deferred
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub(super) fn deferred_status(&self, id: AgentId) -> Option<crate::domain::Status> {
+        lock(&self.inner.health.deferred)
+            .records
+            .get(&id)
+            .map(|r| r.status)
     }
 
     /// Records and notifications waiting for disk space.

@@ -46,6 +46,22 @@ impl Store {
         Ok(out)
     }
 
+    /// The agents with something in their inbox (one pass over the inboxes,
+    /// which are usually nearly empty).
+    pub fn agents_with_inbox(&self) -> Result<Vec<AgentId>, StoreError> {
+        let trees = self.trees()?;
+        let mut out: Vec<AgentId> = Vec::new();
+        for key in trees.inbox.iter().keys() {
+            let key = key?;
+            if let Some(id) = key.get(..16).and_then(AgentId::from_slice)
+                && out.last() != Some(&id)
+            {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
     pub fn has_inbox(&self, id: AgentId) -> Result<bool, StoreError> {
         let trees = self.trees()?;
         Ok(trees
@@ -256,7 +272,16 @@ mod tests {
         assert_eq!(store.deferred_count(), 0);
         assert_eq!(store.inbox(parent).unwrap().len(), 1);
         drop(store);
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        // The healer thread lets go of its handle a moment after it reports.
+        let mut reopened = Store::open(dir.path(), StoreOptions::default());
+        for _ in 0..100 {
+            if reopened.is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            reopened = Store::open(dir.path(), StoreOptions::default());
+        }
+        let store = reopened.unwrap();
         assert_eq!(
             store.get_agent(child).unwrap().unwrap().status,
             Status::Completed

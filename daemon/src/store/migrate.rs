@@ -2,8 +2,9 @@
 //! upgraded in place when opened; one written by a newer agentd is refused.
 //!
 //! - 1 (agentd 0.1): records, transcripts, prompts, inboxes.
-//! - 2: every record carries a unique short id (`domain::id`), and the
-//!   `names`, `children` and `short_ids` indexes exist. Upgrading gives each
+//! - 2: every record carries a unique short id (`domain::id`), the
+//!   `names`, `children` and `short_ids` indexes exist, and each
+//!   transcript's length is kept beside it. Upgrading gives each
 //!   agent the shortest prefix of its id, at least eight hex digits, that no
 //!   other agent's id shares (schema-1 ids are time-ordered, so agents made
 //!   in the same minute share their first eight digits), and builds the
@@ -75,6 +76,7 @@ fn to_v2(db: &sled::Db) -> Result<usize, StoreError> {
     let names = db.open_tree("v1/names")?;
     let children = db.open_tree("v1/children")?;
     let short_ids = db.open_tree("v1/short_ids")?;
+    let transcripts = db.open_tree("v1/transcripts")?;
     // Records in key order, i.e. ids sorted like their hex form: an id's
     // nearest neighbours are the ones it shares the most digits with.
     let mut records = Vec::new();
@@ -109,6 +111,13 @@ fn to_v2(db: &sled::Db) -> Result<usize, StoreError> {
         if let Some(parent) = r.parent {
             children.insert(super::agents::child_key(parent, r.id), &[])?;
         }
+        if let Some(last) = transcripts.scan_prefix(r.id.as_bytes()).keys().next_back() {
+            let last = last?;
+            if let Some(seq) = last.get(16..24).and_then(|b| <[u8; 8]>::try_from(b).ok()) {
+                let len = u64::from_be_bytes(seq) + 1;
+                transcripts.insert(super::transcript::len_key(r.id), &len.to_be_bytes())?;
+            }
+        }
     }
     Ok(records.len())
 }
@@ -130,6 +139,12 @@ mod tests {
             .insert(SCHEMA_KEY, &1u32.to_be_bytes())
             .unwrap();
         let agents = db.open_tree("v1/agents").unwrap();
+        let transcripts = db.open_tree("v1/transcripts").unwrap();
+        for seq in 0..3u64 {
+            let mut key = ids[0].as_bytes().to_vec();
+            key.extend_from_slice(&seq.to_be_bytes());
+            transcripts.insert(key, &b"x"[..]).unwrap();
+        }
         for (i, id) in ids.iter().enumerate() {
             let mut r = AgentRecord::new(*id, ShortId::default(), 1_000);
             r.name = format!("job-{i}");
@@ -169,6 +184,12 @@ mod tests {
             assert_eq!(store.ids_named(&r.name).unwrap(), vec![r.id]);
         }
         assert_eq!(store.children_of(ids[0]).unwrap(), vec![ids[19]]);
+        assert_eq!(
+            store.transcript_len(ids[0]).unwrap(),
+            3,
+            "lengths are indexed too"
+        );
+        assert_eq!(store.transcript_len(ids[1]).unwrap(), 0);
         drop(store);
         // Opening again changes nothing.
         let store = Store::open(dir.path(), StoreOptions::default()).unwrap();

@@ -16,6 +16,20 @@ pub(crate) fn entry_key(id: AgentId, seq: u64) -> Vec<u8> {
     prefixed(id, &seq.to_be_bytes())
 }
 
+/// Key of a transcript's length: the agent id alone, which sorts before
+/// the transcript's entries and outside any range of them. Reading it is
+/// one lookup (finding the last key of a prefix is a search).
+pub(super) fn len_key(id: AgentId) -> [u8; 16] {
+    *id.as_bytes()
+}
+
+pub(super) fn read_len(transcripts: &sled::Tree, id: AgentId) -> sled::Result<u64> {
+    Ok(transcripts
+        .get(len_key(id))?
+        .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
+        .map_or(0, u64::from_be_bytes))
+}
+
 /// One durable append. The caller (the agent's turn loop, its only
 /// writer, or the creator of a new agent) assigns the sequence numbers.
 pub struct Append<'a> {
@@ -62,12 +76,21 @@ impl Store {
     }
 
     fn apply_append(&self, trees: &Trees, id: AgentId, a: &Append<'_>) -> sled::Result<()> {
-        let entries: Vec<(Vec<u8>, Vec<u8>)> = a
+        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = a
             .entries
             .iter()
             .map(|e| (entry_key(id, e.seq), codec::encode_entry(e)))
             .collect();
+        // The length is written with the entries. The loop (the only
+        // writer) appends in order; the max keeps imports honest too.
+        if let Some(last) = a.entries.iter().map(|e| e.seq + 1).max() {
+            let known = read_len(&trees.transcripts, id)?;
+            if last > known {
+                entries.push((len_key(id).to_vec(), last.to_be_bytes().to_vec()));
+            }
+        }
         if a.record.is_none() && a.created.is_none() && a.consumed.is_empty() {
+            // One tree: a batch is atomic, and much cheaper than a transaction.
             let mut batch = sled::Batch::default();
             for (k, v) in entries {
                 batch.insert(k, v);
@@ -85,37 +108,52 @@ impl Store {
             .filter(|_| a.created.is_some())
             .and_then(|r| r.parent.map(|p| agents::child_key(p, r.id)));
         use sled::Transactional;
-        use sled::transaction::ConflictableTransactionError;
-        (
-            &trees.transcripts,
-            &trees.agents,
-            &trees.inbox,
-            &trees.prompts,
-            &trees.names,
-            &trees.children,
-        )
-            .transaction(|(t, agents, inbox, prompts, names, children)| {
-                for (k, v) in &entries {
-                    t.insert(k.as_slice(), v.as_slice())?;
-                }
-                if let Some(r) = &record {
-                    agents.insert(id.as_bytes(), r.as_slice())?;
-                }
-                if let Some(p) = &prompt {
-                    prompts.insert(id.as_bytes(), p.as_slice())?;
-                }
-                if let Some(k) = &name {
-                    names.insert(k.as_slice(), &[])?;
-                }
-                if let Some(k) = &child {
-                    children.insert(k.as_slice(), &[])?;
-                }
-                for k in a.consumed {
-                    inbox.remove(k.as_slice())?;
-                }
-                Ok::<(), ConflictableTransactionError<()>>(())
-            })
-            .map_err(super::inbox::tx_error)
+        use sled::transaction::{ConflictableTransactionError, TransactionalTree};
+        type Abort = ConflictableTransactionError<()>;
+        let put = |t: &TransactionalTree,
+                   agents: &TransactionalTree,
+                   inbox: &TransactionalTree|
+         -> Result<(), Abort> {
+            for (k, v) in &entries {
+                t.insert(k.as_slice(), v.as_slice())?;
+            }
+            if let Some(r) = &record {
+                agents.insert(id.as_bytes(), r.as_slice())?;
+            }
+            for k in a.consumed {
+                inbox.remove(k.as_slice())?;
+            }
+            Ok(())
+        };
+        // A transaction spans only the trees it writes: each one costs, and
+        // the turn loop's appends are the daemon's hottest writes.
+        let result = if a.created.is_some() {
+            (
+                &trees.transcripts,
+                &trees.agents,
+                &trees.inbox,
+                &trees.prompts,
+                &trees.names,
+                &trees.children,
+            )
+                .transaction(|(t, agents, inbox, prompts, names, children)| {
+                    put(t, agents, inbox)?;
+                    if let Some(p) = &prompt {
+                        prompts.insert(id.as_bytes(), p.as_slice())?;
+                    }
+                    if let Some(k) = &name {
+                        names.insert(k.as_slice(), &[])?;
+                    }
+                    if let Some(k) = &child {
+                        children.insert(k.as_slice(), &[])?;
+                    }
+                    Ok(())
+                })
+        } else {
+            (&trees.transcripts, &trees.agents, &trees.inbox)
+                .transaction(|(t, agents, inbox)| put(t, agents, inbox))
+        };
+        result.map_err(super::inbox::tx_error)
     }
 
     /// Up to `limit` entries of `id`'s transcript from `from_seq` on.
@@ -146,18 +184,7 @@ impl Store {
     /// The number of entries in `id`'s transcript (the next sequence number).
     pub fn transcript_len(&self, id: AgentId) -> Result<u64, StoreError> {
         let trees = self.trees()?;
-        match trees.transcripts.scan_prefix(id.as_bytes()).next_back() {
-            None => Ok(0),
-            Some(item) => {
-                let (key, _) = item?;
-                let seq = key
-                    .get(16..24)
-                    .and_then(|b| b.try_into().ok())
-                    .map(u64::from_be_bytes)
-                    .unwrap_or(0);
-                Ok(seq + 1)
-            }
-        }
+        Ok(read_len(&trees.transcripts, id)?)
     }
 
     pub fn get_prompt(&self, id: AgentId) -> Result<Option<PromptContext>, StoreError> {

@@ -29,6 +29,8 @@ mod registry;
 mod release;
 mod resolve;
 mod run;
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -45,11 +45,7 @@ impl Supervisor {
 
     /// Agent counts by status.
     pub fn counts(&self) -> Result<BTreeMap<Status, u64>, AgentdError> {
-        let mut counts = BTreeMap::new();
-        for record in self.store.agents()? {
-            *counts.entry(record.status).or_insert(0) += 1;
-        }
-        Ok(counts)
+        Ok(self.store.count_by_status()?)
     }
 
     /// Every agent below `id`, parents before children (index lookups).

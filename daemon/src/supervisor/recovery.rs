@@ -30,15 +30,17 @@ impl Supervisor {
 
     pub(super) async fn mark_interrupted(&self) -> Result<Vec<AgentId>, AgentdError> {
         let mut marked = Vec::new();
-        for mut record in self.store.agents()? {
-            if record.status.is_live() {
+        for id in self.store.ids_by_status(Status::is_live)? {
+            if let Some(mut record) = self.store.get_agent(id)? {
                 record.status = Status::Interrupted;
                 record.updated_at_ms = now_ms();
                 self.store.put_agent(&record)?;
-                marked.push(record.id);
+                marked.push(id);
             }
         }
-        self.store.flush().await?;
+        if !marked.is_empty() {
+            self.store.flush().await?;
+        }
         Ok(marked)
     }
 
@@ -74,11 +76,11 @@ impl Supervisor {
     /// written once disk space came back).
     pub(super) async fn wake_idle_with_inbox(self: &Arc<Self>) -> Result<(), AgentdError> {
         let mut waiting = Vec::new();
-        for record in self.store.agents()? {
-            if matches!(record.status, Status::Completed | Status::Paused)
-                && self.store.has_inbox(record.id)?
+        for id in self.store.agents_with_inbox()? {
+            if let Some(record) = self.store.get_agent(id)?
+                && matches!(record.status, Status::Completed | Status::Paused)
             {
-                waiting.push(record.id);
+                waiting.push(id);
             }
         }
         for id in waiting {

@@ -10,6 +10,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- replay [--entries 100000]
 //! cargo run --release -p agentd-e2e --bin bench -- concurrent [--agents 200]
 //! cargo run --release -p agentd-e2e --bin bench -- restart [--agents 10000] [--entries-per-agent 100]
+//! cargo run --release -p agentd-e2e --bin bench -- resolve [--agents 10000] [--runs 300]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
@@ -182,46 +183,55 @@ fn bench_append(args: &[String]) {
         .enable_all()
         .build()
         .unwrap();
-    for &w in &writers {
-        let store = Store::open(
-            &dir.path().join(format!("store-{w}")),
-            StoreOptions::default(),
-        )
-        .unwrap();
-        let per_writer = entries / w;
-        let started = Instant::now();
-        let mut lat: Vec<Duration> = rt.block_on(async {
-            let mut tasks = Vec::new();
-            for _ in 0..w {
-                let store = store.clone();
-                tasks.push(tokio::spawn(async move {
-                    let id = AgentId::random();
-                    let mut lat = Vec::with_capacity(per_writer);
-                    for seq in 0..per_writer as u64 {
-                        let e = [entry(seq)];
-                        let t = Instant::now();
-                        store.append_durable(id, Append::entries(&e)).await.unwrap();
-                        lat.push(t.elapsed());
-                    }
-                    lat
-                }));
-            }
-            let mut all = Vec::new();
-            for t in tasks {
-                all.extend(t.await.unwrap());
-            }
-            all
-        });
-        let wall = started.elapsed();
-        lat.sort();
-        println!(
-            "sled append_durable, {w} writer(s), {} appends: {:.0} entries/s, p50 {:.3} ms ({:.2}x baseline), p99 {:.3} ms",
-            lat.len(),
-            lat.len() as f64 / wall.as_secs_f64(),
-            ms(percentile(&lat, 0.5)),
-            percentile(&lat, 0.5).as_secs_f64() / base_p50.as_secs_f64(),
-            ms(percentile(&lat, 0.99)),
-        );
+    for shape in ["entries", "with-record"] {
+        for &w in &writers {
+            let store = Store::open(
+                &dir.path().join(format!("store-{shape}-{w}")),
+                StoreOptions::default(),
+            )
+            .unwrap();
+            let per_writer = entries / w;
+            let started = Instant::now();
+            let mut lat: Vec<Duration> = rt.block_on(async {
+                let mut tasks = Vec::new();
+                for _ in 0..w {
+                    let store = store.clone();
+                    tasks.push(tokio::spawn(async move {
+                        let (id, short) = store.issue_agent_id().unwrap();
+                        let mut record = AgentRecord::new(id, short, now_ms());
+                        let mut lat = Vec::with_capacity(per_writer);
+                        for seq in 0..per_writer as u64 {
+                            let e = [entry(seq)];
+                            record.updated_at_ms = now_ms();
+                            let append = if shape == "entries" {
+                                Append::entries(&e)
+                            } else {
+                                Append::with_record(&e, &record)
+                            };
+                            let t = Instant::now();
+                            store.append_durable(id, append).await.unwrap();
+                            lat.push(t.elapsed());
+                        }
+                        lat
+                    }));
+                }
+                let mut all = Vec::new();
+                for t in tasks {
+                    all.extend(t.await.unwrap());
+                }
+                all
+            });
+            let wall = started.elapsed();
+            lat.sort();
+            println!(
+                "append_durable ({shape}), {w} writer(s), {} appends: {:.0} entries/s, p50 {:.3} ms ({:.2}x baseline), p99 {:.3} ms",
+                lat.len(),
+                lat.len() as f64 / wall.as_secs_f64(),
+                ms(percentile(&lat, 0.5)),
+                percentile(&lat, 0.5).as_secs_f64() / base_p50.as_secs_f64(),
+                ms(percentile(&lat, 0.99)),
+            );
+        }
     }
 }
 
@@ -684,9 +694,106 @@ fn walk_size(dir: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// Resolving what a user typed, with many agents in the store: a name and
+/// a short id go through their indexes, an id prefix through a range scan.
+/// Baseline: `GetAgent` by full id, a direct key lookup. For scale, the
+/// cost of reading every record (what name resolution used to do) is
+/// `ListAgents --all`.
+fn bench_resolve(args: &[String]) {
+    let agents: usize = arg(args, "--agents", "10000").parse().unwrap();
+    let runs: usize = arg(args, "--runs", "300").parse().unwrap();
+    let env = Env::new();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let seeded = Instant::now();
+    let ids: Vec<AgentId> = {
+        let store = Store::open(&env.data_dir(), StoreOptions::default()).unwrap();
+        (0..agents)
+            .map(|i| seed_agent(&rt, &store, 2, &format!("worker-{i}")))
+            .collect()
+    };
+    println!(
+        "seeded {agents} named agents in {:.1} s",
+        seeded.elapsed().as_secs_f64()
+    );
+    let _daemon = env.start_daemon();
+    let shorts: Vec<String> = ids.iter().map(|id| id.hex()[..8].to_string()).collect();
+    let time = |query: &dyn Fn(usize) -> String| -> Vec<Duration> {
+        rt.block_on(async {
+            let mut client = agentd_shared::client::agent_client(&env.socket())
+                .await
+                .unwrap();
+            let mut times = Vec::with_capacity(runs);
+            for r in 0..runs {
+                let i = (r * 7919) % agents;
+                let q = query(i);
+                let t = Instant::now();
+                let a = client
+                    .get_agent(pb::GetAgentRequest { id: q })
+                    .await
+                    .unwrap()
+                    .into_inner();
+                times.push(t.elapsed());
+                assert_eq!(a.id, ids[i].to_string());
+            }
+            times.sort();
+            times
+        })
+    };
+    let by_id = time(&|i| ids[i].to_string());
+    let by_name = time(&|i| format!("worker-{i}"));
+    let by_short = time(&|i| shorts[i].clone());
+    let by_prefix = time(&|i| shorts[i][..7].to_string());
+    let scan: Vec<Duration> = rt.block_on(async {
+        let mut client = agentd_shared::client::agent_client(&env.socket())
+            .await
+            .unwrap();
+        let mut times = Vec::new();
+        for _ in 0..10 {
+            let t = Instant::now();
+            let n = client
+                .list_agents(pb::ListAgentsRequest {
+                    all: true,
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .agents
+                .len();
+            times.push(t.elapsed());
+            assert_eq!(n, agents);
+        }
+        times.sort();
+        times
+    });
+    let base = percentile(&by_id, 0.5);
+    for (what, t) in [
+        ("GetAgent by full id (baseline)", &by_id),
+        ("GetAgent by name", &by_name),
+        ("GetAgent by short id", &by_short),
+        ("GetAgent by 7-digit id prefix", &by_prefix),
+    ] {
+        println!(
+            "{what}, {agents} agents ({runs} runs): p50 {:.3} ms, p99 {:.3} ms, {:.2}x baseline p50",
+            ms(percentile(t, 0.5)),
+            ms(percentile(t, 0.99)),
+            percentile(t, 0.5).as_secs_f64() / base.as_secs_f64()
+        );
+    }
+    println!(
+        "ListAgents all={agents} (every record read; 10 runs): p50 {:.1} ms = {:.0}x the by-name p50",
+        ms(percentile(&scan, 0.5)),
+        percentile(&scan, 0.5).as_secs_f64() / percentile(&by_name, 0.5).as_secs_f64()
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        Some("resolve") => bench_resolve(&args),
         Some("list") => bench_list(&args),
         Some("append") => bench_append(&args),
         Some("turns") => bench_turns(&args),
@@ -697,7 +804,7 @@ fn main() {
         Some("restart") => bench_restart(&args),
         _ => {
             eprintln!(
-                "usage: bench list [--agents N] [--runs N] | bench append [--entries N] [--writers 1,16]"
+                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve [options] (see the source's header)"
             );
             std::process::exit(2);
         }
