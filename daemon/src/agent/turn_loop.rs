@@ -666,6 +666,7 @@ impl TurnLoop {
         loop {
             self.record.updated_at_ms = entry.created_at_ms;
             self.record.background = self.foreground.is_background();
+            self.record.transcript_len = entry.seq + 1;
             let append = Append {
                 consumed,
                 ..Append::with_record(std::slice::from_ref(&entry), &self.record)

@@ -237,6 +237,11 @@ pub struct AgentRecord {
     pub depth: u32,
     /// Tools the user allowed "always" for this agent.
     pub always_allowed: Vec<ToolName>,
+    /// Entries in the transcript. Written with them, in the same
+    /// transaction, by the transcript's only writer (the store keeps it no
+    /// lower than the entries it is written with); `list` reads it here
+    /// instead of searching each transcript for its end.
+    pub transcript_len: u64,
 }
 
 impl AgentRecord {
@@ -269,6 +274,7 @@ impl AgentRecord {
             worktree_branch: String::new(),
             depth: 0,
             always_allowed: Vec::new(),
+            transcript_len: 0,
         }
     }
 

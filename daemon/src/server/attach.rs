@@ -228,7 +228,7 @@ async fn outbound(
         .get_agent(agent)?
         .ok_or_else(|| AgentdError::NotFound(format!("agent {agent} was removed")))?;
     let handle = sup.handle(&record)?;
-    let len = sup.store().transcript_len(agent)?;
+    let len = record.transcript_len;
     let mut o = Outbound {
         sup: sup.clone(),
         agent,

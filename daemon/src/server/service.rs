@@ -29,12 +29,8 @@ impl AgentApi {
     }
 
     fn wire(&self, record: AgentRecord) -> Result<pb::Agent, AgentdError> {
-        let len = self.sup.store().transcript_len(record.id)?;
-        Ok(self.wire_with_len(record, len))
-    }
-
-    fn wire_with_len(&self, record: AgentRecord, len: u64) -> pb::Agent {
         let id = record.id;
+        let len = record.transcript_len;
         let waiting_for = (record.status == domain::Status::Waiting)
             .then(|| self.sup.waiting_for(id))
             .flatten();
@@ -48,7 +44,7 @@ impl AgentApi {
         if let Some(background) = live_background {
             agent.background = background;
         }
-        agent
+        Ok(agent)
     }
 }
 
@@ -227,7 +223,7 @@ impl AgentService for AgentApi {
         let entries = store
             .transcript(id, r.from_seq, limit as usize)
             .map_err(AgentdError::from)?;
-        let len = store.transcript_len(id).map_err(AgentdError::from)?;
+        let len = record.transcript_len;
         // Past the end: the next page starts at the real end.
         let next_seq = entries.last().map_or(r.from_seq.min(len), |e| e.seq + 1);
         Ok(Response::new(pb::GetTranscriptResponse {

@@ -89,6 +89,9 @@ struct StoredAgent {
     parent_tool_use_id: String,
     #[prost(string, tag = "28")]
     resume_blocked_detail: String,
+    /// Since schema 2 (the upgrade counts each transcript).
+    #[prost(uint64, tag = "29")]
+    transcript_len: u64,
 }
 
 /// Only the status of a record: decoding skips every other field without
@@ -262,6 +265,7 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
         always_allowed: tool_names(&r.always_allowed),
         short_id: r.short_id.as_str().to_string(),
         parent_tool_use_id: r.parent_tool_use_id.clone(),
+        transcript_len: r.transcript_len,
     }
     .encode_to_vec()
 }
@@ -324,6 +328,7 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         worktree_branch: s.worktree_branch,
         depth: s.depth,
         always_allowed: tools_of(&s.always_allowed),
+        transcript_len: s.transcript_len,
     })
 }
 
@@ -447,6 +452,7 @@ mod tests {
             detail: "its working directory /x is gone".into(),
         });
         r.usage.output_tokens = 7;
+        r.transcript_len = 12;
         r
     }
 

@@ -203,7 +203,7 @@ mod tests {
             .await
             .unwrap();
         assert!(!store.has_inbox(id).unwrap());
-        assert_eq!(store.transcript_len(id).unwrap(), 1);
+        assert_eq!(store.transcript(id, 0, 10).unwrap().len(), 1);
     }
 
     #[tokio::test]

@@ -3,8 +3,8 @@
 //!
 //! - 1 (agentd 0.1): records, transcripts, prompts, inboxes.
 //! - 2: every record carries a unique short id (`domain::id`), the
-//!   `names`, `children` and `short_ids` indexes exist, and each
-//!   transcript's length is kept beside it. Upgrading gives each
+//!   `names`, `children` and `short_ids` indexes exist, and each record
+//!   carries its transcript's length. Upgrading gives each
 //!   agent the shortest prefix of its id, at least eight hex digits, that no
 //!   other agent's id shares (schema-1 ids are time-ordered, so agents made
 //!   in the same minute share their first eight digits), and builds the
@@ -103,6 +103,9 @@ fn to_v2(db: &sled::Db) -> Result<usize, StoreError> {
         short_ids.insert(short.as_str().as_bytes(), id.as_bytes())?;
         records[i].short_id = short;
     }
+    for r in &mut records {
+        r.transcript_len = super::transcript::scan_len(&transcripts, r.id)?;
+    }
     for r in &records {
         agents.insert(r.id.as_bytes(), codec::encode_agent(r))?;
         if !r.name.is_empty() {
@@ -110,13 +113,6 @@ fn to_v2(db: &sled::Db) -> Result<usize, StoreError> {
         }
         if let Some(parent) = r.parent {
             children.insert(super::agents::child_key(parent, r.id), &[])?;
-        }
-        if let Some(last) = transcripts.scan_prefix(r.id.as_bytes()).keys().next_back() {
-            let last = last?;
-            if let Some(seq) = last.get(16..24).and_then(|b| <[u8; 8]>::try_from(b).ok()) {
-                let len = u64::from_be_bytes(seq) + 1;
-                transcripts.insert(super::transcript::len_key(r.id), &len.to_be_bytes())?;
-            }
         }
     }
     Ok(records.len())

@@ -5,8 +5,7 @@
 //! Layout (versioned like containerd's metadata store):
 //! - `v1/agents`: agent id (16 bytes) → record (`codec`)
 //! - `v1/transcripts`: agent id ++ big-endian seq → entry; a prefix scan on
-//!   the id yields the transcript in order (`transcript`); the id alone →
-//!   the transcript's length, written with every append
+//!   the id yields the transcript in order (`transcript`)
 //! - `v1/prompts`: agent id → frozen prompt context
 //! - `v1/inbox`: agent id ++ arrival id → undelivered item (`inbox`)
 //! - `v1/names`: name ++ 0x00 ++ agent id → (): agents by name (`agents`)

@@ -16,25 +16,24 @@ pub(crate) fn entry_key(id: AgentId, seq: u64) -> Vec<u8> {
     prefixed(id, &seq.to_be_bytes())
 }
 
-/// Key of a transcript's length: the agent id alone, which sorts before
-/// the transcript's entries and outside any range of them. Reading it is
-/// one lookup (finding the last key of a prefix is a search).
-pub(super) fn len_key(id: AgentId) -> [u8; 16] {
-    *id.as_bytes()
-}
-
-pub(super) fn read_len(transcripts: &sled::Tree, id: AgentId) -> sled::Result<u64> {
-    Ok(transcripts
-        .get(len_key(id))?
-        .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
-        .map_or(0, u64::from_be_bytes))
+/// The length of `id`'s transcript as its last key says (a search; the
+/// record carries it for everyday reads).
+pub(super) fn scan_len(transcripts: &sled::Tree, id: AgentId) -> sled::Result<u64> {
+    match transcripts.scan_prefix(id.as_bytes()).keys().next_back() {
+        None => Ok(0),
+        Some(key) => Ok(key?
+            .get(16..24)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map_or(0, |seq| u64::from_be_bytes(seq) + 1)),
+    }
 }
 
 /// One durable append. The caller (the agent's turn loop, its only
 /// writer, or the creator of a new agent) assigns the sequence numbers.
 pub struct Append<'a> {
     pub entries: &'a [TranscriptEntry],
-    /// The agent's record, written with the entries.
+    /// The agent's record, written with the entries (its transcript length
+    /// made to count them).
     pub record: Option<&'a AgentRecord>,
     /// Set for a new agent: its frozen prompt, written (with its index
     /// entries) together with its first message and its record.
@@ -76,28 +75,37 @@ impl Store {
     }
 
     fn apply_append(&self, trees: &Trees, id: AgentId, a: &Append<'_>) -> sled::Result<()> {
-        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = a
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = a
             .entries
             .iter()
             .map(|e| (entry_key(id, e.seq), codec::encode_entry(e)))
             .collect();
-        // The length is written with the entries. The loop (the only
-        // writer) appends in order; the max keeps imports honest too.
-        if let Some(last) = a.entries.iter().map(|e| e.seq + 1).max() {
-            let known = read_len(&trees.transcripts, id)?;
-            if last > known {
-                entries.push((len_key(id).to_vec(), last.to_be_bytes().to_vec()));
-            }
-        }
         if a.record.is_none() && a.created.is_none() && a.consumed.is_empty() {
-            // One tree: a batch is atomic, and much cheaper than a transaction.
+            // One tree: one insert is atomic by itself, a batch of several
+            // is atomic too; both are cheaper than a transaction.
+            if let [(k, v)] = entries.as_slice() {
+                return trees
+                    .transcripts
+                    .insert(k.as_slice(), v.as_slice())
+                    .map(drop);
+            }
             let mut batch = sled::Batch::default();
             for (k, v) in entries {
                 batch.insert(k, v);
             }
             return trees.transcripts.apply_batch(batch);
         }
-        let record = a.record.map(codec::encode_agent);
+        let last = a.entries.iter().map(|e| e.seq + 1).max().unwrap_or(0);
+        let record = a.record.map(|r| {
+            if r.transcript_len >= last {
+                codec::encode_agent(r)
+            } else {
+                codec::encode_agent(&AgentRecord {
+                    transcript_len: last,
+                    ..r.clone()
+                })
+            }
+        });
         let prompt = a.created.map(codec::encode_prompt);
         let name = a
             .record
@@ -181,10 +189,10 @@ impl Store {
         Ok(out)
     }
 
-    /// The number of entries in `id`'s transcript (the next sequence number).
+    /// The number of entries in `id`'s transcript (the next sequence
+    /// number), as its record carries it.
     pub fn transcript_len(&self, id: AgentId) -> Result<u64, StoreError> {
-        let trees = self.trees()?;
-        Ok(read_len(&trees.transcripts, id)?)
+        Ok(self.get_agent(id)?.map_or(0, |r| r.transcript_len))
     }
 
     pub fn get_prompt(&self, id: AgentId) -> Result<Option<PromptContext>, StoreError> {
@@ -237,10 +245,28 @@ mod tests {
             .map(|e| e.seq)
             .collect();
         assert_eq!(seqs, vec![0, 1, 2, 255, 256]);
-        assert_eq!(store.transcript_len(a).unwrap(), 257);
-        assert_eq!(store.transcript_len(b).unwrap(), 1);
+        assert_eq!(
+            scan_len(&store.trees().unwrap().transcripts, a).unwrap(),
+            257
+        );
+        assert_eq!(scan_len(&store.trees().unwrap().transcripts, b).unwrap(), 1);
         assert_eq!(store.transcript(a, 2, 2).unwrap().len(), 2);
         assert_eq!(store.transcript_len(AgentId::random()).unwrap(), 0);
+        // With the record, the record counts the entries it is written with.
+        let mut r = AgentRecord::new(a, a.short_prefix(8), now_ms());
+        let e = [entry(257, "a")];
+        store
+            .append_durable(a, Append::with_record(&e, &r))
+            .await
+            .unwrap();
+        assert_eq!(store.transcript_len(a).unwrap(), 258);
+        r.transcript_len = 300;
+        store.put_agent(&r).unwrap();
+        assert_eq!(
+            store.transcript_len(a).unwrap(),
+            300,
+            "never lowered by the store"
+        );
     }
 
     #[tokio::test]
@@ -268,7 +294,18 @@ mod tests {
             (id, r)
         };
         let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        assert_eq!(store.get_agent(id).unwrap().unwrap(), record);
+        let stored = store.get_agent(id).unwrap().unwrap();
+        assert_eq!(
+            stored.transcript_len, 1,
+            "the record counts its first message"
+        );
+        assert_eq!(
+            stored,
+            AgentRecord {
+                transcript_len: 1,
+                ..record.clone()
+            }
+        );
         assert_eq!(
             store.transcript(id, 0, 10).unwrap()[0].content_json,
             entry(0, "hello").content_json

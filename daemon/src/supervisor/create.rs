@@ -120,6 +120,7 @@ impl Supervisor {
             (None, None) => PermissionMode::Bypass,
         };
         record.depth = parent.map_or(0, |p| p.depth + 1);
+        record.transcript_len = 1;
         let prompt = context::render(&cwd, now, agent_type);
         let first = TranscriptEntry {
             seq: 0,

@@ -507,7 +507,7 @@ fn seed_agent(rt: &tokio::runtime::Runtime, store: &Store, entries: usize, name:
     ))
     .unwrap();
     for batch in chunks {
-        rt.block_on(store.append_durable(id, Append::entries(batch)))
+        rt.block_on(store.append_durable(id, Append::with_record(batch, &record)))
             .unwrap();
     }
     id
@@ -742,6 +742,8 @@ fn bench_resolve(args: &[String]) {
             times
         })
     };
+    // Warm the daemon's caches first; then the baseline.
+    let _ = time(&|i| ids[i].to_string());
     let by_id = time(&|i| ids[i].to_string());
     let by_name = time(&|i| format!("worker-{i}"));
     let by_short = time(&|i| shorts[i].clone());
