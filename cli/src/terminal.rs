@@ -70,10 +70,17 @@ pub struct Keyboard {
 }
 
 impl Keyboard {
-    /// None when stdin is not a terminal (or cannot be switched).
+    /// None when stdin is not a terminal, when this process is not in the
+    /// terminal's foreground (`agentctl run … &`: changing the terminal
+    /// would stop it with SIGTTOU, and the keys are not its to read), or
+    /// when the terminal cannot be switched.
     pub fn start() -> Option<Keyboard> {
         let stdin = std::io::stdin();
         if !stdin.is_terminal() {
+            return None;
+        }
+        let foreground = nix::unistd::tcgetpgrp(stdin.as_fd()).ok()?;
+        if foreground != nix::unistd::getpgrp() {
             return None;
         }
         let saved = termios::tcgetattr(stdin.as_fd()).ok()?;

@@ -69,9 +69,9 @@ impl From<AgentdError> for Status {
 }
 
 /// Characters of user input an error message quotes.
-const QUOTED_CHARS: usize = 64;
+const QUOTED_CHARS: usize = 160;
 
-/// `text` as an error message may quote it: its first 64 characters, and
+/// `text` as an error message may quote it: its first 160 characters, and
 /// how much more there was. Messages travel in gRPC trailers, which are
 /// limited; a 100,000-character id must not turn NOT_FOUND into a
 /// transport error.
@@ -95,8 +95,8 @@ mod tests {
         assert_eq!(quote("abc"), "abc");
         let long = "x".repeat(100_000);
         let q = quote(&long);
-        assert!(q.len() < 120, "{q}");
-        assert!(q.ends_with("(99936 more characters)"), "{q}");
-        assert_eq!(quote(&"é".repeat(64)), "é".repeat(64));
+        assert!(q.len() < 220, "{q}");
+        assert!(q.ends_with("(99840 more characters)"), "{q}");
+        assert_eq!(quote(&"é".repeat(160)), "é".repeat(160));
     }
 }

@@ -411,6 +411,17 @@ fn a_huge_id_is_not_found_with_a_short_message() {
             .unwrap_err();
         assert_eq!(long_model.code(), Code::InvalidArgument);
         short_enough(&long_model, "model");
+        let long_script = client
+            .create_agent(pb::CreateAgentRequest {
+                prompt: "hi".into(),
+                model: format!("scripted:{}", "s".repeat(100_000)),
+                cwd: "/".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(long_script.code(), Code::FailedPrecondition);
+        short_enough(&long_script, "script path");
     });
 }
 

@@ -193,6 +193,20 @@ impl TurnLoop {
     pub fn new(setup: LoopSetup) -> Result<TurnLoop, StoreError> {
         let id = setup.record.id;
         let entries = setup.store.transcript(id, 0, usize::MAX)?;
+        // Corrupt entries are skipped by the store: a hole must stop the
+        // agent rather than send the model a different conversation.
+        // (The record counts the entries, so a hole at the end shows too.)
+        let hole = (0u64..)
+            .zip(&entries)
+            .find(|(i, e)| e.seq != *i)
+            .map(|(i, _)| i)
+            .or_else(|| {
+                let read = entries.len() as u64;
+                (read < setup.record.transcript_len).then_some(read)
+            });
+        if let Some(seq) = hole {
+            return Err(StoreError::TranscriptHole { id, seq });
+        }
         let next_seq = entries.last().map_or(0, |e| e.seq + 1);
         let mut messages = Vec::with_capacity(entries.len());
         for e in &entries {

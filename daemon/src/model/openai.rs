@@ -145,7 +145,7 @@ pub fn request_body(req: &ModelRequest, model: &str) -> Vec<u8> {
     }
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
-    serde_json::to_vec(&Value::Object(body)).unwrap_or_default()
+    crate::domain::json_bytes(&Value::Object(body))
 }
 
 #[derive(Debug, Deserialize)]

@@ -67,8 +67,10 @@ enum Block {
 
 impl Script {
     pub fn load(path: &Path) -> Result<Script, AgentdError> {
+        // The path comes from the request: quote it short in every error.
+        let shown = crate::error::quote(&path.display().to_string());
         let text = std::fs::read_to_string(path).map_err(|e| {
-            AgentdError::precondition(format!("cannot read model script {}: {e}", path.display()))
+            AgentdError::precondition(format!("cannot read model script {}: {e}", shown))
         })?;
         let is_yaml = matches!(
             path.extension().and_then(|e| e.to_str()),
@@ -79,23 +81,22 @@ impl Script {
         } else {
             serde_json::from_str(&text).map_err(|e| e.to_string())
         };
-        let file = parsed.map_err(|e| {
-            AgentdError::invalid(format!("malformed model script {}: {e}", path.display()))
-        })?;
+        let file = parsed
+            .map_err(|e| AgentdError::invalid(format!("malformed model script {}: {e}", shown)))?;
         let turns = match file {
             ScriptFile::Turns(t) | ScriptFile::Document { turns: t } => t,
         };
         if turns.is_empty() {
             return Err(AgentdError::invalid(format!(
                 "model script {} has no turns",
-                path.display()
+                shown
             )));
         }
         for (i, turn) in turns.iter().enumerate() {
             if turn.content.is_empty() {
                 return Err(AgentdError::invalid(format!(
                     "model script {}: turn {} has no content blocks",
-                    path.display(),
+                    shown,
                     i + 1
                 )));
             }
@@ -105,7 +106,7 @@ impl Script {
                 {
                     return Err(AgentdError::invalid(format!(
                         "model script {}: turn {}: input of tool_use {name} must be an object",
-                        path.display(),
+                        shown,
                         i + 1
                     )));
                 }

@@ -277,6 +277,17 @@ impl Store {
             .unwrap();
     }
 
+    pub(crate) fn corrupt_entry_for_tests(&self, id: AgentId, seq: u64) {
+        let trees = self.trees().unwrap();
+        trees
+            .transcripts
+            .insert(
+                super::transcript::entry_key(id, seq),
+                &[0xff, 0xff, 0xff][..],
+            )
+            .unwrap();
+    }
+
     pub(crate) fn index_name_for_tests(&self, name: &str, id: AgentId) {
         let trees = self.trees().unwrap();
         trees.names.insert(name_key(name, id), &[]).unwrap();

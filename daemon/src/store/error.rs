@@ -28,6 +28,15 @@ pub enum StoreError {
     Io(#[from] sled::Error),
     #[error("the store is being reopened after a disk-full error; try again in a moment")]
     Reopening,
+    /// A transcript entry could not be read (it was skipped and counted):
+    /// the conversation has a hole, and sending it on would misstate it.
+    #[error(
+        "entry {seq} of agent {id}'s transcript is unreadable (corrupt); the agent cannot continue from a transcript with a hole — its log shows the rest; start a new agent"
+    )]
+    TranscriptHole {
+        id: crate::domain::AgentId,
+        seq: u64,
+    },
     #[error("store flush task failed: {0}")]
     Join(#[from] tokio::task::JoinError),
 }

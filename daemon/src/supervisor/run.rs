@@ -84,10 +84,17 @@ impl Supervisor {
                     }
                     match TurnLoop::new(setup) {
                         Ok(turn_loop) => turn_loop.run().await,
-                        Err(e) => Finished {
-                            outcome: Outcome::Failed(format!("cannot read the transcript: {e}")),
-                            record,
-                        },
+                        Err(e) => {
+                            let mut record = record;
+                            record.status = Status::Failed;
+                            record.error = format!("cannot read the transcript: {e}");
+                            record.updated_at_ms = now_ms();
+                            tracing::error!(agent = %record.id, error = %e, "cannot start the agent's turn loop");
+                            Finished {
+                                outcome: Outcome::Failed(record.error.clone()),
+                                record,
+                            }
+                        }
                     }
                 } => Some(f),
             };

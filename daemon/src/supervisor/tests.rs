@@ -129,3 +129,23 @@ async fn a_write_refused_for_space_pauses_only_its_agent_until_the_store_heals()
     w.status_becomes(&later.id.to_string(), Status::Completed)
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transcript_with_a_corrupt_entry_is_not_continued_with_a_hole() {
+    let w = world();
+    let two = w.script(
+        "two.json",
+        json!({"turns": [
+            {"content": [{"type": "text", "text": "first"}]},
+            {"content": [{"type": "text", "text": "second"}]}
+        ]}),
+    );
+    let a = w.sup.create(w.new_agent(&two, "talk")).await.unwrap();
+    let id = a.id.to_string();
+    w.status_becomes(&id, Status::Completed).await;
+    w.sup.store().corrupt_entry_for_tests(a.id, 1);
+    w.sup.send(&id, "and then?", None).await.unwrap();
+    let failed = w.status_becomes(&id, Status::Failed).await;
+    assert!(failed.error.contains("unreadable"), "{}", failed.error);
+    assert!(w.sup.store().corrupt_count() >= 1, "counted");
+}
