@@ -105,8 +105,10 @@ pub async fn follow(
             session.short
         );
     }
+    // Made once: a signal that arrives while an event is being handled
+    // still ends the loop at its next turn.
+    let mut signals = Signals::new(session.keys.is_none());
     loop {
-        let listen_for_sigint = session.keys.is_none();
         let next = tokio::select! {
             e = events.next() => match e {
                 None => {
@@ -125,12 +127,19 @@ pub async fn follow(
                     Next::Continue
                 }
             },
-            _ = ctrl_c(listen_for_sigint) => {
+            signal = signals.next() => match signal {
+                Signal::TermOrHangup => {
+                    session.view.finish();
+                    drop(session.keys.take());
+                    return Ok(INTERRUPTED);
+                }
+                Signal::Interrupt => {
                 session.view.finish();
                 let s = &session.short;
                 eprintln!("agentctl: agent {s} keeps running; `agentctl attach {s}` follows it, `agentctl stop {s}` cancels it");
                 Next::Exit(INTERRUPTED)
             }
+            },
         };
         if let Next::Exit(code) = next {
             session.view.finish();
@@ -146,12 +155,46 @@ async fn next_key(keys: &mut Option<Keyboard>) -> Option<Key> {
     }
 }
 
-/// SIGINT, when there is no keyboard to read Ctrl-C from.
-async fn ctrl_c(listen: bool) {
-    if listen {
-        let _ = tokio::signal::ctrl_c().await;
-    } else {
-        std::future::pending::<()>().await;
+/// What the loop listens for besides events and keys.
+enum Signal {
+    /// SIGTERM or SIGHUP: agentctl is told to go (its terminal closed).
+    TermOrHangup,
+    /// SIGINT, when there is no keyboard to read Ctrl-C from.
+    Interrupt,
+}
+
+struct Signals {
+    term: Option<tokio::signal::unix::Signal>,
+    hangup: Option<tokio::signal::unix::Signal>,
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new(listen_for_sigint: bool) -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        Signals {
+            term: signal(SignalKind::terminate()).ok(),
+            hangup: signal(SignalKind::hangup()).ok(),
+            interrupt: listen_for_sigint
+                .then(|| signal(SignalKind::interrupt()).ok())
+                .flatten(),
+        }
+    }
+
+    async fn next(&mut self) -> Signal {
+        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            _ = recv(&mut self.term) => Signal::TermOrHangup,
+            _ = recv(&mut self.hangup) => Signal::TermOrHangup,
+            _ = recv(&mut self.interrupt) => Signal::Interrupt,
+        }
     }
 }
 
@@ -163,6 +206,14 @@ impl Session {
     fn note(&mut self, text: &str) {
         self.view.finish();
         eprintln!("[{text}]");
+    }
+
+    /// After an answer, the ask now on top (if any) is shown again.
+    fn show_next_ask(&mut self) {
+        if let Some(next) = self.asks.last() {
+            let text = format!("{} — y: allow once · a: always · n: deny", question(next));
+            self.note(&text);
+        }
     }
 
     fn event(&mut self, event: pb::attach_event::Event) -> Next {
@@ -278,8 +329,16 @@ impl Session {
                             reason,
                         )))
                         .await;
+                        self.show_next_ask();
                     }
                     Key::Escape => eprintln!(" — not answered"),
+                    // Ctrl-C and Ctrl-D keep their meaning: the ask stays
+                    // open, and the key is handled as always.
+                    Key::Interrupt | Key::Detach => {
+                        eprintln!(" — not answered");
+                        self.asks.push(ask);
+                        return Box::pin(self.key(key, client)).await;
+                    }
                     Key::Backspace => {
                         if reason.pop().is_some() {
                             eprint!("\u{8} \u{8}");
@@ -317,7 +376,10 @@ impl Session {
                 self.input = Input::ConfirmCancel;
             }
             Key::Char(c @ ('y' | 'a' | 'n')) if !self.asks.is_empty() => {
-                let ask = self.asks.remove(0);
+                // The newest ask is the one on screen.
+                let Some(ask) = self.asks.pop() else {
+                    return Ok(Next::Continue);
+                };
                 match c {
                     'y' => {
                         self.send(Request::PermissionAnswer(answer(
@@ -339,8 +401,10 @@ impl Session {
                         self.view.finish();
                         eprint!("Deny: why (Enter to skip, Esc to leave unanswered)? ");
                         self.input = Input::DenyReason(ask, String::new());
+                        return Ok(Next::Continue);
                     }
                 }
+                self.show_next_ask();
             }
             _ => {}
         }

@@ -41,6 +41,40 @@ fn init_logging() {
     }
 }
 
+/// Takes the secrets out of the daemon's own environment, once they are
+/// read, so that no tool can find them there: a tool's parent is this
+/// process, and `/proc/<ppid>/environ` shows the environment block the
+/// process started with, whatever `unsetenv` does afterwards. Their bytes
+/// are overwritten in place, then the variables removed; the process is
+/// made non-dumpable, so that other processes of this user cannot read its
+/// memory either.
+#[allow(unsafe_code)]
+fn forget_secrets(names: &[String]) {
+    // SAFETY: called from main before any other thread exists, so nothing
+    // reads or changes the environment concurrently. `environ` is the
+    // process's NULL-terminated array of NUL-terminated "NAME=value"
+    // strings; only bytes of the values are written, never past their NUL.
+    unsafe {
+        let mut entry = nix::libc::environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let text = std::ffi::CStr::from_ptr(*entry).to_bytes();
+            if let Some(eq) = text.iter().position(|b| *b == b'=')
+                && names.iter().any(|n| n.as_bytes() == &text[..eq])
+            {
+                let value = (*entry).add(eq + 1);
+                std::ptr::write_bytes(value, 0, text.len() - eq - 1);
+            }
+            entry = entry.add(1);
+        }
+        for name in names {
+            std::env::remove_var(name);
+        }
+    }
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        tracing::warn!(error = %e, "cannot make agentd non-dumpable");
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     init_logging();
@@ -52,10 +86,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The keys are read here, before any thread exists, and then forgotten
+    // by the environment.
+    let models = match config.model_settings() {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("agentd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    forget_secrets(&config.secret_env_names());
     let opts = ServeOptions {
         socket: paths::absolute(&paths::socket_path(args.socket.as_deref())),
         data_dir: paths::absolute(&paths::data_dir(args.data_dir.as_deref())),
         config,
+        models,
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

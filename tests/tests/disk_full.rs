@@ -212,3 +212,45 @@ fn a_store_whose_write_failed_for_lack_of_space_is_reopened_when_space_returns()
     // sled refuses everything until the database is opened again.
     run_through_a_full_disk(0, 0, true);
 }
+
+#[test]
+fn the_daemon_starts_on_a_full_disk_and_resumes_its_agents_once_space_is_back() {
+    let Some((env, _mock, disk)) = world(30, 8) else {
+        return;
+    };
+    let daemon = env.start_daemon();
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "many steps",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    wait_until("a few steps", Duration::from_secs(20), || {
+        show(&env, &id)["transcript_len"].as_u64().unwrap() >= 5
+    });
+    let ballast = disk.fill(2 * 1024 * 1024);
+    daemon.kill9();
+    // It starts, says what it is doing, and serves reads.
+    let _daemon = env.start_daemon();
+    assert_eq!(show(&env, &id)["status"], "interrupted");
+    assert_eq!(env.ctl(&["status", "--json"]).json()["disk_full"], true);
+    assert!(
+        env.daemon_log_text()
+            .contains("resuming once space is back")
+    );
+    std::fs::remove_file(&ballast).unwrap();
+    wait_until(
+        "the agent resumed and completed",
+        Duration::from_secs(60),
+        || show(&env, &id)["status"] == "completed",
+    );
+    assert_eq!(show(&env, &id)["result"], "all steps done");
+    let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
+    assert_clean(log.as_array().unwrap());
+}

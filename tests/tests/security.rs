@@ -21,8 +21,12 @@ fn tools_never_see_provider_keys_or_configured_secrets() {
     env.set_daemon_env("HARMLESS_SETTING", "visible-value");
     env.write_config("[secrets]\nenv = [\"MY_DEPLOY_TOKEN\"]\n");
     let _daemon = env.start_daemon();
+    // Its own environment, and its parent's (agentd's) as it started.
     mock.enqueue(Reply::Message(
-        MockMessage::text("Looking at the environment.").with(Block::bash("t1", "env")),
+        MockMessage::text("Looking at the environment.").with(Block::bash(
+            "t1",
+            "env; echo ---; tr '\\0' '\\n' < /proc/$PPID/environ",
+        )),
     ));
     mock.enqueue(Reply::Message(MockMessage::text("done")));
     let id = env
@@ -45,6 +49,7 @@ fn tools_never_see_provider_keys_or_configured_secrets() {
         .clone();
     // The command did run, with the rest of the daemon's environment.
     assert!(log.contains("HARMLESS_SETTING=visible-value"), "{log}");
+    assert!(log.contains("---"), "{log}");
     for secret in [
         "sk-ant-test-key",
         "sk-openai-test-key",

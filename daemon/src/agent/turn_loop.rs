@@ -91,7 +91,7 @@ impl StopSignals {
     }
 
     /// Resolves when any stop is asked for.
-    async fn any(&self) -> Outcome {
+    pub async fn any(&self) -> Outcome {
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Outcome::Cancelled,
@@ -285,8 +285,10 @@ impl TurnLoop {
             }
             let awaiting_answer = self.messages.last().is_some_and(|(_, m)| m.role == "user");
             if !awaiting_answer && !std::mem::take(&mut continuing_paused_turn) {
-                // Nothing new to answer (a revival with no message).
-                return Ok(Outcome::Completed(self.record.result.clone()));
+                // Nothing new to answer (a revival with no message, or a
+                // resume after the end was written but not its record):
+                // the answer is the last one in the transcript.
+                return Ok(Outcome::Completed(self.last_answer()));
             }
             if self.record.turns >= self.record.max_turns {
                 return Ok(Outcome::Failed(format!(
@@ -483,9 +485,14 @@ impl TurnLoop {
                 &[],
             )
             .await;
-        self.spool.clear(seq);
         match written {
-            Ok(()) => Halt::Stop(stop),
+            Ok(()) => {
+                self.spool.clear(seq);
+                Halt::Stop(stop)
+            }
+            // Not recorded (the disk is full and a stop came first): the
+            // calls are answered as interrupted on the next run, with the
+            // output kept in the spool.
             Err(halt) => halt,
         }
     }
@@ -562,7 +569,10 @@ impl TurnLoop {
             Gate::Ask => {}
         }
         let (ask, rx) = self.host.ask(&self.record, tool, input);
-        self.set_status(Status::Waiting).await?;
+        if let Err(halt) = self.set_status(Status::Waiting).await {
+            self.host.withdraw_ask(&ask.request_id);
+            return Err(halt);
+        }
         let answer = tokio::select! {
             stop = self.stops.any() => Err(stop),
             a = rx => Ok(a),
@@ -590,6 +600,17 @@ impl TurnLoop {
             })),
             Err(_) => Some(ToolOutput::error("the permission request was withdrawn")),
         }))
+    }
+
+    /// The text of the newest assistant message.
+    fn last_answer(&self) -> String {
+        self.messages
+            .iter()
+            .rev()
+            .find(|(_, m)| m.role == "assistant")
+            .and_then(|(_, m)| serde_json::from_slice::<Vec<Value>>(&m.content_json).ok())
+            .map(|content| final_text(&content))
+            .unwrap_or_else(|| self.record.result.clone())
     }
 
     fn may_run(&self, tool: ToolName) -> bool {
@@ -680,7 +701,8 @@ impl TurnLoop {
         loop {
             self.record.updated_at_ms = entry.created_at_ms;
             self.record.background = self.foreground.is_background();
-            self.record.transcript_len = entry.seq + 1;
+            // (The store writes the record counting this entry; the copy
+            // here counts it only once it is written.)
             let append = Append {
                 consumed,
                 ..Append::with_record(std::slice::from_ref(&entry), &self.record)
@@ -692,6 +714,7 @@ impl TurnLoop {
             }
         }
         self.next_seq += 1;
+        self.record.transcript_len = self.next_seq;
         apply_entry(&mut self.messages, &entry);
         self.hub.publish_entry(Arc::new(entry));
         Ok(())
@@ -719,7 +742,7 @@ impl TurnLoop {
         self.record.status = Status::Waiting;
         // Kept in memory by the store until it can be written: readers see
         // the agent waiting.
-        let _ = self.store.put_agent(&self.record);
+        let _ = self.store.put_agent_or_defer(&self.record);
         self.hub.publish_status(StatusSnapshot {
             waiting_for: Some(format!("disk space: {error}")),
             ..StatusSnapshot::of(&self.record)

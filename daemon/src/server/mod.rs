@@ -28,6 +28,9 @@ pub struct ServeOptions {
     pub socket: PathBuf,
     pub data_dir: PathBuf,
     pub config: Config,
+    /// Keys and endpoints, read from the environment before the daemon
+    /// forgot them there (`main`).
+    pub models: crate::model::ModelSettings,
 }
 
 /// Why the daemon could not start or serve.
@@ -56,7 +59,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     data_dir::prepare(&opts.data_dir)?;
     // Bind first: if another daemon serves this socket, say so before
     // touching the store it holds.
-    let models = opts.config.model_settings()?;
+    let models = opts.models;
     let listener = socket::bind(&opts.socket)?;
     let store = Store::open(&opts.data_dir, opts.config.store_options())?;
     let sup = Supervisor::new(

@@ -205,16 +205,24 @@ impl Store {
         Ok(out)
     }
 
-    /// Writes a record without waiting for disk. Without space, the record
-    /// is kept in memory and written when space is back (`health`).
+    /// Writes a record without waiting for disk.
     pub fn put_agent(&self, record: &AgentRecord) -> Result<(), StoreError> {
-        let written = self.trees_for_write().and_then(|trees| {
-            trees
-                .agents
-                .insert(record.id.as_bytes(), codec::encode_agent(record))
-                .map(drop)
-                .map_err(|e| self.write_error(e))
-        });
+        let trees = self.trees_for_write()?;
+        trees
+            .agents
+            .insert(record.id.as_bytes(), codec::encode_agent(record))
+            .map_err(|e| self.write_error(e))?;
+        self.forget_deferred(record.id);
+        Ok(())
+    }
+
+    /// Writes a record, or, without disk space, keeps it to be written
+    /// when space is back and shows it to readers meanwhile (`health`).
+    /// For states that must be visible even when the disk is full (an
+    /// agent waiting for space, one marked interrupted at start); the
+    /// `DiskFull` error still says it is not on disk yet.
+    pub fn put_agent_or_defer(&self, record: &AgentRecord) -> Result<(), StoreError> {
+        let written = self.put_agent(record);
         if let Err(e) = &written
             && e.is_disk_full()
         {

@@ -65,13 +65,27 @@ struct Deferred {
     notes: Vec<(AgentId, InboxItem)>,
 }
 
+impl Deferred {
+    fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.notes.is_empty()
+    }
+}
+
+/// Everything about the store's health that must change together, under
+/// one lock: whether writes are allowed, whether a healer runs, and what
+/// waits to be written.
+struct Control {
+    state: State,
+    healer_running: bool,
+    deferred: Deferred,
+}
+
 pub(super) struct Health {
     dir: PathBuf,
     min_free: u64,
-    state: Mutex<State>,
-    healer_running: Mutex<bool>,
+    control: Mutex<Control>,
+    /// Published under the control lock.
     writable: watch::Sender<bool>,
-    deferred: Mutex<Deferred>,
     /// Set while anything is deferred, so reads skip the lock otherwise.
     has_deferred: std::sync::atomic::AtomicBool,
     /// Free space reported instead of the file system's, for tests.
@@ -91,10 +105,12 @@ impl Health {
         Health {
             dir: dir.to_path_buf(),
             min_free: options.min_free_bytes,
-            state: Mutex::new(State::Healthy),
-            healer_running: Mutex::new(false),
+            control: Mutex::new(Control {
+                state: State::Healthy,
+                healer_running: false,
+                deferred: Deferred::default(),
+            }),
             writable: watch::channel(true).0,
-            deferred: Mutex::new(Deferred::default()),
             has_deferred: std::sync::atomic::AtomicBool::new(false),
             fake_free: Mutex::new(None),
         }
@@ -124,13 +140,13 @@ impl Health {
 
     /// Ok when a write may go ahead.
     pub(super) fn check_space(&self, store: &Store) -> Result<(), StoreError> {
-        let state = *lock(&self.state);
         let free = self.free_bytes();
-        if state != State::Healthy {
+        let mut control = lock(&self.control);
+        if control.state != State::Healthy {
             return Err(self.full_error(free));
         }
         if free < self.min_free {
-            self.enter_full(store, false);
+            self.enter_full(&mut control, store, false);
             return Err(self.full_error(free));
         }
         Ok(())
@@ -138,40 +154,45 @@ impl Health {
 
     /// sled ran out of space in a write: it must be reopened.
     pub(super) fn poisoned(&self, store: &Store) -> StoreError {
-        self.enter_full(store, true);
-        self.full_error(self.free_bytes())
+        let free = self.free_bytes();
+        self.enter_full(&mut lock(&self.control), store, true);
+        self.full_error(free)
     }
 
-    fn enter_full(&self, store: &Store, poisoned: bool) {
-        {
-            let mut state = lock(&self.state);
-            let was_poisoned = matches!(*state, State::Full { poisoned: true });
-            if *state == State::Healthy {
-                tracing::error!(dir = %self.dir.display(), free = %mib(self.free_bytes()), poisoned, "the data directory is out of disk space: writes are refused until space is freed");
-            }
-            *state = State::Full {
-                poisoned: poisoned || was_poisoned,
-            };
+    fn enter_full(&self, control: &mut Control, store: &Store, poisoned: bool) {
+        let was_poisoned = matches!(control.state, State::Full { poisoned: true });
+        if control.state == State::Healthy {
+            tracing::error!(dir = %self.dir.display(), free = %mib(self.free_bytes()), poisoned, "the data directory is out of disk space: writes are refused until space is freed");
         }
+        control.state = State::Full {
+            poisoned: poisoned || was_poisoned,
+        };
         self.writable.send_replace(false);
-        let mut running = lock(&self.healer_running);
-        if !*running {
-            *running = true;
-            let weak = Arc::downgrade(&store.inner);
-            std::thread::Builder::new()
-                .name("agentd-store-healer".into())
-                .spawn(move || heal(weak))
-                .map(drop)
-                .unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "cannot start the store healer");
-                    *lock(&store.inner.health.healer_running) = false;
-                });
+        self.ensure_healer(control, store);
+    }
+
+    /// Starts the healer unless one runs: it runs until the store is
+    /// healthy and nothing waits to be written.
+    fn ensure_healer(&self, control: &mut Control, store: &Store) {
+        if control.healer_running {
+            return;
+        }
+        let weak = Arc::downgrade(&store.inner);
+        match std::thread::Builder::new()
+            .name("agentd-store-healer".into())
+            .spawn(move || heal(weak))
+        {
+            Ok(_) => control.healer_running = true,
+            // The next write or deferral tries again.
+            Err(e) => tracing::error!(error = %e, "cannot start the store healer"),
         }
     }
 }
 
-/// Runs until the store is writable again (or dropped).
+/// Runs until the store is writable again with nothing deferred (or the
+/// store is dropped).
 fn heal(weak: Weak<Inner>) {
+    let mut reopened = false;
     loop {
         std::thread::sleep(HEAL_INTERVAL);
         let Some(inner) = weak.upgrade() else { return };
@@ -180,30 +201,45 @@ fn heal(weak: Weak<Inner>) {
         if health.free_bytes() < health.min_free.max(HEAL_FLOOR) {
             continue;
         }
-        let poisoned = matches!(*lock(&health.state), State::Full { poisoned: true });
-        if poisoned && let Err(e) = reopen(&store) {
-            tracing::warn!(error = %e, "could not reopen the store yet");
-            continue;
-        }
-        match write_deferred(&store) {
-            Ok(n) => {
-                *lock(&health.state) = State::Healthy;
-                *lock(&health.healer_running) = false;
-                health.writable.send_replace(true);
-                tracing::info!(
-                    deferred_records = n,
-                    reopened = poisoned,
-                    "disk space is back: the store accepts writes again"
-                );
-                return;
+        let poisoned = matches!(lock(&health.control).state, State::Full { poisoned: true });
+        if poisoned {
+            if let Err(e) = reopen(&store) {
+                tracing::warn!(error = %e, "could not reopen the store yet");
+                continue;
             }
+            reopened = true;
+            if let State::Full { poisoned } = &mut lock(&health.control).state {
+                *poisoned = false;
+            }
+        }
+        let written = match write_deferred(&store) {
+            Ok(n) => n,
             Err(e) => {
                 tracing::warn!(error = %e, "writing deferred records failed; waiting for more space");
                 if super::error::is_out_of_space(&e) {
-                    *lock(&health.state) = State::Full { poisoned: true };
+                    lock(&health.control).state = State::Full { poisoned: true };
                 }
+                continue;
             }
+        };
+        let mut control = lock(&health.control);
+        if !control.deferred.is_empty() {
+            // More was deferred meanwhile: write that too first.
+            continue;
         }
+        control.state = State::Healthy;
+        control.healer_running = false;
+        health
+            .has_deferred
+            .store(false, std::sync::atomic::Ordering::Release);
+        health.writable.send_replace(true);
+        drop(control);
+        tracing::info!(
+            deferred_records = written,
+            reopened,
+            "disk space is back: the store accepts writes again"
+        );
+        return;
     }
 }
 
@@ -249,14 +285,20 @@ fn reopen(store: &Store) -> Result<(), StoreError> {
     }
 }
 
-/// Writes the deferred records and notifications; returns how many.
+/// Writes what is deferred now and takes it off the list; returns how
+/// many records and notifications were written.
 fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
     let health = &store.inner.health;
     let (records, notes) = {
-        let d = lock(&health.deferred);
+        let control = lock(&health.control);
         (
-            d.records.values().cloned().collect::<Vec<_>>(),
-            d.notes.clone(),
+            control
+                .deferred
+                .records
+                .values()
+                .cloned()
+                .collect::<Vec<_>>(),
+            control.deferred.notes.clone(),
         )
     };
     if records.is_empty() && notes.is_empty() {
@@ -267,19 +309,15 @@ fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
         .map_err(|e| sled::Error::ReportableBug(e.to_string()))?;
     store.write_finished(&trees, &records, &notes)?;
     trees.db.flush()?;
-    let mut d = lock(&health.deferred);
+    let mut control = lock(&health.control);
     for r in &records {
-        if d.records.get(&r.id) == Some(r) {
-            d.records.remove(&r.id);
+        if control.deferred.records.get(&r.id) == Some(r) {
+            control.deferred.records.remove(&r.id);
         }
     }
-    let written_notes = notes.len().min(d.notes.len());
-    d.notes.drain(..written_notes);
-    if d.records.is_empty() && d.notes.is_empty() {
-        health
-            .has_deferred
-            .store(false, std::sync::atomic::Ordering::Release);
-    }
+    // Notes are only ever appended: the first ones are those written.
+    let written_notes = notes.len().min(control.deferred.notes.len());
+    control.deferred.notes.drain(..written_notes);
     Ok(records.len() + notes.len())
 }
 
@@ -294,16 +332,27 @@ impl Store {
     }
 
     /// Keeps a record that could not be written for lack of space (see the
-    /// module docs).
+    /// module docs); the healer writes it once it can.
     pub(super) fn defer_record(&self, record: &AgentRecord, note: Option<(AgentId, &InboxItem)>) {
-        let mut d = lock(&self.inner.health.deferred);
-        self.inner
-            .health
+        let health = &self.inner.health;
+        let mut control = lock(&health.control);
+        health
             .has_deferred
             .store(true, std::sync::atomic::Ordering::Release);
-        d.records.insert(record.id, record.clone());
+        control.deferred.records.insert(record.id, record.clone());
         if let Some((parent, item)) = note {
-            d.notes.push((parent, item.clone()));
+            control.deferred.notes.push((parent, item.clone()));
+        }
+        health.ensure_healer(&mut control, self);
+    }
+
+    /// A newer version of `id`'s record was written: a deferred one is void.
+    pub(super) fn forget_deferred(&self, id: AgentId) {
+        if self.has_deferred() {
+            lock(&self.inner.health.control)
+                .deferred
+                .records
+                .remove(&id);
         }
     }
 
@@ -312,8 +361,8 @@ impl Store {
         if !self.has_deferred() {
             return record;
         }
-        let d = lock(&self.inner.health.deferred);
-        match d.records.get(&record.id) {
+        let control = lock(&self.inner.health.control);
+        match control.deferred.records.get(&record.id) {
             Some(newer) => newer.clone(),
             None => record,
         }
@@ -327,7 +376,8 @@ impl Store {
     }
 
     pub(super) fn deferred_status(&self, id: AgentId) -> Option<crate::domain::Status> {
-        lock(&self.inner.health.deferred)
+        lock(&self.inner.health.control)
+            .deferred
             .records
             .get(&id)
             .map(|r| r.status)
@@ -335,8 +385,8 @@ impl Store {
 
     /// Records and notifications waiting for disk space.
     pub fn deferred_count(&self) -> usize {
-        let d = lock(&self.inner.health.deferred);
-        d.records.len() + d.notes.len()
+        let control = lock(&self.inner.health.control);
+        control.deferred.records.len() + control.deferred.notes.len()
     }
 
     /// Test hook: report this much free space instead of the real figure.

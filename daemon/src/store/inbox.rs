@@ -115,7 +115,10 @@ impl Store {
                 .map_err(|e| self.write_error(e))
         });
         match written {
-            Ok(()) => self.flush().await,
+            Ok(()) => {
+                self.forget_deferred(record.id);
+                self.flush().await
+            }
             Err(e) => {
                 if e.is_disk_full() {
                     self.defer_record(record, notify);
@@ -220,7 +223,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let store = crate::store::reopen_for_tests(dir.path());
         assert_eq!(store.inbox(parent).unwrap().len(), 1);
         assert_eq!(
             store.get_agent(child).unwrap().unwrap().status,
@@ -273,15 +276,7 @@ mod tests {
         assert_eq!(store.inbox(parent).unwrap().len(), 1);
         drop(store);
         // The healer thread lets go of its handle a moment after it reports.
-        let mut reopened = Store::open(dir.path(), StoreOptions::default());
-        for _ in 0..100 {
-            if reopened.is_ok() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            reopened = Store::open(dir.path(), StoreOptions::default());
-        }
-        let store = reopened.unwrap();
+        let store = crate::store::reopen_for_tests(dir.path());
         assert_eq!(
             store.get_agent(child).unwrap().unwrap().status,
             Status::Completed

@@ -59,9 +59,11 @@ pub(super) fn upgrade(db: &sled::Db, path: &Path) -> Result<(), StoreError> {
             agents,
             "upgraded the store to schema 2 (unique short ids, name and parent indexes)"
         );
+        // Last, once everything else is in: a crash before reruns it.
+        meta.insert(SCHEMA_KEY, &super::SCHEMA_VERSION.to_be_bytes())?;
+        db.flush()?;
     }
-    meta.insert(SCHEMA_KEY, &super::SCHEMA_VERSION.to_be_bytes())?;
-    db.flush()?;
+    // A current store is opened without writing (also on a full disk).
     Ok(())
 }
 
@@ -124,7 +126,6 @@ mod tests {
 
     use super::*;
     use crate::domain::{AgentRecord, ShortId, Status};
-    use crate::store::{Store, StoreOptions};
 
     /// Writes a schema-1 store the way agentd 0.1 did: time-ordered ids, no
     /// short ids, no indexes, `schema_version` 1.
@@ -165,7 +166,7 @@ mod tests {
         assert!(ids.iter().all(|id| id.hex()[..8] == ids[0].hex()[..8]));
         write_v1_store(dir.path(), &ids, true);
 
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let store = crate::store::reopen_for_tests(dir.path());
         let records = store.agents().unwrap();
         assert_eq!(records.len(), 20);
         let shorts: HashSet<String> = records
@@ -188,7 +189,7 @@ mod tests {
         assert_eq!(store.transcript_len(ids[1]).unwrap(), 0);
         drop(store);
         // Opening again changes nothing.
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let store = crate::store::reopen_for_tests(dir.path());
         let again: HashSet<String> = store
             .agents()
             .unwrap()

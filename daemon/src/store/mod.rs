@@ -217,6 +217,21 @@ fn prefixed(id: AgentId, suffix: &[u8]) -> Vec<u8> {
     key
 }
 
+/// Opens a store a test closed a moment ago: sled's writer threads can
+/// hold the file lock a little after the last handle is dropped.
+#[cfg(test)]
+pub(crate) fn reopen_for_tests(dir: &Path) -> Store {
+    let mut last = None;
+    for _ in 0..200 {
+        match Store::open(dir, StoreOptions::default()) {
+            Ok(s) => return s,
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("cannot reopen the store: {last:?}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,9 +247,16 @@ mod tests {
                 .unwrap();
             db.flush().unwrap();
         }
-        let err = Store::open(dir.path(), StoreOptions::default())
-            .err()
-            .unwrap();
+        // (sled's threads may hold the lock a moment after the drop above.)
+        let mut result = Store::open(dir.path(), StoreOptions::default());
+        for _ in 0..200 {
+            if matches!(&result, Err(StoreError::TooNew { .. })) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            result = Store::open(dir.path(), StoreOptions::default());
+        }
+        let err = result.err().unwrap();
         assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err}");
     }
 }

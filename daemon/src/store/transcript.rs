@@ -293,7 +293,7 @@ mod tests {
                 .unwrap();
             (id, r)
         };
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let store = crate::store::reopen_for_tests(dir.path());
         let stored = store.get_agent(id).unwrap().unwrap();
         assert_eq!(
             stored.transcript_len, 1,

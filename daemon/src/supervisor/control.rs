@@ -137,13 +137,11 @@ impl Supervisor {
             return Ok(());
         }
         let handle = self.handle(record)?;
-        let token = handle.run().as_ref().map(|c| c.stops.cancel.clone());
-        match token {
-            Some(token) => {
-                token.cancel();
-                self.wait_until_idle(&handle).await?;
-            }
-            None => {
+        let token = {
+            // Against a revival starting a run at this moment (`revive`).
+            let _transition = handle.transition.lock().await;
+            let token = handle.run().as_ref().map(|c| c.stops.cancel.clone());
+            if token.is_none() {
                 let mut cancelled = self.reload(record)?;
                 if cancelled.status.is_terminal() {
                     return Ok(());
@@ -153,6 +151,11 @@ impl Supervisor {
                 self.store.put_agent_durable(&cancelled).await?;
                 handle.hub.publish_status(StatusSnapshot::of(&cancelled));
             }
+            token
+        };
+        if let Some(token) = token {
+            token.cancel();
+            self.wait_until_idle(&handle).await?;
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! The supervisor's timers: idle handles are swept, and when the store
-//! heals after a full disk, agents whose notifications were deferred are
-//! woken for them.
+//! heals after a full disk, agents a full disk kept from resuming are
+//! resumed, and agents whose notifications were deferred are woken.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,10 +39,11 @@ impl Supervisor {
                     }
                     _ = sup.shutdown.cancelled() => return,
                 }
-                if *writable.borrow_and_update()
-                    && let Err(e) = sup.wake_idle_with_inbox().await
-                {
-                    tracing::warn!(error = %e, "cannot wake agents after the store healed");
+                if *writable.borrow_and_update() {
+                    sup.resume_deferred().await;
+                    if let Err(e) = sup.wake_idle_with_inbox().await {
+                        tracing::warn!(error = %e, "cannot wake agents after the store healed");
+                    }
                 }
             }
         });

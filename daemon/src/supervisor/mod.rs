@@ -73,6 +73,9 @@ pub struct Supervisor {
     asks: asks::Asks,
     /// What every tool process's environment lacks and carries.
     tool_env: Arc<ToolEnv>,
+    /// Agents a full disk kept from resuming at start: resumed once the
+    /// store is writable again (`housekeeping`).
+    resume_later: std::sync::Mutex<Vec<crate::domain::AgentId>>,
 }
 
 impl Supervisor {
@@ -103,6 +106,7 @@ impl Supervisor {
             lifecycle: broadcast::channel(4096).0,
             asks: asks::Asks::default(),
             tool_env,
+            resume_later: std::sync::Mutex::new(Vec::new()),
         })
     }
 

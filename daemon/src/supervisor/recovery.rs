@@ -28,17 +28,28 @@ impl Supervisor {
         self.mark_interrupted().await
     }
 
+    /// A full disk does not stop the daemon from starting: the marks are
+    /// kept until space is back (and shown meanwhile).
     pub(super) async fn mark_interrupted(&self) -> Result<Vec<AgentId>, AgentdError> {
         let mut marked = Vec::new();
+        let mut deferred = false;
         for id in self.store.ids_by_status(Status::is_live)? {
             if let Some(mut record) = self.store.get_agent(id)? {
                 record.status = Status::Interrupted;
                 record.updated_at_ms = now_ms();
-                self.store.put_agent(&record)?;
+                match self.store.put_agent_or_defer(&record) {
+                    Ok(()) => {}
+                    Err(e) if e.is_disk_full() => deferred = true,
+                    Err(e) => return Err(e.into()),
+                }
                 marked.push(id);
             }
         }
-        if !marked.is_empty() {
+        if deferred {
+            tracing::warn!(
+                "the disk is full: agents are marked interrupted in memory, and resume once space is back"
+            );
+        } else if !marked.is_empty() {
             self.store.flush().await?;
         }
         Ok(marked)
@@ -60,6 +71,13 @@ impl Supervisor {
                 match self.revive(record).await {
                     Ok(true) => resumed += 1,
                     Ok(false) => {}
+                    Err(AgentdError::Store(e)) if e.is_disk_full() => {
+                        self.resume_later
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(*id);
+                        tracing::warn!(agent = %id, "the disk is full: resuming once space is back");
+                    }
                     Err(e) => {
                         blocked += 1;
                         tracing::warn!(agent = %id, error = %e, "cannot resume");
@@ -69,6 +87,17 @@ impl Supervisor {
         }
         self.wake_idle_with_inbox().await?;
         Ok((resumed, blocked))
+    }
+
+    /// Resumes the agents a full disk kept from resuming at start.
+    pub(super) async fn resume_deferred(self: &Arc<Self>) {
+        let ids: Vec<AgentId> =
+            std::mem::take(&mut *self.resume_later.lock().unwrap_or_else(|p| p.into_inner()));
+        if !ids.is_empty()
+            && let Err(e) = self.resume_after_start(&ids).await
+        {
+            tracing::warn!(error = %e, "cannot resume agents after the store healed");
+        }
     }
 
     /// Revives completed and paused agents that have something in their

@@ -26,6 +26,10 @@ pub(super) struct RunControl {
 pub struct AgentHandle {
     pub hub: Arc<Hub>,
     run: Mutex<Option<RunControl>>,
+    /// Held while the agent's idle record is read and rewritten to start a
+    /// run (revive) or to end it (cancel of an idle agent): one of them
+    /// sees the other's result, never a stale copy.
+    pub(super) transition: tokio::sync::Mutex<()>,
 }
 
 impl AgentHandle {
@@ -101,6 +105,7 @@ impl Supervisor {
                 self.lifecycle.clone(),
             )),
             run: Mutex::new(None),
+            transition: tokio::sync::Mutex::new(()),
         });
         Ok(self
             .registry

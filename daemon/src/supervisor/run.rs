@@ -77,10 +77,17 @@ impl Supervisor {
                 biased;
                 _ = kill.cancelled() => None,
                 f = async {
-                    // Pending until a slot frees; cancel works meanwhile.
-                    tokio::select! {
-                        _ = slot.acquire() => {}
-                        _ = stops.cancel.cancelled() => {}
+                    // Pending until a slot frees. A stop meanwhile ends the
+                    // run before it starts: nothing runs, nothing is read.
+                    let stopped = tokio::select! {
+                        _ = slot.acquire() => None,
+                        stop = stops.any() => Some(stop),
+                    };
+                    if let Some(outcome) = stopped {
+                        let mut record = record;
+                        record.status = outcome.status();
+                        record.updated_at_ms = now_ms();
+                        return Finished { record, outcome };
                     }
                     match TurnLoop::new(setup) {
                         Ok(turn_loop) => turn_loop.run().await,
@@ -204,15 +211,24 @@ impl Supervisor {
     /// Starts a loop for an existing agent (revival, resume after restart).
     /// Ok(false) when one already runs. Errors when the agent cannot be
     /// resumed; the reason is recorded as its resume-blocked reason.
-    pub(super) async fn revive(
-        self: &Arc<Self>,
-        mut record: AgentRecord,
-    ) -> Result<bool, AgentdError> {
+    pub(super) async fn revive(self: &Arc<Self>, record: AgentRecord) -> Result<bool, AgentdError> {
+        let handle = self.handle(&record)?;
+        let _transition = handle.transition.lock().await;
+        // Read again under the lock: a cancel or another revival may have
+        // come first, and a stale copy must not overwrite what it wrote.
+        let Some(mut record) = self.store.get_agent(record.id)? else {
+            return Ok(false);
+        };
+        if handle.is_running()
+            || !matches!(
+                record.status,
+                Status::Completed | Status::Paused | Status::Interrupted
+            )
+        {
+            return Ok(false);
+        }
         match self.resumable(&record) {
             Ok((prompt, provider)) => {
-                if self.handle(&record)?.is_running() {
-                    return Ok(false);
-                }
                 record.resume_blocked = None;
                 record.started_at_ms = now_ms();
                 // Pending from now on, for every reader (waiters included),
@@ -232,9 +248,7 @@ impl Supervisor {
                 record.resume_blocked = Some(blocked);
                 record.updated_at_ms = now_ms();
                 self.store.put_agent_durable(&record).await?;
-                self.handle(&record)?
-                    .hub
-                    .publish_status(StatusSnapshot::of(&record));
+                handle.hub.publish_status(StatusSnapshot::of(&record));
                 Err(AgentdError::precondition(message))
             }
         }

@@ -18,11 +18,14 @@ struct World {
 }
 
 fn world() -> World {
+    world_with(Config::default())
+}
+
+fn world_with(config: Config) -> World {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     let store = Store::open(&data, StoreOptions::default()).unwrap();
-    let config = Config::default();
     let models = config.model_settings().unwrap();
     let sup = Supervisor::new(
         store,
@@ -148,4 +151,94 @@ async fn a_transcript_with_a_corrupt_entry_is_not_continued_with_a_hole() {
     let failed = w.status_becomes(&id, Status::Failed).await;
     assert!(failed.error.contains("unreadable"), "{}", failed.error);
     assert!(w.sup.store().corrupt_count() >= 1, "counted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_paused_while_waiting_for_space_continues_later_with_its_transcript_whole() {
+    let w = world();
+    let busy = w.script("busy.json", steps(6));
+    let a = w.sup.create(w.new_agent(&busy, "work")).await.unwrap();
+    let id = a.id.to_string();
+    w.status_becomes(&id, Status::Running).await;
+    w.sup.store().fake_free_space(Some(0));
+    w.status_becomes(&id, Status::Waiting).await;
+    w.sup.pause(&id).await.unwrap();
+    let mut writable = w.sup.store().writable();
+    w.sup.store().fake_free_space(None);
+    tokio::time::timeout(Duration::from_secs(10), writable.wait_for(|w| *w))
+        .await
+        .unwrap()
+        .unwrap();
+    let paused = w.status_becomes(&id, Status::Paused).await;
+    let entries = w.sup.store().transcript(a.id, 0, 1000).unwrap();
+    assert_eq!(
+        paused.transcript_len,
+        entries.len() as u64,
+        "the record counts what was written, not the entry that was not"
+    );
+    // Continuing it works: the transcript has no hole.
+    w.sup.send(&id, "go on", None).await.unwrap();
+    let done = w.status_becomes(&id, Status::Completed).await;
+    assert_eq!(done.result, "finished");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revival_refused_for_space_leaves_the_agent_as_it_was() {
+    let w = world();
+    let idle = w.script(
+        "idle.json",
+        json!({"turns": [
+            {"content": [{"type": "text", "text": "one"}]},
+            {"content": [{"type": "text", "text": "two"}]}
+        ]}),
+    );
+    let a = w.sup.create(w.new_agent(&idle, "talk")).await.unwrap();
+    let id = a.id.to_string();
+    w.status_becomes(&id, Status::Completed).await;
+    w.sup.store().fake_free_space(Some(0));
+    let refused = w.sup.send(&id, "more", None).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted, "{refused}");
+    // Not left pending with no loop: still completed, and messages work
+    // again once space is back.
+    assert_eq!(w.sup.resolve(&id).unwrap().status, Status::Completed);
+    w.sup.store().fake_free_space(None);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    w.sup.send(&id, "more", None).await.unwrap();
+    let done = w.status_becomes(&id, Status::Completed).await;
+    assert_eq!(done.result, "two");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cancelled_while_pending_never_runs() {
+    let w = world_with(Config {
+        max_running_agents: 1,
+        ..Config::default()
+    });
+    let slow = w.script(
+        "slow.json",
+        json!({"turns": [{"delay_ms": 3000, "content": [{"type": "text", "text": "slow"}]}]}),
+    );
+    let quick = w.script(
+        "quick.json",
+        json!({"turns": [{"content": [{"type": "text", "text": "quick"}]}]}),
+    );
+    let holder = w
+        .sup
+        .create(w.new_agent(&slow, "hold the slot"))
+        .await
+        .unwrap();
+    w.status_becomes(&holder.id.to_string(), Status::Running)
+        .await;
+    let b = w.sup.create(w.new_agent(&quick, "wait")).await.unwrap();
+    let b_id = b.id.to_string();
+    w.sup
+        .send(&b_id, "queued while pending", None)
+        .await
+        .unwrap();
+    let cancelled = w.sup.cancel(&b_id).await.unwrap();
+    assert_eq!(cancelled.status, Status::Cancelled);
+    // Nothing of the run happened: the queued message was not consumed.
+    assert_eq!(w.sup.store().transcript(b.id, 0, 100).unwrap().len(), 1);
+    assert!(w.sup.store().has_inbox(b.id).unwrap());
+    w.sup.cancel(&holder.id.to_string()).await.unwrap();
 }
