@@ -242,3 +242,27 @@ async fn an_agent_cancelled_while_pending_never_runs() {
     assert!(w.sup.store().has_inbox(b.id).unwrap());
     w.sup.cancel(&holder.id.to_string()).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_resumed_after_its_answer_was_written_reports_that_answer() {
+    let w = world();
+    let one = w.script(
+        "one.json",
+        json!({"turns": [{"content": [{"type": "text", "text": "the answer"}]}]}),
+    );
+    let a = w.sup.create(w.new_agent(&one, "answer")).await.unwrap();
+    let id = a.id.to_string();
+    w.status_becomes(&id, Status::Completed).await;
+    // As a crash leaves it when the answer is in the transcript but the
+    // record's end was not written (or its write was deferred and lost).
+    let mut record = w.sup.resolve(&id).unwrap();
+    record.status = Status::Interrupted;
+    record.result.clear();
+    w.sup.store().put_agent_durable(&record).await.unwrap();
+    w.sup.resume_after_start(&[a.id]).await.unwrap();
+    let done = w.status_becomes(&id, Status::Completed).await;
+    assert_eq!(
+        done.result, "the answer",
+        "not the empty result of the stale record"
+    );
+}
