@@ -12,6 +12,8 @@ mod interrupted;
 pub mod lifecycle;
 pub mod orchestration;
 pub mod permission;
+mod recording;
+mod round;
 pub mod slot;
 pub mod turn_loop;
 pub mod types;

@@ -1,7 +1,8 @@
 //! The turn loop (DESIGN §3): build the request from the transcript → stream
 //! the model response → persist the assistant message → run its tool calls →
 //! persist the results → repeat until the model ends its turn, `max_turns`
-//! is reached, or the agent is stopped.
+//! is reached, or the agent is stopped. A round of tool calls is in `round`,
+//! how entries are written in `recording`.
 //!
 //! The loop is the only writer of its agent's transcript and, while it runs,
 //! of its record. Every entry is durable before it is published, before any
@@ -11,26 +12,24 @@
 //! model can be sent; only a crash leaves calls unanswered, and those are
 //! answered when the agent resumes (`interrupted`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::foreground::Foreground;
-use super::host::{AgentHost, OrchestrationCall};
-use super::hub::{Hub, StatusSnapshot, ToolEvent};
-use super::interrupted;
-use super::permission::{self, Answer, Gate};
+use super::host::AgentHost;
+use super::hub::Hub;
+use super::round::calls_of;
 use super::slot::SlotLease;
 use crate::domain::{
-    AgentRecord, PromptContext, Role, Status, StopReason, ToolName, TranscriptEntry, Usage,
-    json_bytes, now_ms,
+    AgentRecord, PromptContext, Role, Status, StopReason, ToolName, TranscriptEntry, json_bytes,
+    now_ms,
 };
 use crate::model::{MessageBytes, ModelRequest, Provider};
-use crate::store::{Append, InboxKey, Store, StoreError};
+use crate::store::{Store, StoreError};
+use crate::tools::ToolEnv;
 use crate::tools::spool::Spool;
-use crate::tools::{self, ToolContext, ToolEnv, ToolOutput};
 
 /// Consecutive responses cut off at max_tokens that the loop asks the model
 /// to continue before it gives up.
@@ -78,7 +77,7 @@ pub struct StopSignals {
 
 impl StopSignals {
     /// A safe point: returns why to stop, if anything asks.
-    fn requested(&self) -> Option<Outcome> {
+    pub(super) fn requested(&self) -> Option<Outcome> {
         if self.cancel.is_cancelled() {
             Some(Outcome::Cancelled)
         } else if self.shutdown.is_cancelled() {
@@ -102,7 +101,7 @@ impl StopSignals {
 }
 
 /// Why the loop's work stopped short.
-enum Halt {
+pub(super) enum Halt {
     /// Asked to stop (or the run cannot go on): this is how the run ends.
     Stop(Outcome),
     /// The store failed in a way waiting for space cannot fix.
@@ -133,58 +132,30 @@ pub struct LoopSetup {
 }
 
 pub struct TurnLoop {
-    store: Store,
-    host: Arc<dyn AgentHost>,
-    hub: Arc<Hub>,
-    foreground: Arc<Foreground>,
-    slot: Arc<SlotLease>,
-    record: AgentRecord,
-    system_json: Arc<[u8]>,
-    tools_json: Arc<[u8]>,
+    pub(super) store: Store,
+    pub(super) host: Arc<dyn AgentHost>,
+    pub(super) hub: Arc<Hub>,
+    pub(super) foreground: Arc<Foreground>,
+    pub(super) slot: Arc<SlotLease>,
+    pub(super) record: AgentRecord,
+    pub(super) system_json: Arc<[u8]>,
+    pub(super) tools_json: Arc<[u8]>,
     /// Tools this agent may run (its type's); others get a tool error.
-    allowed_tools: Option<Vec<ToolName>>,
-    provider: Provider,
-    stops: StopSignals,
-    tool_env: Arc<ToolEnv>,
-    spool: Spool,
+    pub(super) allowed_tools: Option<Vec<ToolName>>,
+    pub(super) provider: Provider,
+    pub(super) stops: StopSignals,
+    pub(super) tool_env: Arc<ToolEnv>,
+    pub(super) spool: Spool,
     /// The conversation as it is sent, with the seq of each entry.
-    messages: Vec<(u64, MessageBytes)>,
-    next_seq: u64,
-    max_output_tokens: u32,
+    pub(super) messages: Vec<(u64, MessageBytes)>,
+    pub(super) next_seq: u64,
+    pub(super) max_output_tokens: u32,
 }
 
 /// What a finished loop hands back to the supervisor, which records it.
 pub struct Finished {
     pub record: AgentRecord,
     pub outcome: Outcome,
-}
-
-/// One tool call of an assistant message.
-struct Call {
-    id: String,
-    name: String,
-    input: Value,
-}
-
-fn calls_of(content: &[Value]) -> Vec<Call> {
-    content
-        .iter()
-        .filter(|b| b["type"] == "tool_use")
-        .map(|b| Call {
-            id: b["id"].as_str().unwrap_or_default().to_string(),
-            name: b["name"].as_str().unwrap_or_default().to_string(),
-            input: b["input"].clone(),
-        })
-        .collect()
-}
-
-fn tool_result(call: &Call, output: &ToolOutput) -> Value {
-    let mut result =
-        json!({"type": "tool_result", "tool_use_id": call.id, "content": output.content});
-    if output.is_error {
-        result["is_error"] = json!(true);
-    }
-    result
 }
 
 impl TurnLoop {
@@ -388,220 +359,6 @@ impl TurnLoop {
         }
     }
 
-    /// Runs the tool calls of one assistant message, then delivers their
-    /// results (and whatever arrived meanwhile) as one user message. A stop
-    /// asked for in the middle answers the rest as not run, and ends the run.
-    async fn run_round(&mut self, seq: u64, calls: &[Call]) -> Result<(), Halt> {
-        let mut results = Vec::with_capacity(calls.len());
-        for (index, call) in calls.iter().enumerate() {
-            // Safe point: every earlier call of the round has its result.
-            if let Some(stop) = self.stops.requested() {
-                return Err(self.close_round(seq, calls, results, stop).await);
-            }
-            let summary = tools::summarize(&call.name, &call.input);
-            self.hub.publish_tool(ToolEvent {
-                tool_use_id: call.id.clone(),
-                name: call.name.clone(),
-                finished: false,
-                summary: summary.clone(),
-                is_error: false,
-            });
-            let tool = ToolName::parse(&call.name);
-            let output = match tool {
-                None => ToolOutput::error(format!(
-                    "No such tool: {}. Available tools: {}.",
-                    crate::error::quote(&call.name),
-                    ToolName::ALL.map(ToolName::as_str).join(", ")
-                )),
-                Some(tool) => match self.permit(tool, &call.input).await? {
-                    Err(stop) => {
-                        let not_run = interrupted::not_run(tool, &stop, true);
-                        results.push(tool_result(call, &not_run));
-                        return Err(self
-                            .close_round(seq, &calls[index + 1..], results, stop)
-                            .await);
-                    }
-                    Ok(Some(refusal)) => refusal,
-                    Ok(None) => {
-                        let cancel = self.stops.cancel.clone();
-                        let ran = tokio::select! {
-                            biased;
-                            _ = cancel.cancelled() => None,
-                            out = self.run_tool(tool, call, self.spool.path(seq, index)) => Some(out),
-                        };
-                        match ran {
-                            Some(out) => out,
-                            None => {
-                                let cut = interrupted::cancelled_while_running(tool);
-                                results.push(tool_result(call, &cut));
-                                let rest = &calls[index + 1..];
-                                return Err(self
-                                    .close_round(seq, rest, results, Outcome::Cancelled)
-                                    .await);
-                            }
-                        }
-                    }
-                },
-            };
-            self.hub.publish_tool(ToolEvent {
-                tool_use_id: call.id.clone(),
-                name: call.name.clone(),
-                finished: true,
-                summary,
-                is_error: output.is_error,
-            });
-            results.push(tool_result(call, &output));
-        }
-        // Turn boundary: results, then whatever arrived meanwhile.
-        self.deliver_inbox(results).await?;
-        self.spool.clear(seq);
-        Ok(())
-    }
-
-    /// Records the results so far and `rest` as not run, then ends the run
-    /// with `stop` (or with a store failure).
-    async fn close_round(
-        &mut self,
-        seq: u64,
-        rest: &[Call],
-        mut results: Vec<Value>,
-        stop: Outcome,
-    ) -> Halt {
-        for call in rest {
-            let output = match ToolName::parse(&call.name) {
-                Some(tool) => interrupted::not_run(tool, &stop, false),
-                None => {
-                    ToolOutput::error(format!("No such tool: {}", crate::error::quote(&call.name)))
-                }
-            };
-            results.push(tool_result(call, &output));
-        }
-        let written = self
-            .write_entry(
-                Role::User,
-                json_bytes(&Value::Array(results)),
-                None,
-                None,
-                &[],
-            )
-            .await;
-        match written {
-            Ok(()) => {
-                self.spool.clear(seq);
-                Halt::Stop(stop)
-            }
-            // Not recorded (the disk is full and a stop came first): the
-            // calls are answered as interrupted on the next run, with the
-            // output kept in the spool.
-            Err(halt) => halt,
-        }
-    }
-
-    /// After a crash, the newest assistant message may have tool calls
-    /// whose results were never recorded. Read-only calls simply run again;
-    /// any other call may have changed the world, so it is answered as
-    /// interrupted (with the output it had captured) and the model checks
-    /// before repeating it (DESIGN §5). Re-sending the request instead
-    /// would make the model repeat the side effect.
-    async fn answer_interrupted_calls(&mut self) -> Result<(), Halt> {
-        let Some((seq, last)) = self.messages.last() else {
-            return Ok(());
-        };
-        if last.role != "assistant" {
-            return Ok(());
-        }
-        let seq = *seq;
-        let content: Vec<Value> = serde_json::from_slice(&last.content_json).unwrap_or_default();
-        let calls = calls_of(&content);
-        if calls.is_empty() {
-            return Ok(());
-        }
-        tracing::info!(agent = %self.record.id, calls = calls.len(), "answering tool calls interrupted by a restart");
-        let mut results = Vec::with_capacity(calls.len());
-        for (index, call) in calls.iter().enumerate() {
-            let output = match ToolName::parse(&call.name) {
-                Some(tool) if tool.is_read_only() && self.may_run(tool) => {
-                    self.run_tool(tool, call, self.spool.path(seq, index)).await
-                }
-                Some(tool) => {
-                    let started = if tool == ToolName::Agent {
-                        self.child_started_by(&call.id)?
-                    } else {
-                        None
-                    };
-                    interrupted::by_restart(tool, self.spool.captured(seq, index), started)
-                }
-                None => {
-                    ToolOutput::error(format!("No such tool: {}", crate::error::quote(&call.name)))
-                }
-            };
-            results.push(tool_result(call, &output));
-        }
-        self.deliver_inbox(results).await?;
-        self.spool.clear(seq);
-        Ok(())
-    }
-
-    /// The child an interrupted `Agent` call had started, if it got that far.
-    fn child_started_by(&self, tool_use_id: &str) -> Result<Option<AgentRecord>, StoreError> {
-        for id in self.store.children_of(self.record.id)? {
-            if let Some(child) = self.store.get_agent(id)?
-                && !tool_use_id.is_empty()
-                && child.parent_tool_use_id == tool_use_id
-            {
-                return Ok(Some(child));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Applies the permission mode to a tool call: Ok(None) to run it,
-    /// Ok(Some(error)) when refused or denied, Err(outcome) when the agent
-    /// was stopped while it waited for an answer.
-    async fn permit(
-        &mut self,
-        tool: ToolName,
-        input: &Value,
-    ) -> Result<Result<Option<ToolOutput>, Outcome>, Halt> {
-        match permission::gate(&self.record, tool) {
-            Gate::Allow => return Ok(Ok(None)),
-            Gate::Refuse(why) => return Ok(Ok(Some(ToolOutput::error(why)))),
-            Gate::Ask => {}
-        }
-        let (ask, rx) = self.host.ask(&self.record, tool, input);
-        if let Err(halt) = self.set_status(Status::Waiting).await {
-            self.host.withdraw_ask(&ask.request_id);
-            return Err(halt);
-        }
-        let answer = tokio::select! {
-            stop = self.stops.any() => Err(stop),
-            a = rx => Ok(a),
-        };
-        let answer = match answer {
-            Err(stop) => {
-                self.host.withdraw_ask(&ask.request_id);
-                return Ok(Err(stop));
-            }
-            Ok(a) => a,
-        };
-        self.set_status(Status::Running).await?;
-        Ok(Ok(match answer {
-            Ok(Answer::AllowOnce) => None,
-            Ok(Answer::AllowAlways) => {
-                if !self.record.always_allowed.contains(&tool) {
-                    self.record.always_allowed.push(tool);
-                }
-                None
-            }
-            Ok(Answer::Deny(reason)) => Some(ToolOutput::error(if reason.trim().is_empty() {
-                format!("The user denied this {tool} call.")
-            } else {
-                format!("The user denied this {tool} call: {reason}")
-            })),
-            Err(_) => Some(ToolOutput::error("the permission request was withdrawn")),
-        }))
-    }
-
     /// The text of the newest assistant message.
     fn last_answer(&self) -> String {
         self.messages
@@ -611,155 +368,6 @@ impl TurnLoop {
             .and_then(|(_, m)| serde_json::from_slice::<Vec<Value>>(&m.content_json).ok())
             .map(|content| final_text(&content))
             .unwrap_or_else(|| self.record.result.clone())
-    }
-
-    fn may_run(&self, tool: ToolName) -> bool {
-        self.allowed_tools
-            .as_ref()
-            .is_none_or(|allowed| allowed.contains(&tool))
-    }
-
-    async fn run_tool(&self, tool: ToolName, call: &Call, spool: PathBuf) -> ToolOutput {
-        if !self.may_run(tool) {
-            let allowed = self.allowed_tools.as_deref().unwrap_or_default();
-            return ToolOutput::error(if allowed.is_empty() {
-                format!("{tool} is not available to this agent; it may use no tools")
-            } else {
-                format!(
-                    "{tool} is not available to this agent; it may use: {}",
-                    allowed
-                        .iter()
-                        .map(|t| t.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            });
-        }
-        if tool.is_orchestration() {
-            return self
-                .host
-                .run_orchestration(OrchestrationCall {
-                    caller: &self.record,
-                    tool,
-                    tool_use_id: &call.id,
-                    input: &call.input,
-                    slot: &self.slot,
-                })
-                .await;
-        }
-        let ctx = ToolContext {
-            cwd: self.record.cwd.clone(),
-            cancel: self.stops.cancel.child_token(),
-            spool: Some(spool),
-            env: self.tool_env.clone(),
-        };
-        tools::run_tool(tool, &call.input, &ctx).await
-    }
-
-    /// Appends `blocks` plus every item waiting in the inbox as one user
-    /// message, taking the items out of the inbox in the same transaction.
-    /// Returns whether anything was appended.
-    async fn deliver_inbox(&mut self, mut blocks: Vec<Value>) -> Result<bool, Halt> {
-        let waiting = self.store.inbox(self.record.id)?;
-        let keys: Vec<InboxKey> = waiting.iter().map(|(k, _)| *k).collect();
-        for (_, item) in &waiting {
-            blocks.push(json!({"type": "text", "text": item.text}));
-        }
-        if blocks.is_empty() {
-            return Ok(false);
-        }
-        self.write_entry(
-            Role::User,
-            json_bytes(&Value::Array(blocks)),
-            None,
-            None,
-            &keys,
-        )
-        .await?;
-        Ok(true)
-    }
-
-    /// Appends an entry with the record (and removes `consumed` inbox
-    /// items) in one durable transaction, then publishes it. Without disk
-    /// space it waits for space, then writes.
-    async fn write_entry(
-        &mut self,
-        role: Role,
-        content_json: Vec<u8>,
-        usage: Option<Usage>,
-        stop_reason: Option<StopReason>,
-        consumed: &[InboxKey],
-    ) -> Result<(), Halt> {
-        let entry = TranscriptEntry {
-            seq: self.next_seq,
-            role,
-            content_json,
-            created_at_ms: now_ms(),
-            usage,
-            stop_reason,
-        };
-        loop {
-            self.record.updated_at_ms = entry.created_at_ms;
-            self.record.background = self.foreground.is_background();
-            // (The store writes the record counting this entry; the copy
-            // here counts it only once it is written.)
-            let append = Append {
-                consumed,
-                ..Append::with_record(std::slice::from_ref(&entry), &self.record)
-            };
-            match self.store.append_durable(self.record.id, append).await {
-                Ok(()) => break,
-                Err(e) if e.is_disk_full() => self.wait_for_space(&e).await?,
-                Err(e) => return Err(Halt::Store(e)),
-            }
-        }
-        self.next_seq += 1;
-        self.record.transcript_len = self.next_seq;
-        apply_entry(&mut self.messages, &entry);
-        self.hub.publish_entry(Arc::new(entry));
-        Ok(())
-    }
-
-    async fn set_status(&mut self, status: Status) -> Result<(), Halt> {
-        loop {
-            self.record.background = self.foreground.is_background();
-            self.record.status = status;
-            self.record.updated_at_ms = now_ms();
-            match self.store.put_agent_durable(&self.record).await {
-                Ok(()) => break,
-                Err(e) if e.is_disk_full() => self.wait_for_space(&e).await?,
-                Err(e) => return Err(Halt::Store(e)),
-            }
-        }
-        self.hub.publish_status(StatusSnapshot::of(&self.record));
-        Ok(())
-    }
-
-    /// The disk is full: the agent waits (and says so) until the store
-    /// heals, or until it is stopped.
-    async fn wait_for_space(&mut self, error: &StoreError) -> Result<(), Halt> {
-        let resume_as = self.record.status;
-        self.record.status = Status::Waiting;
-        // Kept in memory by the store until it can be written: readers see
-        // the agent waiting.
-        let _ = self.store.put_agent_or_defer(&self.record);
-        self.hub.publish_status(StatusSnapshot {
-            waiting_for: Some(format!("disk space: {error}")),
-            ..StatusSnapshot::of(&self.record)
-        });
-        tracing::warn!(agent = %self.record.id, "waiting for disk space");
-        let mut writable = self.store.writable();
-        tokio::select! {
-            stop = self.stops.any() => {
-                self.record.status = resume_as;
-                return Err(Halt::Stop(stop));
-            }
-            _ = writable.wait_for(|w| *w) => {}
-        }
-        self.record.status = resume_as;
-        self.hub.publish_status(StatusSnapshot::of(&self.record));
-        tracing::info!(agent = %self.record.id, "disk space is back; continuing");
-        Ok(())
     }
 }
 
@@ -773,7 +381,7 @@ fn halt_text(h: &Halt) -> String {
 /// Applies one transcript entry to the request messages: user and assistant
 /// entries are messages; a `drop_entry` note (written by agentd 0.1 for
 /// calls interrupted by a crash) removes the message it names.
-fn apply_entry(messages: &mut Vec<(u64, MessageBytes)>, entry: &TranscriptEntry) {
+pub(super) fn apply_entry(messages: &mut Vec<(u64, MessageBytes)>, entry: &TranscriptEntry) {
     let role = match entry.role {
         Role::User => "user",
         Role::Assistant => "assistant",

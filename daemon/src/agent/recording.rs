@@ -1,0 +1,121 @@
+//! How a turn loop writes: every entry durable (with the record, and the
+//! inbox items it delivers, in one transaction) before it is published; and
+//! what it does when the disk is full — wait, saying so, until the store
+//! heals or the agent is stopped.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::hub::StatusSnapshot;
+use super::turn_loop::{Halt, TurnLoop, apply_entry};
+use crate::domain::{Role, Status, StopReason, TranscriptEntry, Usage, json_bytes, now_ms};
+use crate::store::{Append, InboxKey, StoreError};
+
+impl TurnLoop {
+    /// Appends `blocks` plus every item waiting in the inbox as one user
+    /// message, taking the items out of the inbox in the same transaction.
+    /// Returns whether anything was appended.
+    pub(super) async fn deliver_inbox(&mut self, mut blocks: Vec<Value>) -> Result<bool, Halt> {
+        let waiting = self.store.inbox(self.record.id)?;
+        let keys: Vec<InboxKey> = waiting.iter().map(|(k, _)| *k).collect();
+        for (_, item) in &waiting {
+            blocks.push(json!({"type": "text", "text": item.text}));
+        }
+        if blocks.is_empty() {
+            return Ok(false);
+        }
+        self.write_entry(
+            Role::User,
+            json_bytes(&Value::Array(blocks)),
+            None,
+            None,
+            &keys,
+        )
+        .await?;
+        Ok(true)
+    }
+
+    /// Appends an entry with the record (and removes `consumed` inbox
+    /// items) in one durable transaction, then publishes it. Without disk
+    /// space it waits for space, then writes.
+    pub(super) async fn write_entry(
+        &mut self,
+        role: Role,
+        content_json: Vec<u8>,
+        usage: Option<Usage>,
+        stop_reason: Option<StopReason>,
+        consumed: &[InboxKey],
+    ) -> Result<(), Halt> {
+        let entry = TranscriptEntry {
+            seq: self.next_seq,
+            role,
+            content_json,
+            created_at_ms: now_ms(),
+            usage,
+            stop_reason,
+        };
+        loop {
+            self.record.updated_at_ms = entry.created_at_ms;
+            self.record.background = self.foreground.is_background();
+            // (The store writes the record counting this entry; the copy
+            // here counts it only once it is written.)
+            let append = Append {
+                consumed,
+                ..Append::with_record(std::slice::from_ref(&entry), &self.record)
+            };
+            match self.store.append_durable(self.record.id, append).await {
+                Ok(()) => break,
+                Err(e) if e.is_disk_full() => self.wait_for_space(&e).await?,
+                Err(e) => return Err(Halt::Store(e)),
+            }
+        }
+        self.next_seq += 1;
+        self.record.transcript_len = self.next_seq;
+        apply_entry(&mut self.messages, &entry);
+        self.hub.publish_entry(Arc::new(entry));
+        Ok(())
+    }
+
+    pub(super) async fn set_status(&mut self, status: Status) -> Result<(), Halt> {
+        loop {
+            self.record.background = self.foreground.is_background();
+            self.record.status = status;
+            self.record.updated_at_ms = now_ms();
+            match self.store.put_agent_durable(&self.record).await {
+                Ok(()) => break,
+                Err(e) if e.is_disk_full() => self.wait_for_space(&e).await?,
+                Err(e) => return Err(Halt::Store(e)),
+            }
+        }
+        self.hub.publish_status(StatusSnapshot::of(&self.record));
+        Ok(())
+    }
+
+    /// The disk is full: the agent waits (and says so) until the store
+    /// heals, or until it is stopped.
+    pub(super) async fn wait_for_space(&mut self, error: &StoreError) -> Result<(), Halt> {
+        let resume_as = self.record.status;
+        self.record.status = Status::Waiting;
+        // Kept in memory by the store until it can be written: readers see
+        // the agent waiting.
+        let _ = self.store.put_agent_or_defer(&self.record);
+        self.hub.publish_status(StatusSnapshot {
+            waiting_for: Some(format!("disk space: {error}")),
+            ..StatusSnapshot::of(&self.record)
+        });
+        tracing::warn!(agent = %self.record.id, "waiting for disk space");
+        let mut writable = self.store.writable();
+        tokio::select! {
+            stop = self.stops.any() => {
+                self.record.status = resume_as;
+                return Err(Halt::Stop(stop));
+            }
+            _ = writable.wait_for(|w| *w) => {}
+        }
+        self.record.status = resume_as;
+        self.hub.publish_status(StatusSnapshot::of(&self.record));
+        tracing::info!(agent = %self.record.id, "disk space is back; continuing");
+        Ok(())
+    }
+}

@@ -1,0 +1,308 @@
+//! One round of tool calls (DESIGN §3, §5): each call gated by the
+//! permission mode and run; a stop in the middle answers the rest as not
+//! run; after a crash, the calls of the newest assistant message that never
+//! got results are answered — read-only ones by running them again, the
+//! others as interrupted (`interrupted`).
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::host::OrchestrationCall;
+use super::hub::ToolEvent;
+use super::interrupted;
+use super::permission::{self, Answer, Gate};
+use super::turn_loop::{Halt, Outcome, TurnLoop};
+use crate::domain::{AgentRecord, Role, Status, ToolName, json_bytes};
+use crate::store::StoreError;
+use crate::tools::{self, ToolContext, ToolOutput};
+
+/// One tool call of an assistant message.
+pub(super) struct Call {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) input: Value,
+}
+
+pub(super) fn calls_of(content: &[Value]) -> Vec<Call> {
+    content
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| Call {
+            id: b["id"].as_str().unwrap_or_default().to_string(),
+            name: b["name"].as_str().unwrap_or_default().to_string(),
+            input: b["input"].clone(),
+        })
+        .collect()
+}
+
+pub(super) fn tool_result(call: &Call, output: &ToolOutput) -> Value {
+    let mut result =
+        json!({"type": "tool_result", "tool_use_id": call.id, "content": output.content});
+    if output.is_error {
+        result["is_error"] = json!(true);
+    }
+    result
+}
+
+impl TurnLoop {
+    /// Runs the tool calls of one assistant message, then delivers their
+    /// results (and whatever arrived meanwhile) as one user message. A stop
+    /// asked for in the middle answers the rest as not run, and ends the run.
+    pub(super) async fn run_round(&mut self, seq: u64, calls: &[Call]) -> Result<(), Halt> {
+        let mut results = Vec::with_capacity(calls.len());
+        for (index, call) in calls.iter().enumerate() {
+            // Safe point: every earlier call of the round has its result.
+            if let Some(stop) = self.stops.requested() {
+                return Err(self.close_round(seq, calls, results, stop).await);
+            }
+            let summary = tools::summarize(&call.name, &call.input);
+            self.hub.publish_tool(ToolEvent {
+                tool_use_id: call.id.clone(),
+                name: call.name.clone(),
+                finished: false,
+                summary: summary.clone(),
+                is_error: false,
+            });
+            let tool = ToolName::parse(&call.name);
+            let output = match tool {
+                None => ToolOutput::error(format!(
+                    "No such tool: {}. Available tools: {}.",
+                    crate::error::quote(&call.name),
+                    ToolName::ALL.map(ToolName::as_str).join(", ")
+                )),
+                Some(tool) => match self.permit(tool, &call.input).await? {
+                    Err(stop) => {
+                        let not_run = interrupted::not_run(tool, &stop, true);
+                        results.push(tool_result(call, &not_run));
+                        return Err(self
+                            .close_round(seq, &calls[index + 1..], results, stop)
+                            .await);
+                    }
+                    Ok(Some(refusal)) => refusal,
+                    Ok(None) => {
+                        let cancel = self.stops.cancel.clone();
+                        let ran = tokio::select! {
+                            biased;
+                            _ = cancel.cancelled() => None,
+                            out = self.run_tool(tool, call, self.spool.path(seq, index)) => Some(out),
+                        };
+                        match ran {
+                            Some(out) => out,
+                            None => {
+                                let cut = interrupted::cancelled_while_running(tool);
+                                results.push(tool_result(call, &cut));
+                                let rest = &calls[index + 1..];
+                                return Err(self
+                                    .close_round(seq, rest, results, Outcome::Cancelled)
+                                    .await);
+                            }
+                        }
+                    }
+                },
+            };
+            self.hub.publish_tool(ToolEvent {
+                tool_use_id: call.id.clone(),
+                name: call.name.clone(),
+                finished: true,
+                summary,
+                is_error: output.is_error,
+            });
+            results.push(tool_result(call, &output));
+        }
+        // Turn boundary: results, then whatever arrived meanwhile.
+        self.deliver_inbox(results).await?;
+        self.spool.clear(seq);
+        Ok(())
+    }
+
+    /// Records the results so far and `rest` as not run, then ends the run
+    /// with `stop` (or with a store failure).
+    pub(super) async fn close_round(
+        &mut self,
+        seq: u64,
+        rest: &[Call],
+        mut results: Vec<Value>,
+        stop: Outcome,
+    ) -> Halt {
+        for call in rest {
+            let output = match ToolName::parse(&call.name) {
+                Some(tool) => interrupted::not_run(tool, &stop, false),
+                None => {
+                    ToolOutput::error(format!("No such tool: {}", crate::error::quote(&call.name)))
+                }
+            };
+            results.push(tool_result(call, &output));
+        }
+        let written = self
+            .write_entry(
+                Role::User,
+                json_bytes(&Value::Array(results)),
+                None,
+                None,
+                &[],
+            )
+            .await;
+        match written {
+            Ok(()) => {
+                self.spool.clear(seq);
+                Halt::Stop(stop)
+            }
+            // Not recorded (the disk is full and a stop came first): the
+            // calls are answered as interrupted on the next run, with the
+            // output kept in the spool.
+            Err(halt) => halt,
+        }
+    }
+
+    /// After a crash, the newest assistant message may have tool calls
+    /// whose results were never recorded. Read-only calls simply run again;
+    /// any other call may have changed the world, so it is answered as
+    /// interrupted (with the output it had captured) and the model checks
+    /// before repeating it (DESIGN §5). Re-sending the request instead
+    /// would make the model repeat the side effect.
+    pub(super) async fn answer_interrupted_calls(&mut self) -> Result<(), Halt> {
+        let Some((seq, last)) = self.messages.last() else {
+            return Ok(());
+        };
+        if last.role != "assistant" {
+            return Ok(());
+        }
+        let seq = *seq;
+        let content: Vec<Value> = serde_json::from_slice(&last.content_json).unwrap_or_default();
+        let calls = calls_of(&content);
+        if calls.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(agent = %self.record.id, calls = calls.len(), "answering tool calls interrupted by a restart");
+        let mut results = Vec::with_capacity(calls.len());
+        for (index, call) in calls.iter().enumerate() {
+            let output = match ToolName::parse(&call.name) {
+                Some(tool) if tool.is_read_only() && self.may_run(tool) => {
+                    self.run_tool(tool, call, self.spool.path(seq, index)).await
+                }
+                Some(tool) => {
+                    let started = if tool == ToolName::Agent {
+                        self.child_started_by(&call.id)?
+                    } else {
+                        None
+                    };
+                    interrupted::by_restart(tool, self.spool.captured(seq, index), started)
+                }
+                None => {
+                    ToolOutput::error(format!("No such tool: {}", crate::error::quote(&call.name)))
+                }
+            };
+            results.push(tool_result(call, &output));
+        }
+        self.deliver_inbox(results).await?;
+        self.spool.clear(seq);
+        Ok(())
+    }
+
+    /// The child an interrupted `Agent` call had started, if it got that far.
+    pub(super) fn child_started_by(
+        &self,
+        tool_use_id: &str,
+    ) -> Result<Option<AgentRecord>, StoreError> {
+        for id in self.store.children_of(self.record.id)? {
+            if let Some(child) = self.store.get_agent(id)?
+                && !tool_use_id.is_empty()
+                && child.parent_tool_use_id == tool_use_id
+            {
+                return Ok(Some(child));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Applies the permission mode to a tool call: Ok(None) to run it,
+    /// Ok(Some(error)) when refused or denied, Err(outcome) when the agent
+    /// was stopped while it waited for an answer.
+    pub(super) async fn permit(
+        &mut self,
+        tool: ToolName,
+        input: &Value,
+    ) -> Result<Result<Option<ToolOutput>, Outcome>, Halt> {
+        match permission::gate(&self.record, tool) {
+            Gate::Allow => return Ok(Ok(None)),
+            Gate::Refuse(why) => return Ok(Ok(Some(ToolOutput::error(why)))),
+            Gate::Ask => {}
+        }
+        let (ask, rx) = self.host.ask(&self.record, tool, input);
+        if let Err(halt) = self.set_status(Status::Waiting).await {
+            self.host.withdraw_ask(&ask.request_id);
+            return Err(halt);
+        }
+        let answer = tokio::select! {
+            stop = self.stops.any() => Err(stop),
+            a = rx => Ok(a),
+        };
+        let answer = match answer {
+            Err(stop) => {
+                self.host.withdraw_ask(&ask.request_id);
+                return Ok(Err(stop));
+            }
+            Ok(a) => a,
+        };
+        self.set_status(Status::Running).await?;
+        Ok(Ok(match answer {
+            Ok(Answer::AllowOnce) => None,
+            Ok(Answer::AllowAlways) => {
+                if !self.record.always_allowed.contains(&tool) {
+                    self.record.always_allowed.push(tool);
+                }
+                None
+            }
+            Ok(Answer::Deny(reason)) => Some(ToolOutput::error(if reason.trim().is_empty() {
+                format!("The user denied this {tool} call.")
+            } else {
+                format!("The user denied this {tool} call: {reason}")
+            })),
+            Err(_) => Some(ToolOutput::error("the permission request was withdrawn")),
+        }))
+    }
+
+    pub(super) fn may_run(&self, tool: ToolName) -> bool {
+        self.allowed_tools
+            .as_ref()
+            .is_none_or(|allowed| allowed.contains(&tool))
+    }
+
+    pub(super) async fn run_tool(&self, tool: ToolName, call: &Call, spool: PathBuf) -> ToolOutput {
+        if !self.may_run(tool) {
+            let allowed = self.allowed_tools.as_deref().unwrap_or_default();
+            return ToolOutput::error(if allowed.is_empty() {
+                format!("{tool} is not available to this agent; it may use no tools")
+            } else {
+                format!(
+                    "{tool} is not available to this agent; it may use: {}",
+                    allowed
+                        .iter()
+                        .map(|t| t.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            });
+        }
+        if tool.is_orchestration() {
+            return self
+                .host
+                .run_orchestration(OrchestrationCall {
+                    caller: &self.record,
+                    tool,
+                    tool_use_id: &call.id,
+                    input: &call.input,
+                    slot: &self.slot,
+                })
+                .await;
+        }
+        let ctx = ToolContext {
+            cwd: self.record.cwd.clone(),
+            cancel: self.stops.cancel.child_token(),
+            spool: Some(spool),
+            env: self.tool_env.clone(),
+        };
+        tools::run_tool(tool, &call.input, &ctx).await
+    }
+}
