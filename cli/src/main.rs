@@ -9,6 +9,7 @@ mod permission_prompt;
 mod render;
 mod terminal;
 mod transcript_view;
+mod tree;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +39,8 @@ pub struct Cli {
 enum Command {
     /// Start an agent on a prompt; stream its output until it ends.
     Run(commands::run::Args),
+    /// Fork an agent: a child with its whole context (cache-warm) working on a directive.
+    Fork(commands::fork::Args),
     /// List agents (live ones and those that ended in the last day).
     List(commands::list::Args),
     /// Show one agent.
@@ -106,6 +109,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
     );
     match cli.command {
         Command::Run(args) => commands::run::run(&target, args).await,
+        Command::Fork(args) => commands::fork::run(&target, args).await,
         Command::List(args) => commands::list::run(&target, args).await,
         Command::Show(args) => commands::show::run(&target, args).await,
         Command::Log(args) => commands::log::run(&target, args).await,

@@ -59,6 +59,10 @@ pub struct Config {
     pub max_subagent_depth: u32,
     /// Resume agents that were live when the daemon stopped.
     pub resume_on_start: bool,
+    /// An `Agent` call without `subagent_type` forks (DESIGN §7). Off by
+    /// default: models trained on Claude Code's schema leave it out
+    /// expecting `general-purpose`.
+    pub implicit_fork: bool,
     /// Seconds before a foreground agent is moved to the background
     /// (0: never). `AGENTD_AUTO_BACKGROUND_SECS` overrides it.
     pub auto_background_secs: u64,
@@ -102,6 +106,7 @@ impl Default for Config {
             max_running_agents: 16,
             max_subagent_depth: 3,
             resume_on_start: true,
+            implicit_fork: false,
             auto_background_secs: 120,
             store_min_free_mb: 64,
             secrets: SecretsConfig::default(),

@@ -6,7 +6,7 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::render;
+use crate::{render, tree};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -16,6 +16,9 @@ pub struct Args {
     /// Print a JSON array.
     #[arg(long)]
     json: bool,
+    /// Show families: each agent under its parent, with its type.
+    #[arg(long, conflicts_with = "json")]
+    tree: bool,
 }
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
@@ -45,6 +48,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         return Ok(SUCCESS);
     }
     let now = SystemTime::now();
+    if args.tree {
+        print!("{}", tree_table(&agents, now));
+        return Ok(SUCCESS);
+    }
     let rows: Vec<Vec<String>> = agents
         .iter()
         .map(|a| {
@@ -83,4 +90,53 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         )
     );
     Ok(SUCCESS)
+}
+
+/// `list --tree`: families, each agent under its parent, with its type.
+fn tree_table(agents: &[pb::Agent], now: SystemTime) -> String {
+    let rows: Vec<Vec<String>> = tree::lines(agents)
+        .iter()
+        .map(|line| {
+            let a = line.agent;
+            let kind = if a.subagent_type.is_empty() {
+                "agent".to_string()
+            } else {
+                a.subagent_type.clone()
+            };
+            let description = if line.orphan {
+                format!(
+                    "{} (parent {} not listed)",
+                    a.description,
+                    render::clip(&a.parent_id, 8)
+                )
+            } else {
+                a.description.clone()
+            };
+            vec![
+                format!("{}{}", line.prefix, a.short_id),
+                if a.name.is_empty() {
+                    "-".into()
+                } else {
+                    a.name.clone()
+                },
+                kind,
+                render::status_name(a.status).to_string(),
+                render::age(render::system_time(a.created_at.as_ref()), now),
+                a.turns.to_string(),
+                render::clip(&description, 60),
+            ]
+        })
+        .collect();
+    render::table(
+        &[
+            "ID",
+            "NAME",
+            "TYPE",
+            "STATUS",
+            "AGE",
+            "TURNS",
+            "DESCRIPTION",
+        ],
+        &rows,
+    )
 }

@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 use super::permission::{Answer, PermissionAsk};
 use super::slot::SlotLease;
 use crate::domain::{AgentRecord, ToolName};
+use crate::model::MessageBytes;
 use crate::tools::ToolOutput;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -23,6 +24,10 @@ pub struct OrchestrationCall<'a> {
     pub input: &'a Value,
     /// The caller's running slot, lent while it waits on a foreground child.
     pub slot: &'a SlotLease,
+    /// The caller's conversation as its requests send it (with each
+    /// message's seq), up to the assistant message making this call: what
+    /// a fork inherits, and what the recursion guard scans.
+    pub history: &'a [(u64, MessageBytes)],
 }
 
 pub trait AgentHost: Send + Sync + 'static {

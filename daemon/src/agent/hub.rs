@@ -254,6 +254,7 @@ mod tests {
             created_at_ms: 0,
             usage: None,
             stop_reason: None,
+            cache_point: None,
         })
     }
 

@@ -5,7 +5,10 @@
 //! for permission asks and the tools that reach other agents.
 
 pub mod context;
+pub mod fanout;
 pub mod foreground;
+pub mod fork;
+pub mod fork_profile;
 pub mod host;
 pub mod hub;
 mod interrupted;
@@ -18,6 +21,7 @@ pub mod slot;
 pub mod turn_loop;
 pub mod types;
 
+pub use fanout::FanOutRole;
 pub use foreground::{EndRoute, Foreground, Release, WaitEnd};
 pub use host::{AgentHost, BoxFuture, OrchestrationCall};
 pub use turn_loop::{Finished, LoopSetup, Outcome, StopSignals, TurnLoop};

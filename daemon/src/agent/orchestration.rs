@@ -14,7 +14,12 @@ pub fn specs() -> Vec<ToolSpec> {
 conversation. `subagent_type` picks a specialist (general-purpose by default; Explore for \
 read-only searches). With `run_in_background: true` the call returns at once with the agent's \
 id and you receive a <task-notification> user message when it ends; do not poll for it. \
-Launch independent agents in one message to run them in parallel.",
+Launch independent agents in one message to run them in parallel.\n\
+`subagent_type: \"fork\"` starts a fork instead: a copy of you that sees this whole \
+conversation and works on the directive in `prompt`, always in the background. Forks are cheap \
+(they share your cached context): launch several in one message for independent parts of a \
+task. For forks only: `fork_turns` (\"all\" or how many of the latest user turns to keep), \
+`fork_tools` (the only tools the fork may run) or `fork_profile` (a named set of tools).",
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -26,9 +31,9 @@ Launch independent agents in one message to run them in parallel.",
                     "model": {"type": "string", "description": "Model override as <scheme>:<name>"},
                     "isolation": {"type": "string", "enum": ["worktree"]},
                     "working_dir": {"type": "string"},
-                    "fork_turns": {"type": "string"},
-                    "fork_tools": {"type": "array", "items": {"type": "string"}},
-                    "fork_profile": {"type": "string"}
+                    "fork_turns": {"type": "string", "description": "Forks only: \"all\" (default) or N, to keep history from the Nth-last user turn"},
+                    "fork_tools": {"type": "array", "items": {"type": "string"}, "description": "Forks only: the tools the fork may run (exact names, or mcp__<server>__*)"},
+                    "fork_profile": {"type": "string", "description": "Forks only: a profile in .agentd/fork-profiles/, instead of fork_tools"}
                 },
                 "required": ["description", "prompt"],
                 "additionalProperties": false

@@ -54,6 +54,7 @@ impl TurnLoop {
             created_at_ms: now_ms(),
             usage,
             stop_reason,
+            cache_point: None,
         };
         loop {
             self.record.updated_at_ms = entry.created_at_ms;

@@ -294,6 +294,7 @@ impl TurnLoop {
                     tool_use_id: &call.id,
                     input: &call.input,
                     slot: &self.slot,
+                    history: &self.messages,
                 })
                 .await;
         }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::fanout::FanOutRole;
 use super::foreground::Foreground;
 use super::host::AgentHost;
 use super::hub::Hub;
@@ -129,6 +130,8 @@ pub struct LoopSetup {
     pub tool_env: Arc<ToolEnv>,
     pub spool: Spool,
     pub max_output_tokens: u32,
+    /// A fork's place among siblings launched together.
+    pub fan_out: FanOutRole,
 }
 
 pub struct TurnLoop {
@@ -150,6 +153,7 @@ pub struct TurnLoop {
     pub(super) messages: Vec<(u64, MessageBytes)>,
     pub(super) next_seq: u64,
     pub(super) max_output_tokens: u32,
+    pub(super) fan_out: FanOutRole,
 }
 
 /// What a finished loop hands back to the supervisor, which records it.
@@ -162,27 +166,7 @@ impl TurnLoop {
     /// Prepares a loop, loading its transcript from the store. Called on
     /// the loop's own task, never under a lock.
     pub fn new(setup: LoopSetup) -> Result<TurnLoop, StoreError> {
-        let id = setup.record.id;
-        let entries = setup.store.transcript(id, 0, usize::MAX)?;
-        // Corrupt entries are skipped by the store: a hole must stop the
-        // agent rather than send the model a different conversation.
-        // (The record counts the entries, so a hole at the end shows too.)
-        let hole = (0u64..)
-            .zip(&entries)
-            .find(|(i, e)| e.seq != *i)
-            .map(|(i, _)| i)
-            .or_else(|| {
-                let read = entries.len() as u64;
-                (read < setup.record.transcript_len).then_some(read)
-            });
-        if let Some(seq) = hole {
-            return Err(StoreError::TranscriptHole { id, seq });
-        }
-        let next_seq = entries.last().map_or(0, |e| e.seq + 1);
-        let mut messages = Vec::with_capacity(entries.len());
-        for e in &entries {
-            apply_entry(&mut messages, e);
-        }
+        let (messages, next_seq) = load_conversation(&setup.store, &setup.record)?;
         Ok(TurnLoop {
             store: setup.store,
             host: setup.host,
@@ -200,6 +184,7 @@ impl TurnLoop {
             messages,
             next_seq,
             max_output_tokens: setup.max_output_tokens,
+            fan_out: setup.fan_out,
         })
     }
 
@@ -275,8 +260,27 @@ impl TurnLoop {
                 messages: self.messages.iter().map(|(_, m)| m.clone()).collect(),
                 max_tokens: self.max_output_tokens,
             };
+            // A fork launched with siblings: followers wait until the
+            // leader's response has started (the cache entry exists then).
+            let leader = match std::mem::take(&mut self.fan_out) {
+                FanOutRole::Alone => None,
+                FanOutRole::Leader(lead) => Some(Arc::new(lead)),
+                FanOutRole::Follower(group) => {
+                    tokio::select! {
+                        stop = self.stops.any() => return Ok(stop),
+                        _ = group.wait() => {}
+                    }
+                    None
+                }
+            };
             let hub = self.hub.clone();
-            let on_event = move |e| hub.publish_model_event(e);
+            let releases = leader.clone();
+            let on_event = move |e: crate::model::ModelEvent| {
+                if let (Some(group), crate::model::ModelEvent::Delta(_)) = (&releases, &e) {
+                    group.release();
+                }
+                hub.publish_model_event(e)
+            };
             let response = tokio::select! {
                 biased;
                 _ = self.stops.cancel.cancelled() => {
@@ -285,6 +289,9 @@ impl TurnLoop {
                 }
                 r = self.provider.complete(&request, &on_event) => r,
             };
+            if let Some(group) = leader {
+                group.release();
+            }
             let response = match response {
                 Ok(r) => r,
                 Err(e) => {
@@ -378,6 +385,36 @@ fn halt_text(h: &Halt) -> String {
     }
 }
 
+/// The conversation of `record` as its requests send it, with the seq of
+/// each message, and the seq its next entry gets. Corrupt entries are
+/// skipped by the store: a hole stops here rather than send the model a
+/// different conversation (the record counts the entries, so a hole at the
+/// end shows too).
+pub fn load_conversation(
+    store: &Store,
+    record: &AgentRecord,
+) -> Result<(Vec<(u64, MessageBytes)>, u64), StoreError> {
+    let id = record.id;
+    let entries = store.transcript(id, 0, usize::MAX)?;
+    let hole = (0u64..)
+        .zip(&entries)
+        .find(|(i, e)| e.seq != *i)
+        .map(|(i, _)| i)
+        .or_else(|| {
+            let read = entries.len() as u64;
+            (read < record.transcript_len).then_some(read)
+        });
+    if let Some(seq) = hole {
+        return Err(StoreError::TranscriptHole { id, seq });
+    }
+    let next_seq = entries.last().map_or(0, |e| e.seq + 1);
+    let mut messages = Vec::with_capacity(entries.len());
+    for e in &entries {
+        apply_entry(&mut messages, e);
+    }
+    Ok((messages, next_seq))
+}
+
 /// Applies one transcript entry to the request messages: user and assistant
 /// entries are messages; a `drop_entry` note (written by agentd 0.1 for
 /// calls interrupted by a crash) removes the message it names.
@@ -403,6 +440,7 @@ pub(super) fn apply_entry(messages: &mut Vec<(u64, MessageBytes)>, entry: &Trans
         MessageBytes {
             role,
             content_json: Arc::from(entry.content_json.as_slice()),
+            cache_point: entry.cache_point.map(|p| p as usize),
         },
     ));
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::{AgentId, ShortId, ToolName};
+use super::{AgentId, QuerySource, ShortId, ToolName};
 
 /// An agent's lifecycle state (DESIGN §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -210,6 +210,9 @@ pub struct AgentRecord {
     pub background: bool,
     /// None for agents a client started.
     pub parent: Option<AgentId>,
+    /// Who runs its queries: a client's agent, a subagent, or a fork (the
+    /// recursion guard's first layer).
+    pub query_source: QuerySource,
     /// The `Agent` tool call of the parent that started this agent.
     pub parent_tool_use_id: String,
     /// `<scheme>:<name>` as given (see `model::ModelSpec`).
@@ -256,6 +259,7 @@ impl AgentRecord {
             status: Status::Pending,
             background: false,
             parent: None,
+            query_source: QuerySource::Client,
             parent_tool_use_id: String::new(),
             model: String::new(),
             cwd: PathBuf::new(),
@@ -289,5 +293,14 @@ impl AgentRecord {
                 | Status::Completed
                 | Status::Interrupted
         ) && self.resume_blocked.is_none()
+    }
+
+    /// Whether its parent gets a task notification when it ends in the
+    /// background: yes when the parent asked for it (an `Agent` call); not
+    /// for a fork a client asked for, whose parent never asked and would be
+    /// woken (and billed) to read an answer to nothing.
+    pub fn reports_to_parent(&self) -> bool {
+        self.parent.is_some()
+            && !(self.query_source == QuerySource::Fork && self.parent_tool_use_id.is_empty())
     }
 }

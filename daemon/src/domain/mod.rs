@@ -6,6 +6,7 @@
 //! standing for a closed set of values.
 
 mod agent;
+mod fork;
 mod id;
 mod inbox;
 mod prompt;
@@ -16,6 +17,7 @@ pub use agent::{
     AgentRecord, Isolation, PermissionMode, ReleaseReason, ResumeBlocked, ResumeBlockedReason,
     Status, Usage,
 };
+pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTurns, QuerySource, parse_tool_allowlist};
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};
 pub use prompt::PromptContext;

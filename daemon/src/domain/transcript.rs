@@ -78,6 +78,10 @@ pub struct TranscriptEntry {
     pub usage: Option<Usage>,
     /// Set on assistant entries.
     pub stop_reason: Option<StopReason>,
+    /// A byte offset in `content_json` (the closing brace of a block) where
+    /// a prompt-cache breakpoint goes: a fork's last placeholder result, so
+    /// that sibling forks share the cached prefix up to it (DESIGN §6).
+    pub cache_point: Option<u32>,
 }
 
 /// The bytes of a JSON value. Infallible: a `Value` always serializes (its

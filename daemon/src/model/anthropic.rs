@@ -70,7 +70,27 @@ pub fn with_breakpoint(blocks: &[u8], marker: &[u8]) -> Vec<u8> {
     }
 }
 
-/// The exact request body for `req`.
+/// Inner cache points honoured per request, besides the system's and the
+/// last message's breakpoints.
+const MAX_INNER_BREAKPOINTS: usize = 2;
+
+/// Returns `content` with `marker` spliced in at `offset`, which must be a
+/// block's closing brace; anything else leaves it unchanged.
+fn with_breakpoint_at(content: &[u8], offset: usize, marker: &[u8]) -> Vec<u8> {
+    if content.get(offset) != Some(&b'}') {
+        return content.to_vec();
+    }
+    let mut out = Vec::with_capacity(content.len() + marker.len());
+    out.extend_from_slice(&content[..offset]);
+    out.extend_from_slice(marker);
+    out.extend_from_slice(&content[offset..]);
+    out
+}
+
+/// The exact request body for `req`. Breakpoints: the last system block,
+/// the newest message's last block, and the two newest inner cache points
+/// (a fork's last placeholder, and where its parent's newest request
+/// ended): four at most, Anthropic's limit.
 pub fn request_body(req: &ModelRequest, model: &str, ttl: CacheTtl) -> Vec<u8> {
     let marker = ttl.marker();
     let size = req.system_json.len()
@@ -92,6 +112,15 @@ pub fn request_body(req: &ModelRequest, model: &str, ttl: CacheTtl) -> Vec<u8> {
     b.extend_from_slice(&req.tools_json);
     b.extend_from_slice(br#","messages":["#);
     let last = req.messages.len().saturating_sub(1);
+    let inner: Vec<usize> = req
+        .messages
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, m)| m.cache_point.is_some())
+        .map(|(i, _)| i)
+        .take(MAX_INNER_BREAKPOINTS)
+        .collect();
     for (i, m) in req.messages.iter().enumerate() {
         if i > 0 {
             b.push(b',');
@@ -99,10 +128,17 @@ pub fn request_body(req: &ModelRequest, model: &str, ttl: CacheTtl) -> Vec<u8> {
         b.extend_from_slice(br#"{"role":""#);
         b.extend_from_slice(m.role.as_bytes());
         b.extend_from_slice(br#"","content":"#);
+        let content = match m.cache_point {
+            // At the last message's last block, the usual breakpoint is it.
+            Some(at) if inner.contains(&i) && !(i == last && m.content_json.len() == at + 2) => {
+                std::borrow::Cow::Owned(with_breakpoint_at(&m.content_json, at, marker))
+            }
+            _ => std::borrow::Cow::Borrowed(&m.content_json[..]),
+        };
         if i == last {
-            b.extend_from_slice(&with_breakpoint(&m.content_json, marker));
+            b.extend_from_slice(&with_breakpoint(&content, marker));
         } else {
-            b.extend_from_slice(&m.content_json);
+            b.extend_from_slice(&content);
         }
         b.push(b'}');
     }
@@ -450,6 +486,7 @@ mod tests {
         MessageBytes {
             role,
             content_json: Arc::from(content.as_bytes()),
+            cache_point: None,
         }
     }
 
@@ -513,6 +550,61 @@ mod tests {
         let prefix = &first_plain[..first_plain.len() - 2];
         assert!(second.replace(marker, "").starts_with(prefix));
         assert_eq!(second.matches(marker).count(), 2);
+    }
+
+    #[test]
+    fn inner_cache_points_add_breakpoints_up_to_four_and_never_twice_on_a_block() {
+        let marker = std::str::from_utf8(CacheTtl::FiveMinutes.marker()).unwrap();
+        let at = |m: MessageBytes, p: usize| MessageBytes {
+            cache_point: Some(p),
+            ..m
+        };
+        let first = r#"[{"type":"text","text":"hi"}]"#;
+        let calls = r#"[{"type":"tool_use","id":"t1","name":"Agent","input":{}}]"#;
+        let own = r#"[{"type":"tool_result","tool_use_id":"t1","content":"P"},{"type":"text","text":"d"}]"#;
+        let placeholder_end = own.find("},").unwrap();
+        // An old point, the parent's boundary, and the fork's placeholder:
+        // only the two newest count.
+        let req = request(vec![
+            at(msg("user", first), first.len() - 2),
+            msg("assistant", calls),
+            at(msg("user", first), first.len() - 2),
+            msg("assistant", calls.replace("t1", "t2").as_str()),
+            at(
+                msg("user", own.replace("t1", "t2").as_str()),
+                placeholder_end,
+            ),
+        ]);
+        let body = String::from_utf8(request_body(&req, "m", CacheTtl::FiveMinutes)).unwrap();
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body.matches(marker).count(), 4);
+        assert!(
+            v["messages"][0]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert!(
+            v["messages"][2]["content"][0]
+                .get("cache_control")
+                .is_some()
+        );
+        assert!(
+            v["messages"][4]["content"][0]
+                .get("cache_control")
+                .is_some()
+        );
+        assert!(
+            v["messages"][4]["content"][1]
+                .get("cache_control")
+                .is_some()
+        );
+
+        // A point at the last message's last block is the usual breakpoint,
+        // not a second marker on the same block.
+        let req = request(vec![at(msg("user", first), first.len() - 2)]);
+        let body = String::from_utf8(request_body(&req, "m", CacheTtl::FiveMinutes)).unwrap();
+        serde_json::from_str::<Value>(&body).unwrap();
+        assert_eq!(body.matches(marker).count(), 2);
     }
 
     #[test]

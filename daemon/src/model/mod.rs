@@ -31,6 +31,9 @@ pub use scripted::Script;
 pub struct MessageBytes {
     pub role: &'static str,
     pub content_json: Arc<[u8]>,
+    /// Where a cache breakpoint goes inside the content, besides the usual
+    /// ones (see `TranscriptEntry::cache_point`).
+    pub cache_point: Option<usize>,
 }
 
 /// Everything a provider needs for one model call. Byte fields are sent as

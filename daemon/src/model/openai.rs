@@ -384,6 +384,7 @@ mod tests {
         let m = |role: &'static str, c: &str| MessageBytes {
             role,
             content_json: Arc::from(c.as_bytes()),
+            cache_point: None,
         };
         ModelRequest {
             model: "openai:gpt".into(),
@@ -479,6 +480,7 @@ mod tests {
         req.messages.push(MessageBytes {
             role: "assistant",
             content_json: Arc::from(serde_json::to_vec(&r.content).unwrap().as_slice()),
+            cache_point: None,
         });
         let body: Value = serde_json::from_slice(&request_body(&req, "m")).unwrap();
         let calls = &body["messages"][2]["tool_calls"];

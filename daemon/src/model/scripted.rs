@@ -212,15 +212,18 @@ mod tests {
         let mut messages = vec![MessageBytes {
             role: "user",
             content_json: Arc::from(&b"[]"[..]),
+            cache_point: None,
         }];
         for _ in 0..assistant_turns {
             messages.push(MessageBytes {
                 role: "assistant",
                 content_json: Arc::from(&b"[]"[..]),
+                cache_point: None,
             });
             messages.push(MessageBytes {
                 role: "user",
                 content_json: Arc::from(&b"[]"[..]),
+                cache_point: None,
             });
         }
         ModelRequest {

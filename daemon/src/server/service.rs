@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::{attach, convert};
 use crate::domain::{self, AgentRecord};
 use crate::error::AgentdError;
-use crate::supervisor::{NewAgent, Supervisor};
+use crate::supervisor::{ForkRequest, NewAgent, Supervisor};
 
 /// Transcript page size when the client names none, and the most it may ask.
 const DEFAULT_PAGE: u32 = 500;
@@ -104,9 +104,26 @@ impl AgentService for AgentApi {
 
     async fn fork_agent(
         &self,
-        _req: Request<pb::ForkAgentRequest>,
+        req: Request<pb::ForkAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
-        Err(AgentdError::not_yet("ForkAgent").into())
+        let r = req.into_inner();
+        let record = self
+            .sup
+            .fork(
+                &r.parent_id,
+                ForkRequest {
+                    isolation: convert::isolation_from_wire(r.isolation)?,
+                    directive: r.directive,
+                    name: r.name,
+                    description: r.description,
+                    fork_turns: r.fork_turns,
+                    fork_tools: r.fork_tools.map(|t| t.names),
+                    fork_profile: r.fork_profile,
+                    background: r.background,
+                },
+            )
+            .await?;
+        Ok(Response::new(self.wire(record)?))
     }
 
     async fn list_agents(

@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use prost::Message;
 
 use crate::domain::{
-    AgentId, AgentRecord, InboxItem, InboxKind, PermissionMode, PromptContext, ResumeBlocked,
-    ResumeBlockedReason, Role, ShortId, Status, StopReason, ToolName, TranscriptEntry, Usage,
+    AgentId, AgentRecord, InboxItem, InboxKind, PermissionMode, PromptContext, QuerySource,
+    ResumeBlocked, ResumeBlockedReason, Role, ShortId, Status, StopReason, ToolName,
+    TranscriptEntry, Usage,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
@@ -92,6 +93,10 @@ struct StoredAgent {
     /// Since schema 2 (the upgrade counts each transcript).
     #[prost(uint64, tag = "29")]
     transcript_len: u64,
+    /// 1 client, 2 subagent, 3 fork; 0 (schema 1): client or subagent, by
+    /// whether there is a parent.
+    #[prost(int32, tag = "30")]
+    query_source: i32,
 }
 
 /// Only the status of a record: decoding skips every other field without
@@ -124,6 +129,8 @@ struct StoredEntry {
     /// The Anthropic spelling; empty when none.
     #[prost(string, tag = "6")]
     stop_reason: String,
+    #[prost(uint32, optional, tag = "7")]
+    cache_point: Option<u32>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -266,6 +273,11 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
         short_id: r.short_id.as_str().to_string(),
         parent_tool_use_id: r.parent_tool_use_id.clone(),
         transcript_len: r.transcript_len,
+        query_source: match r.query_source {
+            QuerySource::Client => 1,
+            QuerySource::Subagent => 2,
+            QuerySource::Fork => 3,
+        },
     }
     .encode_to_vec()
 }
@@ -309,7 +321,6 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         subagent_type: s.subagent_type,
         status: status_of(s.status).ok_or(Corrupt::Field("status"))?,
         background: s.background,
-        parent,
         parent_tool_use_id: s.parent_tool_use_id,
         model: s.model,
         cwd: PathBuf::from(s.cwd),
@@ -329,6 +340,13 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         depth: s.depth,
         always_allowed: tools_of(&s.always_allowed),
         transcript_len: s.transcript_len,
+        query_source: match (s.query_source, &parent) {
+            (0, None) | (1, _) => QuerySource::Client,
+            (0, Some(_)) | (2, _) => QuerySource::Subagent,
+            (3, _) => QuerySource::Fork,
+            _ => return Err(Corrupt::Field("query source")),
+        },
+        parent,
     })
 }
 
@@ -352,6 +370,7 @@ pub fn encode_entry(e: &TranscriptEntry) -> Vec<u8> {
             .as_ref()
             .map(|s| s.as_str().to_string())
             .unwrap_or_default(),
+        cache_point: e.cache_point,
     }
     .encode_to_vec()
 }
@@ -371,6 +390,7 @@ pub fn decode_entry(bytes: &[u8]) -> Result<TranscriptEntry, Corrupt> {
         created_at_ms: s.created_at_ms,
         usage: s.usage.map(|u| usage_of(Some(u))),
         stop_reason: (!s.stop_reason.is_empty()).then(|| StopReason::parse(&s.stop_reason)),
+        cache_point: s.cache_point,
     })
 }
 
@@ -453,6 +473,7 @@ mod tests {
         });
         r.usage.output_tokens = 7;
         r.transcript_len = 12;
+        r.query_source = QuerySource::Fork;
         r
     }
 
@@ -501,6 +522,7 @@ mod tests {
                 ..Default::default()
             }),
             stop_reason: Some(StopReason::ToolUse),
+            cache_point: Some(2),
         };
         assert_eq!(decode_entry(&encode_entry(&e)).unwrap(), e);
         let p = PromptContext {

@@ -224,6 +224,7 @@ mod tests {
             created_at_ms: now_ms(),
             usage: None,
             stop_reason: None,
+            cache_point: None,
         }
     }
 

@@ -7,11 +7,24 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::fork::{ForkRequest, Origin};
 use super::{NewAgent, Supervisor, short};
+use crate::agent::fork::{self, PLACEHOLDER};
 use crate::agent::{OrchestrationCall, WaitEnd, types};
-use crate::domain::{AgentRecord, Status, ToolName};
+use crate::domain::{AgentRecord, FORK_TYPE, Status, ToolName};
 use crate::error::AgentdError;
+use crate::model::MessageBytes;
 use crate::tools::ToolOutput;
+
+/// An optional string argument: absent or null is None; another type is
+/// refused rather than read as absent.
+fn optional_str<'a>(input: &'a Value, name: &str) -> Result<Option<&'a str>, ToolOutput> {
+    match input.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ToolOutput::error(format!("`{name}` must be a string"))),
+    }
+}
 
 fn field<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
     input
@@ -48,33 +61,36 @@ impl Supervisor {
         call: &OrchestrationCall<'_>,
     ) -> Result<ToolOutput, ToolOutput> {
         let (caller, input) = (call.caller, call.input);
+        // A fork starts no agents: both layers of the guard, before anything.
+        let messages: Vec<MessageBytes> = call.history.iter().map(|(_, m)| m.clone()).collect();
+        fork::recursion_guard(caller, &messages).map_err(ToolOutput::error)?;
         let description = field(input, "description")?;
         let prompt = field(input, "prompt")?;
-        for later in [
-            "fork_turns",
-            "fork_tools",
-            "fork_profile",
-            "isolation",
-            "working_dir",
-        ] {
+        for later in ["isolation", "working_dir"] {
             if input.get(later).is_some_and(|v| !v.is_null()) {
                 return Err(ToolOutput::error(format!(
                     "`{later}` is not available in this version of agentd; call Agent without it"
                 )));
             }
         }
-        let max_depth = self.config.max_subagent_depth;
-        if caller.depth + 1 > max_depth {
-            return Err(ToolOutput::error(format!(
-                "subagents may nest at most {max_depth} deep and this agent is at depth {}; do the work yourself",
-                caller.depth
-            )));
+        let type_name = optional_str(input, "subagent_type")?.filter(|s| !s.is_empty());
+        let forking = match type_name {
+            Some(t) => t == FORK_TYPE,
+            None => self.config.implicit_fork,
+        };
+        if forking {
+            return self.fork_for(call, description, prompt).await;
         }
-        let type_name = input
-            .get("subagent_type")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .unwrap_or(types::DEFAULT_TYPE);
+        for fork_only in ["fork_turns", "fork_tools", "fork_profile"] {
+            if input.get(fork_only).is_some_and(|v| !v.is_null()) {
+                return Err(ToolOutput::error(format!(
+                    "`{fork_only}` applies only to forks (subagent_type \"fork\"); leave it out for a {} agent",
+                    type_name.unwrap_or(types::DEFAULT_TYPE)
+                )));
+            }
+        }
+        self.within_depth(caller)?;
+        let type_name = type_name.unwrap_or(types::DEFAULT_TYPE);
         let agent_type =
             types::resolve(type_name, &caller.cwd, &agentd_shared::paths::config_dir())
                 .map_err(ToolOutput::error)?;
@@ -135,6 +151,89 @@ impl Supervisor {
             )),
             None => ToolOutput::error(format!("lost track of agent {id}")),
         })
+    }
+
+    /// `Agent` with `subagent_type: "fork"`: a fork of the caller, in the
+    /// background by nature. The call returns at once; the fork's result
+    /// comes as a task notification.
+    async fn fork_for(
+        self: &Arc<Self>,
+        call: &OrchestrationCall<'_>,
+        description: &str,
+        directive: &str,
+    ) -> Result<ToolOutput, ToolOutput> {
+        let (caller, input) = (call.caller, call.input);
+        if input.get("model").is_some_and(|v| !v.is_null()) {
+            return Err(ToolOutput::error(
+                "a fork runs on its parent's model (that is how it reads the parent's prompt cache); call Agent without `model`",
+            ));
+        }
+        self.within_depth(caller)?;
+        let fork_turns = match input.get("fork_turns") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            Some(_) => {
+                return Err(ToolOutput::error(
+                    "`fork_turns` must be \"all\" or a positive number of turns",
+                ));
+            }
+        };
+        let fork_tools = match input.get("fork_tools") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) => Some(
+                items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_string))
+                    .collect::<Option<Vec<String>>>()
+                    .ok_or_else(|| {
+                        ToolOutput::error("`fork_tools` must be a list of tool names (strings)")
+                    })?,
+            ),
+            Some(_) => {
+                return Err(ToolOutput::error(
+                    "`fork_tools` must be a list of tool names (strings)",
+                ));
+            }
+        };
+        let req = ForkRequest {
+            directive: directive.to_string(),
+            name: optional_str(input, "name")?.unwrap_or("").to_string(),
+            description: description.to_string(),
+            fork_turns,
+            fork_tools,
+            fork_profile: optional_str(input, "fork_profile")?
+                .unwrap_or("")
+                .to_string(),
+            isolation: Default::default(),
+            background: true,
+        };
+        let origin = Origin::Call {
+            tool_use_id: call.tool_use_id,
+            history: call.history,
+        };
+        let prepared = self
+            .prepare_fork(caller, &req, origin)
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
+        let child = self
+            .store_and_start(prepared, None)
+            .await
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
+        Ok(ToolOutput::ok(format!(
+            "{PLACEHOLDER}.\ntask_id: {id}\nThe fork has your whole conversation and works on its directive alone. You will receive a <task-notification> with its report when it finishes; do not poll it or do its task yourself.",
+            id = child.id
+        )))
+    }
+
+    fn within_depth(&self, caller: &AgentRecord) -> Result<(), ToolOutput> {
+        let max_depth = self.config.max_subagent_depth;
+        if caller.depth + 1 > max_depth {
+            return Err(ToolOutput::error(format!(
+                "subagents may nest at most {max_depth} deep and this agent is at depth {}; do the work yourself",
+                caller.depth
+            )));
+        }
+        Ok(())
     }
 
     /// Agents the caller may address: its children and its siblings

@@ -11,10 +11,10 @@ use tokio::sync::oneshot;
 use super::{Supervisor, resolve};
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::types::AgentType;
-use crate::agent::{Foreground, WaitEnd, context};
+use crate::agent::{FanOutRole, Foreground, WaitEnd, context};
 use crate::domain::{
-    AgentRecord, Isolation, PermissionMode, PromptContext, Role, TranscriptEntry, json_bytes,
-    now_ms,
+    AgentRecord, Isolation, PermissionMode, PromptContext, QuerySource, Role, TranscriptEntry,
+    json_bytes, now_ms,
 };
 use crate::error::{AgentdError, quote};
 use crate::model::{ModelSpec, Provider};
@@ -47,7 +47,11 @@ pub(super) struct Prepared {
     pub(super) record: AgentRecord,
     pub(super) prompt: PromptContext,
     pub(super) provider: Provider,
-    pub(super) first: TranscriptEntry,
+    /// What its transcript starts with: the prompt, or a fork's inherited
+    /// messages and its own.
+    pub(super) entries: Vec<TranscriptEntry>,
+    /// A fork's place among siblings launched together (`fanout`).
+    pub(super) fan_out: FanOutRole,
 }
 
 impl Supervisor {
@@ -104,6 +108,11 @@ impl Supervisor {
         record.subagent_type = agent_type.map(|t| t.name.clone()).unwrap_or_default();
         record.background = req.background;
         record.parent = parent.map(|p| p.id);
+        record.query_source = if parent.is_some() {
+            QuerySource::Subagent
+        } else {
+            QuerySource::Client
+        };
         record.parent_tool_use_id = req.parent_tool_use_id.clone();
         record.model = model;
         record.cwd = cwd.clone();
@@ -120,7 +129,6 @@ impl Supervisor {
             (None, None) => PermissionMode::Bypass,
         };
         record.depth = parent.map_or(0, |p| p.depth + 1);
-        record.transcript_len = 1;
         let prompt = context::render(&cwd, now, agent_type);
         let first = TranscriptEntry {
             seq: 0,
@@ -129,12 +137,14 @@ impl Supervisor {
             created_at_ms: now,
             usage: None,
             stop_reason: None,
+            cache_point: None,
         };
         Ok(Prepared {
             record,
             prompt,
             provider,
-            first,
+            entries: vec![first],
+            fan_out: FanOutRole::Alone,
         })
     }
 
@@ -154,18 +164,20 @@ impl Supervisor {
         waiter: Option<oneshot::Sender<WaitEnd>>,
     ) -> Result<AgentRecord, AgentdError> {
         let Prepared {
-            record,
+            mut record,
             prompt,
             provider,
-            first,
+            entries,
+            fan_out,
         } = prepared;
         let id = record.id;
+        record.transcript_len = entries.len() as u64;
         self.store
             .append_durable(
                 id,
                 Append {
                     created: Some(&prompt),
-                    ..Append::with_record(std::slice::from_ref(&first), &record)
+                    ..Append::with_record(&entries, &record)
                 },
             )
             .await?;
@@ -182,7 +194,7 @@ impl Supervisor {
             Foreground::waited(waiter)
         };
         let in_foreground = !record.background;
-        self.start(record.clone(), prompt, provider, foreground)?;
+        self.start(record.clone(), prompt, provider, foreground, fan_out)?;
         if in_foreground {
             self.arm_auto_background(id);
         }
@@ -208,7 +220,7 @@ impl Supervisor {
     }
 
     /// A name is unique among agents that have not ended (an index lookup).
-    fn ensure_name_free(&self, name: &str) -> Result<(), AgentdError> {
+    pub(super) fn ensure_name_free(&self, name: &str) -> Result<(), AgentdError> {
         for id in self.store.ids_named(name)? {
             if let Some(record) = self.store.get_agent(id)?
                 && !record.status.is_terminal()
@@ -225,7 +237,7 @@ impl Supervisor {
 
 /// A one-line description from the prompt: its first non-blank line, cut at
 /// 60 characters.
-fn describe(prompt: &str) -> String {
+pub(super) fn describe(prompt: &str) -> String {
     let line = prompt
         .lines()
         .map(str::trim)

@@ -20,6 +20,8 @@ mod asks;
 mod children;
 mod control;
 mod create;
+mod fanout;
+mod fork;
 mod host;
 mod housekeeping;
 mod notification;
@@ -49,6 +51,7 @@ use crate::tools::ToolEnv;
 
 pub use control::MAX_MESSAGE_BYTES;
 pub use create::{MAX_PROMPT_BYTES, NewAgent};
+pub use fork::ForkRequest;
 pub use registry::AgentHandle;
 
 /// Where the daemon serves, for `status`.
@@ -76,6 +79,8 @@ pub struct Supervisor {
     /// Agents a full disk kept from resuming at start: resumed once the
     /// store is writable again (`housekeeping`).
     resume_later: std::sync::Mutex<Vec<crate::domain::AgentId>>,
+    /// Forks launched together, until the first one's response starts.
+    fan_outs: fanout::FanOuts,
 }
 
 impl Supervisor {
@@ -107,6 +112,7 @@ impl Supervisor {
             asks: asks::Asks::default(),
             tool_env,
             resume_later: std::sync::Mutex::new(Vec::new()),
+            fan_outs: fanout::FanOuts::default(),
         })
     }
 

@@ -13,7 +13,7 @@ use crate::agent::hub::StatusSnapshot;
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::slot::SlotLease;
 use crate::agent::{
-    EndRoute, Finished, Foreground, LoopSetup, Outcome, StopSignals, TurnLoop, WaitEnd,
+    EndRoute, FanOutRole, Finished, Foreground, LoopSetup, Outcome, StopSignals, TurnLoop, WaitEnd,
 };
 use crate::domain::{
     AgentRecord, PromptContext, ResumeBlocked, ResumeBlockedReason, Status, now_ms,
@@ -32,6 +32,7 @@ impl Supervisor {
         prompt: PromptContext,
         provider: Provider,
         foreground: Foreground,
+        fan_out: FanOutRole,
     ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
         let stops = StopSignals {
@@ -72,6 +73,7 @@ impl Supervisor {
                 stops: stops.clone(),
                 tool_env: sup.tool_env.clone(),
                 max_output_tokens: sup.config.max_output_tokens,
+                fan_out,
             };
             let finished = tokio::select! {
                 biased;
@@ -126,7 +128,9 @@ impl Supervisor {
             None => EndRoute::Notify,
         };
         let notice = match (&route, record.parent) {
-            (EndRoute::Notify, Some(parent)) if record.status.is_terminal() => {
+            (EndRoute::Notify, Some(parent))
+                if record.status.is_terminal() && record.reports_to_parent() =>
+            {
                 Some((parent, notification::task_notice(&record, &outcome)))
             }
             _ => None,
@@ -236,7 +240,13 @@ impl Supervisor {
                 record.status = Status::Pending;
                 record.updated_at_ms = now_ms();
                 self.store.put_agent_durable(&record).await?;
-                self.start(record, prompt, provider, Foreground::background())
+                self.start(
+                    record,
+                    prompt,
+                    provider,
+                    Foreground::background(),
+                    FanOutRole::Alone,
+                )
             }
             Err(blocked) => {
                 let message = format!(

@@ -143,6 +143,7 @@ fn entry(seq: u64) -> TranscriptEntry {
         created_at_ms: now_ms(),
         usage: None,
         stop_reason: Some(StopReason::ToolUse),
+        cache_point: None,
     }
 }
 

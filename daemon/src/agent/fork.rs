@@ -1,0 +1,290 @@
+//! Where forks are built (DESIGN §6): a fork's messages are its parent's
+//! stored bytes, then one message of its own. Everything a fork is sent
+//! before its directive is byte for byte what its parent (and every sibling)
+//! is sent, so the provider's prompt cache serves the shared prefix: N forks
+//! cost about one.
+
+use serde_json::{Value, json};
+
+use crate::domain::{AgentRecord, ForkTurns, QuerySource, json_bytes};
+use crate::model::MessageBytes;
+
+/// The result every fork sees for each of its parent's tool calls. It is
+/// one constant so that sibling forks' prefixes stay identical: a different
+/// text per fork would give each its own cache entry.
+pub const PLACEHOLDER: &str = "Fork started — processing in background";
+pub const TAG_OPEN: &str = "<fork-boilerplate>";
+pub const TAG_CLOSE: &str = "</fork-boilerplate>";
+
+/// The rules a fork works by, then its directive (and a profile's hint,
+/// which adds guidance but cannot override the rules).
+pub fn directive_text(directive: &str, hint: Option<&str>) -> String {
+    let hint = hint
+        .filter(|h| !h.trim().is_empty())
+        .map(|h| {
+            format!(
+                "\nGuidance for this kind of task (it does not override the rules above): {}\n",
+                h.trim()
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{TAG_OPEN}
+You are a fork: a copy of the agent whose conversation is above, started to do one task in \
+the background. You are not that agent. Work by these rules:
+1. Anything above that tells you to fork or delegate does not apply to you: you are the fork. \
+Do not start agents (the Agent tool is refused inside a fork).
+2. Do not converse and do not ask questions: nobody will answer.
+3. No commentary or narration of what you are about to do.
+4. Use your tools directly and silently; write no text between tool calls.
+5. When the task says to change files, commit your changes and name the commit in your report.
+6. Stay strictly within the task below; note anything else under Issues.
+7. Keep the report under 500 words.
+8. Begin the report with \"Scope:\" and give it as:
+Scope: <the task, in one sentence>
+Result: <what you found or did>
+Key files: <the files that matter>
+Files changed: <files, and the commit>
+Issues: <problems you noticed, or none>
+9. After the report, stop.
+{hint}
+Your task:
+{directive}
+{TAG_CLOSE}",
+        directive = directive.trim()
+    )
+}
+
+/// The recursion guard's first layer: the agent's query source says fork.
+pub fn is_fork_by_source(record: &AgentRecord) -> bool {
+    record.query_source == QuerySource::Fork
+}
+
+/// The recursion guard's second layer, for whatever loses the source: a
+/// fork's own message (a user text block) carries the boilerplate tag.
+pub fn is_fork_by_transcript(messages: &[MessageBytes]) -> bool {
+    messages.iter().filter(|m| m.role == "user").any(|m| {
+        serde_json::from_slice::<Vec<Value>>(&m.content_json)
+            .unwrap_or_default()
+            .iter()
+            .any(|b| {
+                b["type"] == "text" && b["text"].as_str().is_some_and(|t| t.contains(TAG_OPEN))
+            })
+    })
+}
+
+/// Why an agent may not start agents, if it is a fork by either layer.
+pub fn recursion_guard(record: &AgentRecord, messages: &[MessageBytes]) -> Result<(), String> {
+    if is_fork_by_source(record) || is_fork_by_transcript(messages) {
+        return Err(
+            "Agent is not available inside a fork: you are a fork and may not start agents. \
+Do the task yourself with your other tools and report as your directive says."
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// A real user turn: a user message with non-blank text, not only tool
+/// results.
+fn is_real_user_turn(m: &MessageBytes) -> bool {
+    m.role == "user"
+        && serde_json::from_slice::<Vec<Value>>(&m.content_json)
+            .unwrap_or_default()
+            .iter()
+            .any(|b| {
+                b["type"] == "text" && b["text"].as_str().is_some_and(|t| !t.trim().is_empty())
+            })
+}
+
+/// The part of the parent's conversation a fork keeps.
+pub fn inherited(messages: &[MessageBytes], turns: ForkTurns) -> &[MessageBytes] {
+    match turns {
+        ForkTurns::All => messages,
+        ForkTurns::Last(n) => {
+            let starts: Vec<usize> = messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| is_real_user_turn(m))
+                .map(|(i, _)| i)
+                .collect();
+            let from = starts
+                .len()
+                .checked_sub(n as usize)
+                .map_or(0, |k| starts[k]);
+            &messages[from..]
+        }
+    }
+}
+
+/// The fork's own message, after the inherited ones: when the last of them
+/// is an assistant message with tool calls, one result with the same
+/// placeholder for each call (ids unchanged), then the directive; else the
+/// directive alone. Returns the content and, with placeholders, the offset
+/// of the last placeholder's closing brace: the cache breakpoint siblings
+/// share.
+pub fn fork_message(last: Option<&MessageBytes>, directive: &str) -> (Vec<u8>, Option<u32>) {
+    let text = json!({"type": "text", "text": directive});
+    let calls: Vec<String> = last
+        .filter(|m| m.role == "assistant")
+        .map(|m| serde_json::from_slice::<Vec<Value>>(&m.content_json).unwrap_or_default())
+        .unwrap_or_default()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .filter_map(|b| b["id"].as_str().map(str::to_string))
+        .collect();
+    if calls.is_empty() {
+        return (json_bytes(&Value::Array(vec![text])), None);
+    }
+    let mut out = b"[".to_vec();
+    for (i, id) in calls.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend(json_bytes(
+            &json!({"type": "tool_result", "tool_use_id": id, "content": PLACEHOLDER}),
+        ));
+    }
+    let cache_point = out.len() as u32 - 1;
+    out.push(b',');
+    out.extend(json_bytes(&text));
+    out.push(b']');
+    (out, Some(cache_point))
+}
+
+/// The offset of the closing brace of the last block of a content array
+/// (`[…,{…}]`): where a breakpoint marker goes.
+pub fn last_block_end(content: &[u8]) -> Option<u32> {
+    content.ends_with(b"}]").then(|| content.len() as u32 - 2)
+}
+
+/// A fork's conversation: the messages it inherits, bytes unchanged, then
+/// its own message. Two cache points: the end of the newest inherited user
+/// message (where the parent's newest request ended, so its cache entry is
+/// read however many tool calls follow it) and the last placeholder (the
+/// entry siblings share).
+pub fn forked_conversation(inherited: &[MessageBytes], directive: &str) -> Vec<MessageBytes> {
+    let mut out = inherited.to_vec();
+    if let Some(boundary) = out.iter().rposition(|m| m.role == "user") {
+        let m = &mut out[boundary];
+        m.cache_point = last_block_end(&m.content_json).map(|p| p as usize);
+    }
+    let (content, cache_point) = fork_message(inherited.last(), directive);
+    out.push(MessageBytes {
+        role: "user",
+        content_json: content.into(),
+        cache_point: cache_point.map(|p| p as usize),
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::domain::AgentId;
+
+    fn msg(role: &'static str, content: Value) -> MessageBytes {
+        MessageBytes {
+            role,
+            content_json: Arc::from(json_bytes(&content).as_slice()),
+            cache_point: None,
+        }
+    }
+
+    fn record(source: QuerySource) -> AgentRecord {
+        let id = AgentId::random();
+        let mut r = AgentRecord::new(id, id.short_prefix(8), 0);
+        r.query_source = source;
+        r
+    }
+
+    #[test]
+    fn placeholders_answer_every_call_and_the_breakpoint_is_on_the_last() {
+        let assistant = msg(
+            "assistant",
+            json!([
+                {"type": "text", "text": "Splitting the work."},
+                {"type": "tool_use", "id": "toolu_a", "name": "Agent", "input": {}},
+                {"type": "tool_use", "id": "toolu_b", "name": "Agent", "input": {}}
+            ]),
+        );
+        let (one, at_one) = fork_message(Some(&assistant), &directive_text("task one", None));
+        let (two, at_two) = fork_message(Some(&assistant), &directive_text("task two", None));
+        let at = at_one.unwrap() as usize;
+        assert_eq!(at_one, at_two);
+        assert_eq!(
+            one[..at],
+            two[..at],
+            "siblings differ only in the directive"
+        );
+        assert_ne!(one, two);
+        assert_eq!(one[at], b'}');
+        let blocks: Vec<Value> = serde_json::from_slice(&one).unwrap();
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[0]["tool_use_id"], "toolu_a");
+        assert_eq!(blocks[1]["tool_use_id"], "toolu_b");
+        assert_eq!(blocks[1]["content"], PLACEHOLDER);
+        assert!(blocks[2]["text"].as_str().unwrap().starts_with(TAG_OPEN));
+        // The closing brace at the cache point is the last placeholder's.
+        let before: Vec<Value> = serde_json::from_slice(&[&one[..=at], b"]"].concat()).unwrap();
+        assert_eq!(before.len(), 2);
+    }
+
+    #[test]
+    fn after_a_message_without_calls_the_directive_comes_alone() {
+        let answer = msg("assistant", json!([{"type": "text", "text": "done"}]));
+        let (content, at) = fork_message(Some(&answer), "d");
+        assert_eq!(at, None);
+        assert_eq!(content, br#"[{"type":"text","text":"d"}]"#);
+    }
+
+    #[test]
+    fn each_recursion_layer_refuses_alone() {
+        let forked = msg(
+            "user",
+            json!([{"type": "text", "text": directive_text("x", None)}]),
+        );
+        let plain = msg("user", json!([{"type": "text", "text": "hello"}]));
+        // Layer 1 alone: the source says fork, nothing in the messages does.
+        assert!(recursion_guard(&record(QuerySource::Fork), std::slice::from_ref(&plain)).is_err());
+        // Layer 2 alone: the source was lost, the tag is still there.
+        assert!(recursion_guard(&record(QuerySource::Subagent), &[forked]).is_err());
+        // Neither: not a fork.
+        assert!(recursion_guard(&record(QuerySource::Subagent), &[plain]).is_ok());
+    }
+
+    #[test]
+    fn fork_turns_keep_from_the_nth_last_real_user_turn() {
+        let history = vec![
+            msg("user", json!([{"type": "text", "text": "first task"}])),
+            msg(
+                "assistant",
+                json!([{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]),
+            ),
+            msg(
+                "user",
+                json!([{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]),
+            ),
+            msg("assistant", json!([{"type": "text", "text": "ok"}])),
+            msg("user", json!([{"type": "text", "text": "second task"}])),
+            msg("assistant", json!([{"type": "text", "text": "ok again"}])),
+        ];
+        assert_eq!(inherited(&history, ForkTurns::All).len(), 6);
+        assert_eq!(inherited(&history, ForkTurns::Last(1)).len(), 2);
+        assert_eq!(inherited(&history, ForkTurns::Last(2)).len(), 6);
+        assert_eq!(inherited(&history, ForkTurns::Last(9)).len(), 6);
+    }
+
+    #[test]
+    fn the_directive_carries_the_rules_and_a_hint_cannot_replace_them() {
+        let text = directive_text("Fix the parser", Some("prefer small commits"));
+        assert!(text.starts_with(TAG_OPEN) && text.ends_with(TAG_CLOSE));
+        assert!(text.contains("Scope:") && text.contains("under 500 words"));
+        let rules = text.find("Begin the report").unwrap();
+        let hint = text.find("prefer small commits").unwrap();
+        let task = text.find("Fix the parser").unwrap();
+        assert!(rules < hint && hint < task);
+    }
+}

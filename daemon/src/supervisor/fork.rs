@@ -1,0 +1,254 @@
+//! Forking an agent (DESIGN §6): a new child that starts from everything
+//! its parent knows. It gets a copy of the parent's stored prompt (system
+//! prompt and tools array bytes), the parent's model, and the parent's
+//! messages as stored bytes, then one message of its own; all of it is
+//! stored with the fork, so a revival sends the same bytes. Asked for by an
+//! agent (`Agent` with `subagent_type: "fork"`) or by a client
+//! (`ForkAgent`).
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::create::{MAX_PROMPT_BYTES, Prepared, describe};
+use super::{Supervisor, resolve};
+use crate::agent::{fork, fork_profile, turn_loop};
+use crate::domain::{
+    AgentRecord, FORK_MAX_TURNS, FORK_TYPE, ForkTurns, Isolation, PromptContext, QuerySource, Role,
+    ToolName, TranscriptEntry, json_bytes, now_ms, parse_tool_allowlist,
+};
+use crate::error::AgentdError;
+use crate::model::{MessageBytes, ModelSpec, Provider};
+
+/// A fork, as asked for.
+#[derive(Debug, Clone, Default)]
+pub struct ForkRequest {
+    pub directive: String,
+    pub name: String,
+    /// Empty: the directive's first line.
+    pub description: String,
+    /// `"all"` (or empty) or a positive number of user turns.
+    pub fork_turns: String,
+    /// The tools the fork may run; None: its parent's.
+    pub fork_tools: Option<Vec<String>>,
+    /// A profile's name, instead of `fork_tools`.
+    pub fork_profile: String,
+    pub isolation: Isolation,
+    /// Nobody follows it in the foreground (always so for an agent's fork).
+    pub background: bool,
+}
+
+/// Who asks for a fork.
+pub(super) enum Origin<'a> {
+    /// A client (`ForkAgent`): the conversation is read from the store.
+    Client,
+    /// The parent's own `Agent` call, with the conversation it sends.
+    Call {
+        tool_use_id: &'a str,
+        history: &'a [(u64, MessageBytes)],
+    },
+}
+
+/// What a fork may run: its parent's tools narrowed by `fork_tools` or a
+/// profile (a fork never gains a tool its parent could not run).
+fn allowed_tools(
+    parent: Option<&[ToolName]>,
+    asked: Option<Vec<ToolName>>,
+) -> Option<Vec<ToolName>> {
+    match (parent, asked) {
+        (None, asked) => asked,
+        (Some(parent), None) => Some(parent.to_vec()),
+        (Some(parent), Some(asked)) => {
+            Some(asked.into_iter().filter(|t| parent.contains(t)).collect())
+        }
+    }
+}
+
+impl Supervisor {
+    /// `ForkAgent`: forks the agent `query` names (by id, prefix or name):
+    /// running, idle, ended, or from before a restart.
+    pub async fn fork(
+        self: &Arc<Self>,
+        query: &str,
+        req: ForkRequest,
+    ) -> Result<AgentRecord, AgentdError> {
+        let parent = self.resolve(query)?;
+        let prepared = self.prepare_fork(&parent, &req, Origin::Client)?;
+        self.store_and_start(prepared, None).await
+    }
+
+    /// Validates a fork of `parent` and builds it. Stores nothing but the
+    /// reservation of its short id; every refusal comes before that.
+    pub(super) fn prepare_fork(
+        &self,
+        parent: &AgentRecord,
+        req: &ForkRequest,
+        origin: Origin<'_>,
+    ) -> Result<Prepared, AgentdError> {
+        if self.shutdown.is_cancelled() {
+            return Err(AgentdError::Unavailable("agentd is shutting down".into()));
+        }
+        let directive = req.directive.trim();
+        if directive.is_empty() {
+            return Err(AgentdError::invalid("the fork's directive is empty"));
+        }
+        if req.directive.len() > MAX_PROMPT_BYTES {
+            return Err(AgentdError::invalid(format!(
+                "the directive is {} bytes; the limit is {MAX_PROMPT_BYTES} bytes (1 MiB)",
+                req.directive.len()
+            )));
+        }
+        if !req.name.is_empty() {
+            resolve::validate_name(&req.name)?;
+        }
+        if req.isolation == Isolation::Worktree {
+            return Err(AgentdError::not_yet("worktree isolation"));
+        }
+        let turns = ForkTurns::parse(&req.fork_turns).map_err(AgentdError::invalid)?;
+        if req.fork_tools.is_some() && !req.fork_profile.is_empty() {
+            return Err(AgentdError::invalid(
+                "fork_tools and fork_profile cannot be combined: give one",
+            ));
+        }
+        let asked_tools = match &req.fork_tools {
+            Some(list) => Some(parse_tool_allowlist(list).map_err(AgentdError::invalid)?),
+            None => None,
+        };
+        let profile = if req.fork_profile.is_empty() {
+            None
+        } else {
+            Some(fork_profile::load(&req.fork_profile, &parent.cwd).map_err(AgentdError::invalid)?)
+        };
+        let parent_prompt = self.store.get_prompt(parent.id)?.ok_or_else(|| {
+            AgentdError::precondition(format!(
+                "agent {} cannot be forked: its stored prompt is gone",
+                parent.short_id
+            ))
+        })?;
+        let loaded;
+        let history: &[(u64, MessageBytes)] = match origin {
+            Origin::Call { history, .. } => history,
+            Origin::Client => {
+                loaded = turn_loop::load_conversation(&self.store, parent)
+                    .map_err(|e| {
+                        AgentdError::precondition(format!(
+                            "agent {} cannot be forked: {e}",
+                            parent.short_id
+                        ))
+                    })?
+                    .0;
+                &loaded
+            }
+        };
+        let Some(&(last_seq, _)) = history.last() else {
+            return Err(AgentdError::precondition(format!(
+                "agent {} has no conversation to fork yet",
+                parent.short_id
+            )));
+        };
+        let messages: Vec<MessageBytes> = history.iter().map(|(_, m)| m.clone()).collect();
+        let kept = fork::inherited(&messages, turns);
+        let hint = profile.as_ref().and_then(|p| p.hint.as_deref());
+        let conversation = fork::forked_conversation(kept, &fork::directive_text(directive, hint));
+
+        let spec = ModelSpec::parse(&parent.model)?;
+        let provider = Provider::from_spec(&spec, &parent.cwd, &self.models)?;
+        if !req.name.is_empty() {
+            self.ensure_name_free(&req.name)?;
+        }
+
+        let asked = asked_tools.or_else(|| profile.as_ref().map(|p| p.tools.clone()));
+        let prompt = PromptContext {
+            system_json: parent_prompt.system_json,
+            tools_json: parent_prompt.tools_json,
+            allowed_tools: allowed_tools(parent_prompt.allowed_tools.as_deref(), asked),
+        };
+
+        let (id, short_id) = self.store.issue_agent_id()?;
+        let now = now_ms();
+        let mut record = AgentRecord::new(id, short_id, now);
+        record.name = req.name.clone();
+        record.description = if req.description.trim().is_empty() {
+            describe(directive)
+        } else {
+            req.description.trim().to_string()
+        };
+        record.subagent_type = FORK_TYPE.to_string();
+        record.query_source = QuerySource::Fork;
+        record.background = req.background || matches!(origin, Origin::Call { .. });
+        record.parent = Some(parent.id);
+        if let Origin::Call { tool_use_id, .. } = origin {
+            record.parent_tool_use_id = tool_use_id.to_string();
+        }
+        record.model = parent.model.clone();
+        record.cwd = parent.cwd.clone();
+        record.max_turns = FORK_MAX_TURNS;
+        record.permission_mode = parent.permission_mode;
+        record.depth = parent.depth + 1;
+
+        let note = json!([{
+            "type": "agentd_note",
+            "kind": "fork",
+            "parent": parent.id.to_string(),
+            "parent_seq": last_seq,
+            "fork_turns": turns.to_string(),
+            "inherited": kept.len(),
+            "fork_profile": profile.as_ref().map(|p| p.name.as_str()),
+            "allowed_tools": prompt.allowed_tools.as_ref().map(|t| t.iter().map(|t| t.as_str()).collect::<Vec<_>>()),
+        }]);
+        let mut entries = Vec::with_capacity(conversation.len() + 1);
+        entries.push(TranscriptEntry {
+            seq: 0,
+            role: Role::System,
+            content_json: json_bytes(&note),
+            created_at_ms: now,
+            usage: None,
+            stop_reason: None,
+            cache_point: None,
+        });
+        for (seq, m) in (1u64..).zip(conversation) {
+            entries.push(TranscriptEntry {
+                seq,
+                role: if m.role == "assistant" {
+                    Role::Assistant
+                } else {
+                    Role::User
+                },
+                content_json: m.content_json.to_vec(),
+                created_at_ms: now,
+                usage: None,
+                stop_reason: None,
+                cache_point: m.cache_point.map(|p| p as u32),
+            });
+        }
+        tracing::info!(parent = %parent.id, fork = %id, inherited = kept.len(), "forking");
+        Ok(Prepared {
+            record,
+            prompt,
+            provider,
+            entries,
+            fan_out: self.fan_outs.join(parent.id, last_seq),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fork_never_gains_a_tool_its_parent_could_not_run() {
+        use ToolName::*;
+        assert_eq!(allowed_tools(None, None), None);
+        assert_eq!(allowed_tools(None, Some(vec![Read])), Some(vec![Read]));
+        assert_eq!(
+            allowed_tools(Some(&[Read, Grep]), None),
+            Some(vec![Read, Grep])
+        );
+        assert_eq!(
+            allowed_tools(Some(&[Read, Grep]), Some(vec![Grep, Bash])),
+            Some(vec![Grep])
+        );
+        assert_eq!(allowed_tools(Some(&[Read]), Some(vec![])), Some(vec![]));
+    }
+}
