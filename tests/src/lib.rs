@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod forking;
 pub mod mock;
 pub mod script;
 

@@ -10,19 +10,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use agentd_e2e::forking::{
+    NOTE, PLACEHOLDER, TAG, agents, all_text, fork_call, is_fork_of, last_text, stripped,
+    transcript,
+};
 use agentd_e2e::mock::cache::anthropic_blocks;
 use agentd_e2e::mock::{
     Block, MockMessage, MockServer, RecordedRequest, Reply, n_messages, prompt_of, text_of,
 };
 use agentd_e2e::{Env, wait_until};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const MODEL: &str = "anthropic:claude-test";
-const MARKER: &str = r#","cache_control":{"type":"ephemeral"}"#;
-const PLACEHOLDER: &str = "Fork started — processing in background";
-const TAG: &str = "<fork-boilerplate>";
-/// How a delivered task notification begins.
-const NOTE: &str = "<task-notification>\n<task-id>";
 const FAST_RETRY: &str =
     "[retry]\nmax_attempts = 3\ninitial_backoff_ms = 20\nmax_backoff_ms = 100\n";
 
@@ -32,33 +31,6 @@ fn world(mock: &MockServer) -> Env {
     env.write_config(FAST_RETRY);
     mock.set_min_cacheable_tokens(64);
     env
-}
-
-fn fork_call(directive: &str) -> Block {
-    Block::ToolUse {
-        id: String::new(),
-        name: "Agent".into(),
-        input: json!({"description": directive, "prompt": directive, "subagent_type": "fork"}),
-    }
-}
-
-fn last_text(r: &RecordedRequest) -> String {
-    r.json["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .map(|m| text_of(&m["content"]))
-        .unwrap_or_default()
-}
-
-/// A fork's request whose own message carries `directive`.
-fn is_fork_of(r: &RecordedRequest, directive: &str) -> bool {
-    let last = last_text(r);
-    last.contains(TAG) && last.contains(directive)
-}
-
-/// The body with every cache breakpoint taken out.
-fn stripped(r: &RecordedRequest) -> String {
-    r.body_text().replace(MARKER, "")
 }
 
 /// Prompt tokens of a request, as the mock counts them.
@@ -71,32 +43,6 @@ fn prompt_tokens(r: &RecordedRequest) -> u64 {
 fn all_but_last_block(r: &RecordedRequest) -> u64 {
     let blocks = anthropic_blocks(&r.json).unwrap();
     blocks[..blocks.len() - 1].iter().map(|b| b.tokens).sum()
-}
-
-fn agents(env: &Env) -> Vec<Value> {
-    env.ctl(&["list", "--all", "--json"])
-        .expect_code(0)
-        .json()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn transcript(env: &Env, id: &str) -> Vec<Value> {
-    env.ctl(&["log", id, "--json"])
-        .expect_code(0)
-        .json()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn all_text(entries: &[Value]) -> String {
-    entries
-        .iter()
-        .map(|e| text_of(&e["content"]))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn run_bg(env: &Env, name: &str, prompt: &str) -> String {
