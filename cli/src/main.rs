@@ -3,6 +3,7 @@
 
 mod autostart;
 mod commands;
+mod cost;
 mod exit;
 mod follow;
 mod permission_prompt;
@@ -63,6 +64,8 @@ enum Command {
     Rm(commands::rm::Args),
     /// Follow lifecycle events of all agents (created, status, notifications).
     Events(commands::events::Args),
+    /// What agents cost: tokens, requests and USD, with what the prompt cache saved.
+    Usage(commands::usage::Args),
     /// Show the daemon's version, socket, data directory, uptime and agent counts.
     Status(commands::status::Args),
 }
@@ -122,5 +125,6 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Rm(args) => commands::rm::run(&target, args).await,
         Command::Events(args) => commands::events::run(&target, args).await,
         Command::Status(args) => commands::status::run(&target, args).await,
+        Command::Usage(args) => commands::usage::run(&target, args).await,
     }
 }

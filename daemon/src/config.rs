@@ -1,6 +1,7 @@
 //! The daemon's configuration: `$XDG_CONFIG_HOME/agentd/config.toml`, all
 //! keys optional.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -38,6 +39,7 @@ const PROVIDER_KEY_VARS: [&str; 4] = [
 ];
 
 use crate::model::{ApiKey, CacheTtl, ModelSettings, RetryPolicy, anthropic, openai};
+use crate::pricing::Price;
 
 /// Settings read once at start.
 #[derive(Debug, Clone, Deserialize)]
@@ -73,6 +75,10 @@ pub struct Config {
     pub openai: ProviderConfig,
     pub retry: RetryPolicy,
     pub secrets: SecretsConfig,
+    /// Prices by `"<scheme>:<model prefix>"`, USD per million tokens:
+    /// `input`, `output`, optional `cache_write`, `cache_read`. They
+    /// override and extend the built-in list prices (`GetUsage`).
+    pub prices: BTreeMap<String, Price>,
 }
 
 /// `[secrets]`: environment variables tools never see (DESIGN §16).
@@ -113,6 +119,7 @@ impl Default for Config {
             anthropic: ProviderConfig::default(),
             openai: ProviderConfig::default(),
             retry: RetryPolicy::default(),
+            prices: BTreeMap::new(),
         }
     }
 }

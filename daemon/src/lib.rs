@@ -10,6 +10,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod model;
+pub mod pricing;
 pub mod server;
 pub mod store;
 pub mod supervisor;

@@ -169,7 +169,7 @@ fn a_prompt_of_exactly_one_mebibyte_is_accepted() {
 }
 
 #[test]
-fn methods_of_later_versions_answer_unimplemented() {
+fn worktree_methods_answer_unimplemented_and_usage_refuses_bad_requests() {
     let env = Env::new();
     let _daemon = env.start_daemon();
     env.rpc(async |client| {
@@ -180,10 +180,21 @@ fn methods_of_later_versions_answer_unimplemented() {
         assert_eq!(s.code(), Code::Unimplemented);
         assert!(s.message().contains("not implemented"), "{}", s.message());
         let s = client
-            .get_usage(pb::GetUsageRequest::default())
+            .get_usage(pb::GetUsageRequest {
+                id: String::new(),
+                family: true,
+            })
             .await
             .unwrap_err();
-        assert_eq!(s.code(), Code::Unimplemented);
+        assert_eq!(s.code(), Code::InvalidArgument);
+        let s = client
+            .get_usage(pb::GetUsageRequest {
+                id: "nobody".into(),
+                family: false,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(s.code(), Code::NotFound);
     });
 }
 

@@ -13,4 +13,5 @@ pub mod send;
 pub mod show;
 pub mod status;
 pub mod stop;
+pub mod usage;
 pub mod wait;

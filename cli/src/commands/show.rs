@@ -2,7 +2,10 @@
 
 use agentd_shared::proto as pb;
 
+use serde::Serialize;
+
 use crate::autostart::Target;
+use crate::cost::{self, CostJson};
 use crate::exit::{Failure, SUCCESS};
 use crate::render;
 
@@ -15,17 +18,68 @@ pub struct Args {
     json: bool,
 }
 
+/// `show --json`: the agent, with its cost and its family's.
+#[derive(Serialize)]
+struct ShowJson<'a> {
+    #[serde(flatten)]
+    agent: render::AgentJson<'a>,
+    /// Null when its model has no price.
+    cost: Option<CostJson>,
+    family: FamilyJson,
+}
+
+/// The agent and all its descendants.
+#[derive(Serialize)]
+struct FamilyJson {
+    agents: usize,
+    requests: u64,
+    usage: render::UsageJson,
+    cost: CostJson,
+}
+
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let mut client = target.client().await?;
     let a = client
         .get_agent(pb::GetAgentRequest { id: args.id })
         .await?
         .into_inner();
+    let family = client
+        .get_usage(pb::GetUsageRequest {
+            id: a.id.clone(),
+            family: true,
+        })
+        .await?
+        .into_inner();
+    let own_cost = family.agents.first().and_then(|f| f.cost);
     if args.json {
-        let v = render::AgentJson::of(&a);
+        let v = ShowJson {
+            agent: render::AgentJson::of(&a),
+            cost: own_cost.as_ref().map(CostJson::of),
+            family: FamilyJson {
+                agents: family.agents.len(),
+                requests: family.requests,
+                usage: render::UsageJson::of(family.total.as_ref()),
+                cost: CostJson::of(&family.cost.unwrap_or_default()),
+            },
+        };
         render::print_json(&v);
         return Ok(SUCCESS);
     }
+    let family_line = if family.agents.len() > 1 {
+        let t = family.total.unwrap_or_default();
+        format!(
+            "{} agents · {} requests · {} tokens · {}",
+            family.agents.len(),
+            family.requests,
+            t.input_tokens
+                + t.output_tokens
+                + t.cache_read_input_tokens
+                + t.cache_creation_input_tokens,
+            cost::cost_line(&family.cost.unwrap_or_default())
+        )
+    } else {
+        String::new()
+    };
     let u = a.usage.unwrap_or_default();
     let mut lines = vec![
         ("id", a.id.clone()),
@@ -51,6 +105,14 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 u.cache_creation_input_tokens
             ),
         ),
+        (
+            "cost",
+            match &own_cost {
+                Some(c) => cost::cost_line(c),
+                None => format!("no price for {}", a.model),
+            },
+        ),
+        ("family", family_line),
         ("can message", a.can_message.to_string()),
         (
             "resume blocked",

@@ -13,6 +13,8 @@ use crate::domain::{
 };
 use crate::error::AgentdError;
 use crate::model::StreamDelta;
+use crate::pricing::Cost;
+use crate::supervisor::UsageReport;
 
 pub fn timestamp(ms: i64) -> prost_types::Timestamp {
     prost_types::Timestamp {
@@ -119,6 +121,41 @@ pub fn usage(u: &Usage) -> pb::Usage {
         output_tokens: u.output_tokens,
         cache_read_input_tokens: u.cache_read_input_tokens,
         cache_creation_input_tokens: u.cache_creation_input_tokens,
+    }
+}
+
+pub fn cost(c: &Cost) -> pb::Cost {
+    pb::Cost {
+        usd: c.usd,
+        without_cache_usd: c.without_cache_usd,
+    }
+}
+
+pub fn usage_report(r: UsageReport) -> pb::UsageReport {
+    pb::UsageReport {
+        total: Some(usage(&r.total)),
+        by_model: r
+            .by_model
+            .iter()
+            .map(|(model, u)| (model.clone(), usage(u)))
+            .collect(),
+        requests: r.requests,
+        cost: Some(cost(&r.cost)),
+        agents: r
+            .agents
+            .into_iter()
+            .map(|a| pb::AgentUsage {
+                id: a.record.id.to_string(),
+                short_id: a.record.short_id.to_string(),
+                parent_id: a.record.parent.map(|p| p.to_string()).unwrap_or_default(),
+                usage: Some(usage(&a.record.usage)),
+                requests: u64::from(a.record.turns),
+                cost: a.cost.as_ref().map(cost),
+                subagent_type: a.record.subagent_type,
+                model: a.record.model,
+            })
+            .collect(),
+        unpriced_models: r.unpriced,
     }
 }
 

@@ -300,8 +300,16 @@ impl AgentService for AgentApi {
 
     async fn get_usage(
         &self,
-        _req: Request<pb::GetUsageRequest>,
+        req: Request<pb::GetUsageRequest>,
     ) -> Result<Response<pb::UsageReport>, Status> {
-        Err(AgentdError::not_yet("GetUsage").into())
+        let r = req.into_inner();
+        if r.family && r.id.trim().is_empty() {
+            return Err(AgentdError::invalid(
+                "family needs an agent: the usage of every agent is asked for with no id",
+            )
+            .into());
+        }
+        let report = self.sup.usage(&r.id, r.family)?;
+        Ok(Response::new(convert::usage_report(report)))
     }
 }

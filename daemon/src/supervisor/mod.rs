@@ -15,6 +15,8 @@
 //! - `queries`, `resolve`: reading agents, finding one by id, prefix or name
 //! - `recovery`: what happens after a crash or restart
 //! - `housekeeping`: timers (idle handles, healing after a full disk)
+//! - `fork`: forking an agent, and `fanout`: forks launched together
+//! - `usage`: what agents cost
 
 mod asks;
 mod children;
@@ -33,6 +35,7 @@ mod resolve;
 mod run;
 #[cfg(test)]
 mod tests;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,6 +49,7 @@ use crate::agent::lifecycle::Lifecycle;
 use crate::config::Config;
 use crate::domain::AgentRecord;
 use crate::model::ModelSettings;
+use crate::pricing::PriceTable;
 use crate::store::Store;
 use crate::tools::ToolEnv;
 
@@ -53,6 +57,7 @@ pub use control::MAX_MESSAGE_BYTES;
 pub use create::{MAX_PROMPT_BYTES, NewAgent};
 pub use fork::ForkRequest;
 pub use registry::AgentHandle;
+pub use usage::{AgentUsage, UsageReport};
 
 /// Where the daemon serves, for `status`.
 #[derive(Debug, Clone)]
@@ -81,6 +86,7 @@ pub struct Supervisor {
     resume_later: std::sync::Mutex<Vec<crate::domain::AgentId>>,
     /// Forks launched together, until the first one's response starts.
     fan_outs: fanout::FanOuts,
+    prices: PriceTable,
 }
 
 impl Supervisor {
@@ -100,7 +106,6 @@ impl Supervisor {
         });
         Arc::new(Supervisor {
             store,
-            config,
             models,
             info,
             started: Instant::now(),
@@ -113,6 +118,8 @@ impl Supervisor {
             tool_env,
             resume_later: std::sync::Mutex::new(Vec::new()),
             fan_outs: fanout::FanOuts::default(),
+            prices: PriceTable::new(&config.prices, config.anthropic.cache_ttl),
+            config,
         })
     }
 

@@ -116,6 +116,9 @@ pub struct RecordedRequest {
     /// reported); `None` for error replies, resets and rejected requests.
     /// Always `None` in what [`MockServer::when`] rules see.
     pub cache: Option<CacheOutcome>,
+    /// The output tokens reported with the streamed message (set with
+    /// `cache`).
+    pub output_tokens: Option<u64>,
     pub received_at: Instant,
     /// When the last event of a streamed reply that ended properly went
     /// out (for measuring the client's turn-around).

@@ -153,6 +153,7 @@ async fn handle(
         json: serde_json::from_slice(&body).unwrap_or(Value::Null),
         body: body.to_vec(),
         cache: None,
+        output_tokens: None,
         received_at,
         completed_at: None,
         index: 0,
@@ -468,6 +469,7 @@ fn anthropic_request(
     let model = body.get("model").and_then(Value::as_str).unwrap_or("");
     let events = anthropic::render(&message, model, &usage);
     record.cache = Some(usage.outcome);
+    record.output_tokens = Some(anthropic::output_tokens(&message));
     let mut stream = EventStream::new(events, message.event_delay);
     if let Some((n, tail)) = stop {
         stream = stream.stop_after(n, tail);
@@ -538,6 +540,7 @@ fn openai_request(shared: &Arc<Shared>, state: &mut State, record: &mut Recorded
     };
     let chunks = openai::render(&message, model, include_usage, &usage);
     record.cache = Some(outcome);
+    record.output_tokens = Some(openai::completion_tokens(&message));
     let mut stream = EventStream::new(chunks, message.event_delay);
     if let Some((n, tail)) = stop {
         stream = stream.stop_after(n, tail);

@@ -1,0 +1,125 @@
+//! How usage and cost are shown (`agentctl usage`, `agentctl show`).
+
+use agentd_shared::proto as pb;
+use serde::Serialize;
+
+use crate::render::UsageJson;
+
+/// Dollars with enough digits for small amounts: `$0.0123`, `$12.35`.
+pub fn usd(amount: f64) -> String {
+    if amount != 0.0 && amount.abs() < 1.0 {
+        format!("${amount:.4}")
+    } else {
+        format!("${amount:.2}")
+    }
+}
+
+/// "$X (without the prompt cache $Y, saved Z%)".
+pub fn cost_line(c: &pb::Cost) -> String {
+    let saved = if c.without_cache_usd > 0.0 {
+        format!(
+            ", saved {:.0}%",
+            100.0 * (1.0 - c.usd / c.without_cache_usd)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} (without the prompt cache {}{saved})",
+        usd(c.usd),
+        usd(c.without_cache_usd)
+    )
+}
+
+/// Tokens, compact: 950, 12.3k, 4.56M.
+pub fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.2}M", n as f64 / 1e6),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct CostJson {
+    pub usd: f64,
+    pub without_cache_usd: f64,
+}
+
+impl CostJson {
+    pub fn of(c: &pb::Cost) -> CostJson {
+        CostJson {
+            usd: c.usd,
+            without_cache_usd: c.without_cache_usd,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct AgentUsageJson<'a> {
+    pub id: &'a str,
+    pub short_id: &'a str,
+    pub parent_id: Option<&'a str>,
+    pub subagent_type: Option<&'a str>,
+    pub model: &'a str,
+    pub usage: UsageJson,
+    pub requests: u64,
+    /// Null when the model has no price.
+    pub cost: Option<CostJson>,
+}
+
+/// The JSON of a usage report (`usage --json`).
+#[derive(Debug, Serialize)]
+pub struct ReportJson<'a> {
+    pub total: UsageJson,
+    pub requests: u64,
+    pub cost: CostJson,
+    pub unpriced_models: &'a [String],
+    pub agents: Vec<AgentUsageJson<'a>>,
+}
+
+impl<'a> ReportJson<'a> {
+    pub fn of(r: &'a pb::UsageReport) -> ReportJson<'a> {
+        let non_empty = |s: &'a str| (!s.is_empty()).then_some(s);
+        ReportJson {
+            total: UsageJson::of(r.total.as_ref()),
+            requests: r.requests,
+            cost: CostJson::of(&r.cost.unwrap_or_default()),
+            unpriced_models: &r.unpriced_models,
+            agents: r
+                .agents
+                .iter()
+                .map(|a| AgentUsageJson {
+                    id: &a.id,
+                    short_id: &a.short_id,
+                    parent_id: non_empty(&a.parent_id),
+                    subagent_type: non_empty(&a.subagent_type),
+                    model: &a.model,
+                    usage: UsageJson::of(a.usage.as_ref()),
+                    requests: a.requests,
+                    cost: a.cost.as_ref().map(CostJson::of),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_and_tokens_read_well() {
+        assert_eq!(usd(0.0), "$0.00");
+        assert_eq!(usd(0.012345), "$0.0123");
+        assert_eq!(usd(12.345), "$12.35");
+        assert_eq!(tokens(950), "950");
+        assert_eq!(tokens(12_345), "12.3k");
+        assert_eq!(tokens(4_560_000), "4.56M");
+        let line = cost_line(&pb::Cost {
+            usd: 1.0,
+            without_cache_usd: 4.0,
+        });
+        assert_eq!(line, "$1.00 (without the prompt cache $4.00, saved 75%)");
+    }
+}

@@ -1,0 +1,77 @@
+//! What agents cost (`GetUsage`): tokens, requests and USD per agent, for
+//! one agent, its family (it and every descendant) or every agent, priced
+//! by the daemon's price table.
+
+use std::collections::BTreeMap;
+
+use super::Supervisor;
+use crate::domain::{AgentRecord, Usage};
+use crate::error::AgentdError;
+use crate::pricing::Cost;
+
+/// One agent's part of a report.
+#[derive(Debug, Clone)]
+pub struct AgentUsage {
+    pub record: AgentRecord,
+    /// None when its model has no price.
+    pub cost: Option<Cost>,
+}
+
+/// Usage summed over some agents.
+#[derive(Debug, Clone, Default)]
+pub struct UsageReport {
+    /// The agents counted, parents before their children.
+    pub agents: Vec<AgentUsage>,
+    pub total: Usage,
+    /// Model responses (each a billed request).
+    pub requests: u64,
+    /// Of the agents whose model has a price.
+    pub cost: Cost,
+    pub by_model: BTreeMap<String, Usage>,
+    /// Models counted in the tokens but not in the cost: they have no price
+    /// (add one under `[prices]` in the config).
+    pub unpriced: Vec<String>,
+}
+
+impl Supervisor {
+    /// The usage of the agent `query` names (with `family`, of it and all
+    /// its descendants), or of every agent when `query` is empty.
+    pub fn usage(&self, query: &str, family: bool) -> Result<UsageReport, AgentdError> {
+        let records = if query.trim().is_empty() {
+            self.store.agents()?
+        } else {
+            let root = self.resolve(query)?;
+            let mut records = if family {
+                self.descendants(root.id)?
+            } else {
+                Vec::new()
+            };
+            records.insert(0, root);
+            records
+        };
+        let mut report = UsageReport::default();
+        for record in records {
+            let cost = self
+                .prices
+                .rates(&record.model)
+                .map(|r| r.cost(&record.usage));
+            match cost {
+                Some(c) => report.cost.add(c),
+                None => {
+                    if !report.unpriced.contains(&record.model) {
+                        report.unpriced.push(record.model.clone());
+                    }
+                }
+            }
+            report.total.add(&record.usage);
+            report.requests += u64::from(record.turns);
+            report
+                .by_model
+                .entry(record.model.clone())
+                .or_default()
+                .add(&record.usage);
+            report.agents.push(AgentUsage { record, cost });
+        }
+        Ok(report)
+    }
+}
