@@ -213,6 +213,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_readmes_example_config_is_valid() {
+        let readme = include_str!("../../README.md");
+        let at = readme.find("Example config.toml:").unwrap();
+        let block = &readme[at..];
+        let start = block.find("```toml\n").unwrap() + "```toml\n".len();
+        let end = start + block[start..].find("```").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, &block[start..end]).unwrap();
+        let cfg = Config::load(&path).unwrap();
+        assert!(!cfg.implicit_fork);
+        assert_eq!(cfg.prices["openai:my-local-model"].input, 0.0);
+    }
+
+    #[test]
     fn missing_file_is_defaults_and_bad_key_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = Config::load(&dir.path().join("none.toml")).unwrap();

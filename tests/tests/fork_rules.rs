@@ -472,3 +472,33 @@ fn a_fork_that_calls_agent_gets_a_tool_error_and_no_grandchild() {
             .any(|r| last_text(r).contains("GRANDCHILD"))
     );
 }
+
+#[test]
+fn with_implicit_fork_an_agent_call_without_a_type_forks() {
+    let mock = MockServer::start();
+    let env = world(&mock);
+    env.write_config("implicit_fork = true\n");
+    mock.when(
+        |r| is_fork_of(r, "UNTYPED"),
+        Reply::text("Scope: untyped\nResult: forked"),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("Delegating.").with(Block::tool(
+            "",
+            "Agent",
+            json!({"description": "UNTYPED", "prompt": "UNTYPED task"}),
+        ))),
+    );
+    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("ok"));
+    let _daemon = env.start_daemon();
+    let parent = run_bg(&env, "p", "PARENT go");
+    wait_until("the fork reports", Duration::from_secs(30), || {
+        all_text(&transcript(&env, &parent)).contains("Result: forked")
+    });
+    let child = agents(&env)
+        .into_iter()
+        .find(|a| a["parent_id"] == parent.as_str())
+        .unwrap();
+    assert_eq!(child["subagent_type"], "fork");
+}

@@ -285,6 +285,47 @@ fn second_of_kill(r: &RecordedRequest) -> bool {
 }
 
 #[test]
+fn a_wide_fan_out_still_reads_the_parents_cache() {
+    // Twelve calls and twelve placeholders put the parent's cached prefix
+    // more than 20 blocks (Anthropic's lookback) before the placeholder
+    // breakpoint: the fork's request marks where its parent's request
+    // ended, so the cache still finds it.
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    let directives: Vec<String> = (0..12).map(|i| format!("WIDE-{i:02}")).collect();
+    let names: Vec<&str> = directives.iter().map(String::as_str).collect();
+    mock.when(
+        |r| is_fork_of(r, "WIDE-"),
+        Reply::text("Scope: wide\nResult: done"),
+    );
+    parent_forks(&mock, &names, "Waiting.");
+    let parent = run_bg(&env, "wide", "PARENT go wide");
+    wait_until("twelve forks report", Duration::from_secs(30), || {
+        all_text(&transcript(&env, &parent)).matches(NOTE).count() == 12
+    });
+    let reqs = mock.requests();
+    let first = reqs
+        .iter()
+        .find(|r| prompt_of(r).contains("PARENT") && n_messages(r) == 1)
+        .unwrap();
+    let leader = reqs.iter().find(|r| is_fork_of(r, "WIDE-")).unwrap();
+    let c = leader.cache.as_ref().unwrap();
+    assert_eq!(
+        c.read,
+        prompt_tokens(first),
+        "the first fork reads its parent's prefix"
+    );
+    assert_eq!(c.breakpoints.len(), 4);
+    for r in reqs
+        .iter()
+        .filter(|r| is_fork_of(r, "WIDE-") && r.index != leader.index)
+    {
+        assert_eq!(r.cache.as_ref().unwrap().read, all_but_last_block(r));
+    }
+}
+
+#[test]
 fn a_fork_killed_mid_run_resumes_with_the_same_bytes_and_reads_the_cache() {
     let mock = MockServer::start();
     let env = world(&mock);

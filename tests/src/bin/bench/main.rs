@@ -11,10 +11,13 @@
 //! cargo run --release -p agentd-e2e --bin bench -- concurrent [--agents 200]
 //! cargo run --release -p agentd-e2e --bin bench -- restart [--agents 10000] [--entries-per-agent 100]
 //! cargo run --release -p agentd-e2e --bin bench -- resolve [--agents 10000] [--runs 300]
+//! cargo run --release -p agentd-e2e --bin bench -- fanout [--forks 5,10,20] [--file-bytes 41300]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+mod fanout;
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -805,9 +808,10 @@ fn main() {
         Some("replay") => bench_replay(&args),
         Some("concurrent") => bench_concurrent(&args),
         Some("restart") => bench_restart(&args),
+        Some("fanout") => fanout::bench_fanout(&args),
         _ => {
             eprintln!(
-                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve [options] (see the source's header)"
+                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout [options] (see the source's header)"
             );
             std::process::exit(2);
         }
