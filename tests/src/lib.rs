@@ -134,6 +134,24 @@ impl Env {
         Out::from(self.ctl_command(&full).output().expect("run agentctl"))
     }
 
+    /// `agentctl run --background --model MODEL --name NAME PROMPT`: the
+    /// new agent's id.
+    pub fn run_background(&self, model: &str, name: &str, prompt: &str) -> String {
+        self.ctl(&[
+            "run",
+            "--background",
+            "--model",
+            model,
+            "--name",
+            name,
+            prompt,
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string()
+    }
+
     /// Sets an environment variable for daemons started from now on.
     pub fn set_daemon_env(&self, key: &str, value: &str) {
         self.daemon_env

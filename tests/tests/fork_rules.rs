@@ -48,19 +48,7 @@ fn profile(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn run_bg(env: &Env, name: &str, prompt: &str) -> String {
-    env.ctl(&[
-        "run",
-        "--background",
-        "--model",
-        MODEL,
-        "--name",
-        name,
-        prompt,
-    ])
-    .expect_code(0)
-    .stdout
-    .trim()
-    .to_string()
+    env.run_background(MODEL, name, prompt)
 }
 
 #[test]

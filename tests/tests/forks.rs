@@ -46,19 +46,7 @@ fn all_but_last_block(r: &RecordedRequest) -> u64 {
 }
 
 fn run_bg(env: &Env, name: &str, prompt: &str) -> String {
-    env.ctl(&[
-        "run",
-        "--background",
-        "--model",
-        MODEL,
-        "--name",
-        name,
-        prompt,
-    ])
-    .expect_code(0)
-    .stdout
-    .trim()
-    .to_string()
+    env.run_background(MODEL, name, prompt)
 }
 
 /// A parent whose first answer forks once per directive; every later

@@ -50,19 +50,7 @@ fn all_text(entries: &[Value]) -> String {
 }
 
 fn run_bg(env: &Env, name: &str, prompt: &str) -> String {
-    env.ctl(&[
-        "run",
-        "--background",
-        "--model",
-        MODEL,
-        "--name",
-        name,
-        prompt,
-    ])
-    .expect_code(0)
-    .stdout
-    .trim()
-    .to_string()
+    env.run_background(MODEL, name, prompt)
 }
 
 #[test]

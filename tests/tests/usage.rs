@@ -75,20 +75,7 @@ fn usage_is_reported_per_agent_and_per_family_with_its_cost() {
         ),
     );
     mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("ok"));
-    let parent = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            MODEL,
-            "--name",
-            "payer",
-            "PARENT go",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let parent = env.run_background(MODEL, "payer", "PARENT go");
     wait_until(
         "both forks report and the parent answers",
         Duration::from_secs(30),

@@ -63,24 +63,7 @@ impl Supervisor {
         parent: Option<&AgentRecord>,
         agent_type: Option<&AgentType>,
     ) -> Result<Prepared, AgentdError> {
-        if self.shutdown.is_cancelled() {
-            return Err(AgentdError::Unavailable("agentd is shutting down".into()));
-        }
-        if req.prompt.trim().is_empty() {
-            return Err(AgentdError::invalid("the prompt is empty"));
-        }
-        if req.prompt.len() > MAX_PROMPT_BYTES {
-            return Err(AgentdError::invalid(format!(
-                "the prompt is {} bytes; the limit is {MAX_PROMPT_BYTES} bytes (1 MiB)",
-                req.prompt.len()
-            )));
-        }
-        if !req.name.is_empty() {
-            resolve::validate_name(&req.name)?;
-        }
-        if req.isolation == Isolation::Worktree {
-            return Err(AgentdError::not_yet("worktree isolation"));
-        }
+        self.admit("prompt", &req.prompt, &req.name, req.isolation)?;
         if parent.is_none() && !req.subagent_type.is_empty() {
             return Err(AgentdError::not_yet("subagent types for top-level agents"));
         }
@@ -146,6 +129,38 @@ impl Supervisor {
             entries: vec![first],
             fan_out: FanOutRole::Alone,
         })
+    }
+
+    /// The checks every new agent passes first: the daemon takes new
+    /// agents, its first message (`what`: the prompt, a fork's directive)
+    /// is neither blank nor too big, its name is valid, and its isolation
+    /// is one this version has.
+    pub(super) fn admit(
+        &self,
+        what: &str,
+        text: &str,
+        name: &str,
+        isolation: Isolation,
+    ) -> Result<(), AgentdError> {
+        if self.shutdown.is_cancelled() {
+            return Err(AgentdError::Unavailable("agentd is shutting down".into()));
+        }
+        if text.trim().is_empty() {
+            return Err(AgentdError::invalid(format!("the {what} is empty")));
+        }
+        if text.len() > MAX_PROMPT_BYTES {
+            return Err(AgentdError::invalid(format!(
+                "the {what} is {} bytes; the limit is {MAX_PROMPT_BYTES} bytes (1 MiB)",
+                text.len()
+            )));
+        }
+        if !name.is_empty() {
+            resolve::validate_name(name)?;
+        }
+        if isolation == Isolation::Worktree {
+            return Err(AgentdError::not_yet("worktree isolation"));
+        }
+        Ok(())
     }
 
     /// Validates `req`, stores the new agent with its first message, and

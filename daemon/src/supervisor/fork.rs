@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::create::{MAX_PROMPT_BYTES, Prepared, describe};
-use super::{Supervisor, resolve};
+use super::Supervisor;
+use super::create::{Prepared, describe};
 use crate::agent::{fork, fork_profile, turn_loop};
 use crate::domain::{
     AgentRecord, FORK_MAX_TURNS, FORK_TYPE, ForkTurns, Isolation, PromptContext, QuerySource, Role,
@@ -85,25 +85,8 @@ impl Supervisor {
         req: &ForkRequest,
         origin: Origin<'_>,
     ) -> Result<Prepared, AgentdError> {
-        if self.shutdown.is_cancelled() {
-            return Err(AgentdError::Unavailable("agentd is shutting down".into()));
-        }
+        self.admit("fork's directive", &req.directive, &req.name, req.isolation)?;
         let directive = req.directive.trim();
-        if directive.is_empty() {
-            return Err(AgentdError::invalid("the fork's directive is empty"));
-        }
-        if req.directive.len() > MAX_PROMPT_BYTES {
-            return Err(AgentdError::invalid(format!(
-                "the directive is {} bytes; the limit is {MAX_PROMPT_BYTES} bytes (1 MiB)",
-                req.directive.len()
-            )));
-        }
-        if !req.name.is_empty() {
-            resolve::validate_name(&req.name)?;
-        }
-        if req.isolation == Isolation::Worktree {
-            return Err(AgentdError::not_yet("worktree isolation"));
-        }
         let turns = ForkTurns::parse(&req.fork_turns).map_err(AgentdError::invalid)?;
         if req.fork_tools.is_some() && !req.fork_profile.is_empty() {
             return Err(AgentdError::invalid(
