@@ -75,7 +75,8 @@ pub struct Config {
     pub openai: ProviderConfig,
     pub retry: RetryPolicy,
     pub secrets: SecretsConfig,
-    /// Prices by `"<scheme>:<model prefix>"`, USD per million tokens:
+    /// Prices by `"<scheme>:<model>"` (or a prefix ending in `*`), USD per
+    /// million tokens:
     /// `input`, `output`, optional `cache_write`, `cache_read`. They
     /// override and extend the built-in list prices (`GetUsage`).
     pub prices: BTreeMap<String, Price>,
@@ -224,7 +225,7 @@ mod tests {
         std::fs::write(&path, &block[start..end]).unwrap();
         let cfg = Config::load(&path).unwrap();
         assert!(!cfg.implicit_fork);
-        assert_eq!(cfg.prices["openai:my-local-model"].input, 0.0);
+        assert_eq!(cfg.prices["openai:my-local-*"].input, 0.0);
     }
 
     #[test]

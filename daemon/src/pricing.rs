@@ -78,44 +78,96 @@ impl Price {
 }
 
 /// List prices (USD per million tokens) known when this version was made.
-/// Keys are `<scheme>:<model name prefix>`; the longest matching key wins.
+/// Keys are `<scheme>:<model>`; a model matches its key exactly or with a
+/// snapshot suffix (`-20250929`, `-2024-08-06`, `-latest`), so a model of
+/// another size (`gpt-4.1-nano` is not `gpt-4.1`) is not priced as this one.
 const BUILT_IN: &[(&str, Price)] = &[
     ("anthropic:claude-opus-4-5", Price::list(5.0, 25.0)),
+    ("anthropic:claude-opus-4-1", Price::list(15.0, 75.0)),
     ("anthropic:claude-opus-4", Price::list(15.0, 75.0)),
+    ("anthropic:claude-sonnet-4-5", Price::list(3.0, 15.0)),
     ("anthropic:claude-sonnet-4", Price::list(3.0, 15.0)),
     ("anthropic:claude-3-7-sonnet", Price::list(3.0, 15.0)),
+    ("anthropic:claude-3-5-sonnet", Price::list(3.0, 15.0)),
     ("anthropic:claude-haiku-4-5", Price::list(1.0, 5.0)),
     ("anthropic:claude-3-5-haiku", Price::list(0.8, 4.0)),
-    (
-        "openai:gpt-4o-mini",
-        Price::list(0.15, 0.6).with_cached_input(0.075),
-    ),
+    ("anthropic:claude-3-haiku", Price::list(0.25, 1.25)),
     (
         "openai:gpt-4o",
         Price::list(2.5, 10.0).with_cached_input(1.25),
     ),
     (
-        "openai:gpt-4.1-mini",
-        Price::list(0.4, 1.6).with_cached_input(0.1),
+        "openai:gpt-4o-2024-05-13",
+        Price::list(5.0, 15.0).with_cached_input(5.0),
+    ),
+    (
+        "openai:gpt-4o-mini",
+        Price::list(0.15, 0.6).with_cached_input(0.075),
     ),
     (
         "openai:gpt-4.1",
         Price::list(2.0, 8.0).with_cached_input(0.5),
     ),
     (
-        "openai:gpt-5-mini",
-        Price::list(0.25, 2.0).with_cached_input(0.025),
+        "openai:gpt-4.1-mini",
+        Price::list(0.4, 1.6).with_cached_input(0.1),
+    ),
+    (
+        "openai:gpt-4.1-nano",
+        Price::list(0.1, 0.4).with_cached_input(0.025),
     ),
     (
         "openai:gpt-5",
         Price::list(1.25, 10.0).with_cached_input(0.125),
     ),
+    (
+        "openai:gpt-5-mini",
+        Price::list(0.25, 2.0).with_cached_input(0.025),
+    ),
+    (
+        "openai:gpt-5-nano",
+        Price::list(0.05, 0.4).with_cached_input(0.005),
+    ),
     ("openai:o3", Price::list(2.0, 8.0).with_cached_input(0.5)),
+    (
+        "openai:o3-mini",
+        Price::list(1.1, 4.4).with_cached_input(0.55),
+    ),
     (
         "openai:o4-mini",
         Price::list(1.1, 4.4).with_cached_input(0.275),
     ),
 ];
+
+/// Whether `model` is the model `key` names: the same, or the same with a
+/// snapshot suffix; a key ending in `*` (from the config) matches every
+/// model that starts with what comes before it.
+fn names(key: &str, model: &str) -> bool {
+    if let Some(prefix) = key.strip_suffix('*') {
+        return model.starts_with(prefix);
+    }
+    let Some(rest) = model.strip_prefix(key) else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match rest.strip_prefix('-') {
+        None => rest.is_empty(),
+        Some("latest") => true,
+        Some(date) => {
+            let parts: Vec<&str> = date.split('-').collect();
+            match parts.as_slice() {
+                [d] => d.len() == 8 && digits(d),
+                [y, m, d] => {
+                    y.len() == 4
+                        && m.len() == 2
+                        && d.len() == 2
+                        && [y, m, d].iter().all(|p| digits(p))
+                }
+                _ => false,
+            }
+        }
+    }
+}
 
 /// A price with every cache price decided.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,7 +208,8 @@ impl Rates {
     }
 }
 
-/// Prices by model, built once from the built-in list and the config.
+/// Prices by model, built once from the built-in list and the config (which
+/// wins). The longest matching key decides.
 #[derive(Debug, Clone)]
 pub struct PriceTable {
     /// Longest key first.
@@ -183,7 +236,7 @@ impl PriceTable {
 
     /// The rates of `model` (`<scheme>:<name>`), if it has a price.
     pub fn rates(&self, model: &str) -> Option<Rates> {
-        let (_, p) = self.entries.iter().find(|(k, _)| model.starts_with(k))?;
+        let (_, p) = self.entries.iter().find(|(k, _)| names(k, model))?;
         Some(Rates {
             input: p.input,
             output: p.output,
@@ -207,19 +260,32 @@ mod tests {
     }
 
     #[test]
-    fn the_longest_prefix_wins_and_cache_prices_follow_the_providers_rules() {
+    fn models_match_their_own_key_and_cache_prices_follow_the_providers_rules() {
         let table = PriceTable::new(&BTreeMap::new(), CacheTtl::FiveMinutes);
-        let opus = table.rates("anthropic:claude-opus-4-5-20251101").unwrap();
-        assert_eq!((opus.input, opus.output), (5.0, 25.0));
-        let old_opus = table.rates("anthropic:claude-opus-4-1").unwrap();
-        assert_eq!(old_opus.input, 15.0);
+        let input = |model: &str| table.rates(model).map(|r| r.input);
+        assert_eq!(input("anthropic:claude-opus-4-5-20251101"), Some(5.0));
+        assert_eq!(input("anthropic:claude-opus-4-1"), Some(15.0));
+        assert_eq!(input("anthropic:claude-sonnet-4-5-20250929"), Some(3.0));
+        assert_eq!(input("openai:gpt-4o-2024-08-06"), Some(2.5));
+        assert_eq!(input("openai:gpt-4o-2024-05-13"), Some(5.0));
+        assert_eq!(input("openai:gpt-4.1-nano"), Some(0.1));
+        assert_eq!(input("openai:gpt-5-latest"), Some(1.25));
+        // Other models are not priced as a model whose name they extend.
+        for unknown in [
+            "anthropic:claude-opus-4-6",
+            "openai:o3-pro",
+            "openai:gpt-4.1-turbo",
+            "openai:gpt-5-2025",
+            "scripted:/tmp/s.json",
+            "anthropic:claude-test",
+        ] {
+            assert_eq!(input(unknown), None, "{unknown}");
+        }
         let sonnet = table.rates("anthropic:claude-sonnet-4-5").unwrap();
         assert_eq!(sonnet.cache_write, 3.75);
         assert!((sonnet.cache_read - 0.3).abs() < 1e-12);
-        let mini = table.rates("openai:gpt-4o-mini-2024").unwrap();
+        let mini = table.rates("openai:gpt-4o-mini-2024-07-18").unwrap();
         assert_eq!((mini.cache_read, mini.cache_write), (0.075, 0.0));
-        assert!(table.rates("scripted:/tmp/s.json").is_none());
-        assert!(table.rates("anthropic:claude-test").is_none());
         let hour = PriceTable::new(&BTreeMap::new(), CacheTtl::OneHour);
         assert_eq!(
             hour.rates("anthropic:claude-sonnet-4").unwrap().cache_write,
@@ -232,15 +298,18 @@ mod tests {
         let mut overrides = BTreeMap::new();
         overrides.insert("anthropic:claude-test".to_string(), Price::list(2.0, 4.0));
         overrides.insert(
-            "anthropic:claude-sonnet-4".to_string(),
+            "anthropic:claude-sonnet-4-5".to_string(),
             Price::list(1.0, 1.0),
         );
+        overrides.insert("openai:local-*".to_string(), Price::list(0.0, 0.0));
         let table = PriceTable::new(&overrides, CacheTtl::FiveMinutes);
-        assert_eq!(table.rates("anthropic:claude-test-x").unwrap().input, 2.0);
+        assert_eq!(table.rates("anthropic:claude-test").unwrap().input, 2.0);
+        assert!(table.rates("anthropic:claude-test-x").is_none());
         assert_eq!(
             table.rates("anthropic:claude-sonnet-4-5").unwrap().input,
             1.0
         );
+        assert_eq!(table.rates("openai:local-llama-70b").unwrap().output, 0.0);
     }
 
     #[test]

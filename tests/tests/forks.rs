@@ -150,8 +150,10 @@ fn forks_send_their_parents_bytes_up_to_the_directive_and_share_one_cached_prefi
         assert!(blocks[2].get("cache_control").is_some(), "{d}");
         assert!(blocks[0].get("cache_control").is_none());
         assert!(blocks[1].get("cache_control").is_none());
+        // The system prompt, where the parent's request ended, the last
+        // placeholder, the directive: Anthropic's limit of four.
         let marks = fork.cache.as_ref().unwrap().breakpoints.len();
-        assert!((1..=4).contains(&marks), "{d}: {marks} breakpoints");
+        assert_eq!(marks, 4, "{d}");
         // The same model, system prompt and tools: the parent's bytes.
         assert_eq!(fork.json["system"], first.json["system"]);
         assert_eq!(fork.json["tools"], first.json["tools"]);
@@ -314,6 +316,55 @@ fn a_wide_fan_out_still_reads_the_parents_cache() {
 }
 
 #[test]
+fn a_fork_keeping_the_last_turn_starts_at_it_and_is_served() {
+    // The parent's newest turn arrives while a tool runs, so it is
+    // delivered in the same message as that tool's result: the fork keeps
+    // the turn but not the result of a call it does not have.
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    mock.when(
+        |r| is_fork_of(r, "LAST-TURN"),
+        Reply::text("Scope: last turn\nResult: done"),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("Working.").with(Block::bash("", "sleep 3"))),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && last_text(r).contains("NEW-TASK"),
+        Reply::Message(MockMessage::text("Forking for it.").with(
+            agentd_e2e::forking::fork_call_with(
+                "LAST-TURN",
+                serde_json::json!({"fork_turns": "1"}),
+            ),
+        )),
+    );
+    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("ok"));
+    let parent = run_bg(&env, "p", "PARENT go");
+    wait_until("the parent runs its tool", Duration::from_secs(10), || {
+        !mock.requests().is_empty()
+    });
+    env.ctl(&["send", &parent, "NEW-TASK: look at the parser"])
+        .expect_code(0);
+    wait_until("the fork reports", Duration::from_secs(30), || {
+        all_text(&transcript(&env, &parent)).contains("Result: done")
+    });
+    let fork = first_request_of(&mock, "LAST-TURN");
+    let messages = fork.json["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.len(),
+        3,
+        "the kept turn, the calls, the fork's own"
+    );
+    let first = messages[0]["content"].as_array().unwrap();
+    assert_eq!(first.len(), 1, "no result of a call the fork does not have");
+    assert_eq!(first[0]["text"], "NEW-TASK: look at the parser");
+    // The same system prompt and tools: still read from the cache.
+    assert!(fork.cache.as_ref().unwrap().read > 0);
+}
+
+#[test]
 fn a_fork_killed_mid_run_resumes_with_the_same_bytes_and_reads_the_cache() {
     let mock = MockServer::start();
     let env = world(&mock);
@@ -459,6 +510,13 @@ fn forks_are_listed_attached_messaged_stopped_and_reported_once() {
     // Messaged: revived with its whole context.
     env.ctl(&["send", &quick_id, "FOLLOW-UP please", "--wait"])
         .expect_code(0);
+    // The revived fork ended again: its parent hears of that end once too.
+    wait_until("the second report", Duration::from_secs(10), || {
+        all_text(&transcript(&env, &parent))
+            .matches(&format!("<task-id>{quick_id}</task-id>"))
+            .count()
+            == 2
+    });
     let follow = mock
         .requests()
         .into_iter()
@@ -493,6 +551,14 @@ fn a_person_forks_an_idle_agent_after_a_restart_and_a_running_one() {
     mock.when(
         |r| is_fork_of(r, "PEEK"),
         Reply::text("Scope: peek\nResult: seen"),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("IDLE") && last_text(r).contains("LIST-NOW"),
+        Reply::tool("toolu_list", "ListAgents", serde_json::json!({})),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("IDLE") && r.body_text().contains("toolu_list"),
+        Reply::text("listed"),
     );
     mock.when(
         |r| prompt_of(r).contains("IDLE"),
@@ -535,6 +601,19 @@ fn a_person_forks_an_idle_agent_after_a_restart_and_a_running_one() {
     let idle_rec = env.ctl(&["show", "idle", "--json"]).json();
     assert_eq!(idle_rec["status"], "completed");
     assert!(!all_text(&transcript(&env, "idle")).contains(NOTE));
+    // Nor is it among the agents the parent may list, message or stop.
+    env.ctl(&["send", "idle", "LIST-NOW please", "--wait"])
+        .expect_code(0);
+    let listed = mock
+        .requests()
+        .into_iter()
+        .find(|r| r.body_text().contains("toolu_list") && n_messages(r) == 5)
+        .unwrap();
+    assert_eq!(
+        last_text(&listed),
+        "No subagents or sibling agents.",
+        "a person's fork is not the parent's to address"
+    );
 
     // A running agent, mid-request: the directive follows what it sent.
     let busy = run_bg(&env, "busy", "BUSY work");

@@ -76,7 +76,14 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 + t.cache_read_input_tokens
                 + t.cache_creation_input_tokens,
             cost::cost_line(&family.cost.unwrap_or_default())
-        )
+        ) + &if family.unpriced_models.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (not counting {}: no price)",
+                family.unpriced_models.join(", ")
+            )
+        }
     } else {
         String::new()
     };

@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use super::turn_loop::CONTINUE_AFTER_MAX_TOKENS;
 use crate::domain::{AgentRecord, ForkTurns, QuerySource, json_bytes};
 use crate::model::MessageBytes;
 
@@ -61,16 +62,27 @@ pub fn is_fork_by_source(record: &AgentRecord) -> bool {
 }
 
 /// The recursion guard's second layer, for whatever loses the source: a
-/// fork's own message (a user text block) carries the boilerplate tag.
+/// fork's own message carries a text block that is its directive, wrapped
+/// in the boilerplate tags from start to end. (A mention of the tag in a
+/// message does not make an agent a fork.)
 pub fn is_fork_by_transcript(messages: &[MessageBytes]) -> bool {
-    messages.iter().filter(|m| m.role == "user").any(|m| {
-        serde_json::from_slice::<Vec<Value>>(&m.content_json)
-            .unwrap_or_default()
-            .iter()
-            .any(|b| {
-                b["type"] == "text" && b["text"].as_str().is_some_and(|t| t.contains(TAG_OPEN))
-            })
-    })
+    let tag = TAG_OPEN.as_bytes();
+    messages
+        .iter()
+        .filter(|m| m.role == "user")
+        // Parse only messages that hold the tag at all.
+        .filter(|m| m.content_json.windows(tag.len()).any(|w| w == tag))
+        .any(|m| {
+            serde_json::from_slice::<Vec<Value>>(&m.content_json)
+                .unwrap_or_default()
+                .iter()
+                .any(|b| {
+                    b["type"] == "text"
+                        && b["text"]
+                            .as_str()
+                            .is_some_and(|t| t.starts_with(TAG_OPEN) && t.ends_with(TAG_CLOSE))
+                })
+        })
 }
 
 /// Why an agent may not start agents, if it is a fork by either layer.
@@ -85,22 +97,36 @@ Do the task yourself with your other tools and report as your directive says."
     Ok(())
 }
 
-/// A real user turn: a user message with non-blank text, not only tool
-/// results.
+/// Whether a text block is one of agentd's own notes rather than
+/// something somebody said: a task notification, or the request to
+/// continue a response cut off at the token limit.
+fn is_note(text: &str) -> bool {
+    text.starts_with("<task-notification>") || text == CONTINUE_AFTER_MAX_TOKENS
+}
+
+/// A real user turn: a user message with non-blank text that is not only
+/// tool results or agentd's notes.
 fn is_real_user_turn(m: &MessageBytes) -> bool {
     m.role == "user"
         && serde_json::from_slice::<Vec<Value>>(&m.content_json)
             .unwrap_or_default()
             .iter()
             .any(|b| {
-                b["type"] == "text" && b["text"].as_str().is_some_and(|t| !t.trim().is_empty())
+                b["type"] == "text"
+                    && b["text"]
+                        .as_str()
+                        .is_some_and(|t| !t.trim().is_empty() && !is_note(t))
             })
 }
 
-/// The part of the parent's conversation a fork keeps.
-pub fn inherited(messages: &[MessageBytes], turns: ForkTurns) -> &[MessageBytes] {
-    match turns {
-        ForkTurns::All => messages,
+/// The part of the parent's conversation a fork keeps. With a number of
+/// turns, the history starts at a user message; results it carries for
+/// tool calls that are not kept are left out of it (a request may not
+/// answer calls it does not contain). Only then do the kept bytes differ
+/// from the parent's, and a cut history is not the parent's prefix anyway.
+pub fn inherited(messages: &[MessageBytes], turns: ForkTurns) -> Vec<MessageBytes> {
+    let from = match turns {
+        ForkTurns::All => 0,
         ForkTurns::Last(n) => {
             let starts: Vec<usize> = messages
                 .iter()
@@ -108,13 +134,30 @@ pub fn inherited(messages: &[MessageBytes], turns: ForkTurns) -> &[MessageBytes]
                 .filter(|(_, m)| is_real_user_turn(m))
                 .map(|(i, _)| i)
                 .collect();
-            let from = starts
+            starts
                 .len()
                 .checked_sub(n as usize)
-                .map_or(0, |k| starts[k]);
-            &messages[from..]
+                .map_or(0, |k| starts[k])
+        }
+    };
+    let mut kept = messages[from..].to_vec();
+    if from > 0
+        && let Some(first) = kept.first_mut()
+    {
+        let blocks: Vec<Value> = serde_json::from_slice(&first.content_json).unwrap_or_default();
+        if blocks.iter().any(|b| b["type"] == "tool_result") {
+            let rest: Vec<Value> = blocks
+                .into_iter()
+                .filter(|b| b["type"] != "tool_result")
+                .collect();
+            *first = MessageBytes {
+                role: first.role,
+                content_json: json_bytes(&Value::Array(rest)).into(),
+                cache_point: None,
+            };
         }
     }
+    kept
 }
 
 /// The fork's own message, after the inherited ones: when the last of them
@@ -272,9 +315,71 @@ mod tests {
             msg("assistant", json!([{"type": "text", "text": "ok again"}])),
         ];
         assert_eq!(inherited(&history, ForkTurns::All).len(), 6);
+        assert_eq!(inherited(&history, ForkTurns::All), history);
         assert_eq!(inherited(&history, ForkTurns::Last(1)).len(), 2);
         assert_eq!(inherited(&history, ForkTurns::Last(2)).len(), 6);
         assert_eq!(inherited(&history, ForkTurns::Last(9)).len(), 6);
+    }
+
+    #[test]
+    fn a_cut_history_never_starts_with_results_of_calls_it_left_out() {
+        let history = vec![
+            msg("user", json!([{"type": "text", "text": "first task"}])),
+            msg(
+                "assistant",
+                json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
+            ),
+            // Results delivered with a message that arrived meanwhile.
+            msg(
+                "user",
+                json!([
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+                    {"type": "text", "text": "now do the second task"}
+                ]),
+            ),
+            msg(
+                "assistant",
+                json!([{"type": "tool_use", "id": "t2", "name": "Read", "input": {}}]),
+            ),
+            // Results with a notification: not a turn of its own.
+            msg(
+                "user",
+                json!([
+                    {"type": "tool_result", "tool_use_id": "t2", "content": "y"},
+                    {"type": "text", "text": "<task-notification>\n<task-id>a</task-id>\n</task-notification>"}
+                ]),
+            ),
+        ];
+        let kept = inherited(&history, ForkTurns::Last(1));
+        assert_eq!(kept.len(), 3, "the notification is not a user turn");
+        let first: Vec<Value> = serde_json::from_slice(&kept[0].content_json).unwrap();
+        assert_eq!(
+            first,
+            vec![json!({"type": "text", "text": "now do the second task"})]
+        );
+        assert_eq!(kept[1..], history[3..], "the rest is the parent's bytes");
+        let continued = msg(
+            "user",
+            json!([{"type": "text", "text": CONTINUE_AFTER_MAX_TOKENS}]),
+        );
+        assert!(!is_real_user_turn(&continued));
+    }
+
+    #[test]
+    fn mentioning_the_tag_does_not_make_an_agent_a_fork() {
+        let mention = msg(
+            "user",
+            json!([{"type": "text", "text": format!("why did the fork ignore its {TAG_OPEN} rules?")}]),
+        );
+        assert!(!is_fork_by_transcript(std::slice::from_ref(&mention)));
+        let forked = msg(
+            "user",
+            json!([
+                {"type": "tool_result", "tool_use_id": "t", "content": PLACEHOLDER},
+                {"type": "text", "text": directive_text("x", None)}
+            ]),
+        );
+        assert!(is_fork_by_transcript(&[mention, forked]));
     }
 
     #[test]

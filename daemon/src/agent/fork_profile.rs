@@ -4,6 +4,8 @@
 //! stored with the fork, so a later change to the file changes nothing for
 //! it.
 
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -60,6 +62,11 @@ fn repo_root(cwd: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// Open flags for a profile: do not follow a link, do not block.
+fn libc_flags() -> i32 {
+    (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits()
+}
+
 /// Loads the profile `name` for a fork working in `cwd`.
 pub fn load(name: &str, cwd: &Path) -> Result<ForkProfile, String> {
     validate_name(name)?;
@@ -77,12 +84,21 @@ pub fn load(name: &str, cwd: &Path) -> Result<ForkProfile, String> {
         .map_err(|_| format!("fork profile '{name}' not found: there is no {shown}"))?;
     if !real.starts_with(&real_dir) {
         return Err(format!(
-            "fork profile {shown} resolves to {}, outside {}; refusing it",
-            real.display(),
-            real_dir.display()
+            "fork profile {shown} links outside {}; refusing it",
+            dir.display()
         ));
     }
-    let meta = std::fs::metadata(&real).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    // Checked on the file as opened (not followed, never blocking on a
+    // FIFO), and read no further than the limit: the file cannot change
+    // kind or grow between the checks and the read.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags())
+        .open(&real)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
     if !meta.is_file() {
         return Err(format!("fork profile {shown} is not a regular file"));
     }
@@ -92,7 +108,15 @@ pub fn load(name: &str, cwd: &Path) -> Result<ForkProfile, String> {
             meta.len()
         ));
     }
-    let text = std::fs::read_to_string(&real).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let mut text = String::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if text.len() as u64 > MAX_BYTES {
+        return Err(format!(
+            "fork profile {shown} is over the limit of {MAX_BYTES} bytes (64 KiB)"
+        ));
+    }
     parse(name, &path, &text)
 }
 
@@ -256,6 +280,14 @@ mod tests {
         std::fs::create_dir(repo.join(".agentd/fork-profiles/adir.md")).unwrap();
         assert!(
             load("adir", &repo)
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+        // A FIFO is refused at once, not waited on.
+        let fifo = repo.join(".agentd/fork-profiles/pipe.md");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(
+            load("pipe", &repo)
                 .unwrap_err()
                 .contains("not a regular file")
         );

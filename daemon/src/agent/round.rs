@@ -71,6 +71,9 @@ impl TurnLoop {
                     crate::error::quote(&call.name),
                     ToolName::ALL.map(ToolName::as_str).join(", ")
                 )),
+                // A tool the agent may not run is refused before anyone is
+                // asked: allowing it could not make it run.
+                Some(tool) if !self.may_run(tool) => self.not_allowed(tool),
                 Some(tool) => match self.permit(tool, &call.input).await? {
                     Err(stop) => {
                         let not_run = interrupted::not_run(tool, &stop, true);
@@ -269,21 +272,26 @@ impl TurnLoop {
             .is_none_or(|allowed| allowed.contains(&tool))
     }
 
+    /// The refusal of a tool outside the agent's allowlist.
+    fn not_allowed(&self, tool: ToolName) -> ToolOutput {
+        let allowed = self.allowed_tools.as_deref().unwrap_or_default();
+        ToolOutput::error(if allowed.is_empty() {
+            format!("{tool} is not available to this agent; it may use no tools")
+        } else {
+            format!(
+                "{tool} is not available to this agent; it may use: {}",
+                allowed
+                    .iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+
     pub(super) async fn run_tool(&self, tool: ToolName, call: &Call, spool: PathBuf) -> ToolOutput {
         if !self.may_run(tool) {
-            let allowed = self.allowed_tools.as_deref().unwrap_or_default();
-            return ToolOutput::error(if allowed.is_empty() {
-                format!("{tool} is not available to this agent; it may use no tools")
-            } else {
-                format!(
-                    "{tool} is not available to this agent; it may use: {}",
-                    allowed
-                        .iter()
-                        .map(|t| t.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            });
+            return self.not_allowed(tool);
         }
         if tool.is_orchestration() {
             return self

@@ -37,7 +37,7 @@ use crate::tools::spool::Spool;
 const MAX_TOKENS_RECOVERIES: u32 = 3;
 
 /// Sent when a response was cut off at the output limit with nothing to run.
-const CONTINUE_AFTER_MAX_TOKENS: &str = "Your previous response was cut off at the output token \
+pub(super) const CONTINUE_AFTER_MAX_TOKENS: &str = "Your previous response was cut off at the output token \
 limit. Continue exactly where it stopped, without repeating anything. Split large outputs, such \
 as big file writes, into smaller steps.";
 

@@ -34,7 +34,7 @@ impl QuerySource {
 }
 
 /// How much of the parent's history a fork keeps (`fork_turns`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum ForkTurns {
     /// Everything (the default): the whole prefix is the parent's bytes.
     #[default]

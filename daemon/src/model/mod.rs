@@ -27,7 +27,7 @@ pub use scripted::Script;
 
 /// One message of the conversation, as stored: role and the exact JSON bytes
 /// of its content blocks.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MessageBytes {
     pub role: &'static str,
     pub content_json: Arc<[u8]>,

@@ -236,8 +236,8 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Agents the caller may address: its children and its siblings
-    /// (index lookups, never a scan of every agent).
+    /// Agents the caller may address: its children and its siblings that
+    /// report to their parent (index lookups, never a scan of every agent).
     fn family_of(&self, caller: &AgentRecord) -> Result<Vec<AgentRecord>, AgentdError> {
         let mut ids = self.store.children_of(caller.id)?;
         if let Some(parent) = caller.parent {
@@ -250,7 +250,13 @@ impl Supervisor {
         }
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            out.extend(self.store.get_agent(id)?);
+            // A fork a person asked for is not the parent's business: it
+            // would never report back to it.
+            out.extend(
+                self.store
+                    .get_agent(id)?
+                    .filter(|r| r.parent.is_none() || r.reports_to_parent()),
+            );
         }
         out.sort_by_key(|r| (r.created_at_ms, r.id));
         Ok(out)

@@ -7,25 +7,26 @@ use std::sync::{Arc, Mutex};
 
 use crate::agent::FanOutRole;
 use crate::agent::fanout::{FanOut, Lead};
-use crate::domain::AgentId;
+use crate::domain::{AgentId, ForkTurns};
 
 #[derive(Default)]
 pub(super) struct FanOuts {
-    open: Mutex<HashMap<(AgentId, u64), Arc<FanOut>>>,
+    open: Mutex<HashMap<(AgentId, u64, ForkTurns), Arc<FanOut>>>,
 }
 
 impl FanOuts {
-    /// The role of a new fork of `parent` cut after its message `seq`: the
+    /// The role of a new fork of `parent` cut after its message `seq`,
+    /// keeping `turns` of it (forks keeping other turns share less): the
     /// first is the leader; siblings launched before its response starts
     /// follow it; later ones go alone (the cache entry exists by then).
-    pub(super) fn join(&self, parent: AgentId, seq: u64) -> FanOutRole {
+    pub(super) fn join(&self, parent: AgentId, seq: u64, turns: ForkTurns) -> FanOutRole {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         open.retain(|_, group| !group.released());
-        match open.get(&(parent, seq)) {
+        match open.get(&(parent, seq, turns)) {
             Some(group) => FanOutRole::Follower(group.clone()),
             None => {
                 let group = FanOut::new();
-                open.insert((parent, seq), group.clone());
+                open.insert((parent, seq, turns), group.clone());
                 FanOutRole::Leader(Lead::new(group))
             }
         }

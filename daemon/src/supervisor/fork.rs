@@ -132,7 +132,7 @@ impl Supervisor {
         let messages: Vec<MessageBytes> = history.iter().map(|(_, m)| m.clone()).collect();
         let kept = fork::inherited(&messages, turns);
         let hint = profile.as_ref().and_then(|p| p.hint.as_deref());
-        let conversation = fork::forked_conversation(kept, &fork::directive_text(directive, hint));
+        let conversation = fork::forked_conversation(&kept, &fork::directive_text(directive, hint));
 
         let spec = ModelSpec::parse(&parent.model)?;
         let provider = Provider::from_spec(&spec, &parent.cwd, &self.models)?;
@@ -210,7 +210,7 @@ impl Supervisor {
             prompt,
             provider,
             entries,
-            fan_out: self.fan_outs.join(parent.id, last_seq),
+            fan_out: self.fan_outs.join(parent.id, last_seq, turns),
         })
     }
 }

@@ -52,8 +52,13 @@ impl Supervisor {
     pub fn descendants(&self, id: AgentId) -> Result<Vec<AgentRecord>, AgentdError> {
         let mut out = Vec::new();
         let mut frontier = vec![id];
+        // A damaged index could link back up: each agent is visited once.
+        let mut seen = std::collections::HashSet::from([id]);
         while let Some(parent) = frontier.pop() {
             for child in self.store.children_of(parent)? {
+                if !seen.insert(child) {
+                    continue;
+                }
                 if let Some(r) = self.store.get_agent(child)? {
                     frontier.push(r.id);
                     out.push(r);
