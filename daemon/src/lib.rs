@@ -15,3 +15,4 @@ pub mod server;
 pub mod store;
 pub mod supervisor;
 pub mod tools;
+pub mod worktree;

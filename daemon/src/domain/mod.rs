@@ -12,6 +12,7 @@ mod inbox;
 mod prompt;
 mod tool;
 mod transcript;
+mod worktree;
 
 pub use agent::{
     AgentRecord, Isolation, PermissionMode, ReleaseReason, ResumeBlocked, ResumeBlockedReason,
@@ -23,6 +24,7 @@ pub use inbox::{InboxItem, InboxKind};
 pub use prompt::PromptContext;
 pub use tool::ToolName;
 pub use transcript::{Role, StopReason, TranscriptEntry, json_bytes};
+pub use worktree::{AgentWorktree, WorkSummary, WorktreeState};
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {

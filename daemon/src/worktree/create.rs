@@ -1,0 +1,280 @@
+//! Making an agent's worktree: validate everything first (`plan`, which
+//! changes nothing), then create the branch and the tree, locked from the
+//! start, with submodules initialised (`create`).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use git2::{BranchType, Oid, Repository, WorktreeAddOptions};
+
+use super::{EXCLUDE_LINE, WORKTREES_DIR, branch_for, git_error};
+use crate::domain::{AgentWorktree, WorkSummary, WorktreeState};
+use crate::error::{AgentdError, quote};
+
+/// A worktree about to be made, checked against the repository.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// git's name for it: the agent's short id.
+    pub name: String,
+    pub checkout: PathBuf,
+    pub path: PathBuf,
+    pub branch: String,
+    pub base: String,
+    pub base_commit: Oid,
+    /// The agent's working directory: `cwd`'s place inside the new tree.
+    pub cwd: PathBuf,
+}
+
+impl Plan {
+    /// The record of the tree this plan makes.
+    pub fn record(&self) -> AgentWorktree {
+        AgentWorktree {
+            path: self.path.clone(),
+            branch: self.branch.clone(),
+            checkout: self.checkout.clone(),
+            base: self.base.clone(),
+            base_commit: self.base_commit.to_string(),
+            owned: true,
+            state: WorktreeState::Active,
+            work: WorkSummary::default(),
+        }
+    }
+}
+
+/// Checks that a worktree for agent `short_id` can be made from the
+/// checkout holding `cwd` (canonical), on `base` or the checkout's HEAD.
+/// Changes nothing.
+pub fn plan(cwd: &Path, base: Option<&str>, short_id: &str) -> Result<Plan, AgentdError> {
+    let repo = Repository::discover(cwd).map_err(|_| {
+        AgentdError::precondition(format!(
+            "--worktree needs a git repository, and {} is not inside one; run it from a checkout or drop --worktree",
+            cwd.display()
+        ))
+    })?;
+    if repo.is_bare() {
+        return Err(AgentdError::precondition(format!(
+            "{} is a bare repository, which has no checkout to branch from; run --worktree from a checkout of it",
+            repo.path().display()
+        )));
+    }
+    let checkout = repo
+        .workdir()
+        .ok_or_else(|| AgentdError::precondition("the repository has no working directory"))?
+        .canonicalize()
+        .map_err(|e| AgentdError::precondition(format!("cannot resolve the checkout: {e}")))?;
+    let relative = cwd.strip_prefix(&checkout).map_err(|_| {
+        AgentdError::precondition(format!(
+            "{} lies inside the repository's .git directory; run --worktree from its checkout",
+            cwd.display()
+        ))
+    })?;
+    let given = base
+        .map(str::trim)
+        .filter(|b| !b.is_empty() && *b != "HEAD");
+    let (base_name, commit) = match given {
+        Some(given) => {
+            let (object, reference) = repo.revparse_ext(given).map_err(|_| {
+                AgentdError::invalid(format!(
+                    "--base '{}' does not name a commit in {}",
+                    quote(given),
+                    checkout.display()
+                ))
+            })?;
+            let commit = object.peel_to_commit().map_err(|_| {
+                AgentdError::invalid(format!("--base '{}' is not a commit", quote(given)))
+            })?;
+            // A ref is kept by its full name (unambiguous in every
+            // worktree); an expression (`main~2`) by the commit it named.
+            let name = reference
+                .and_then(|r| r.name().map(str::to_string))
+                .filter(|n| n.starts_with("refs/"))
+                .unwrap_or_else(|| commit.id().to_string());
+            (name, commit)
+        }
+        None => {
+            let head = repo.head().map_err(|_| {
+                AgentdError::precondition(format!(
+                    "the repository at {} has no commits yet; commit something first or pass --base",
+                    checkout.display()
+                ))
+            })?;
+            let commit = head
+                .peel_to_commit()
+                .map_err(|e| git_error("cannot read HEAD", e))?;
+            let name = match head.name() {
+                Some(n) if head.is_branch() => n.to_string(),
+                _ => commit.id().to_string(),
+            };
+            (name, commit)
+        }
+    };
+    if !relative.as_os_str().is_empty() {
+        let tree = commit
+            .tree()
+            .map_err(|e| git_error("cannot read the base tree", e))?;
+        let is_dir = tree
+            .get_path(relative)
+            .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Tree));
+        if !is_dir {
+            return Err(AgentdError::precondition(format!(
+                "the working directory {} is not part of {} (untracked, ignored or new), so the worktree would not have it; start the agent from a directory the base commit has",
+                relative.display(),
+                super::base_label(&base_name)
+            )));
+        }
+    }
+    let path = checkout.join(WORKTREES_DIR).join(short_id);
+    let branch = branch_for(short_id);
+    if path.exists() {
+        return Err(AgentdError::precondition(format!(
+            "{} exists already; agentd will not reuse it",
+            path.display()
+        )));
+    }
+    if repo.find_branch(&branch, BranchType::Local).is_ok() {
+        return Err(AgentdError::precondition(format!(
+            "the branch {branch} exists already; agentd will not reuse it"
+        )));
+    }
+    Ok(Plan {
+        name: short_id.to_string(),
+        cwd: path.join(relative),
+        checkout,
+        path,
+        branch,
+        base: base_name,
+        base_commit: commit.id(),
+    })
+}
+
+/// Makes the planned worktree: the branch from the base commit, the tree,
+/// locked with `lock_reason` from the moment it exists, `.agentd/` in the
+/// repository's exclude file, submodules initialised. On failure nothing it
+/// made is left behind.
+pub fn create(plan: &Plan, lock_reason: &str) -> Result<(), AgentdError> {
+    let repo =
+        Repository::open(&plan.checkout).map_err(|e| git_error("cannot open the repository", e))?;
+    exclude_agentd_dir(repo.commondir())?;
+    make_tree(&repo, plan, lock_reason, true)
+}
+
+/// Makes again the tree of an agent whose clean tree and branch agentd
+/// removed when it ended, so that it can run again: same path and branch,
+/// from its base commit.
+pub fn recreate(wt: &AgentWorktree, name: &str, lock_reason: &str) -> Result<(), AgentdError> {
+    let base_commit = Oid::from_str(&wt.base_commit)
+        .map_err(|e| git_error("the recorded base commit is not an id", e))?;
+    let plan = Plan {
+        name: name.to_string(),
+        checkout: wt.checkout.clone(),
+        path: wt.path.clone(),
+        branch: wt.branch.clone(),
+        base: wt.base.clone(),
+        base_commit,
+        cwd: wt.path.clone(),
+    };
+    create(&plan, lock_reason)
+}
+
+fn make_tree(
+    repo: &Repository,
+    plan: &Plan,
+    lock_reason: &str,
+    new_branch: bool,
+) -> Result<(), AgentdError> {
+    let parent = plan
+        .path
+        .parent()
+        .ok_or_else(|| AgentdError::precondition("the worktree path has no parent"))?;
+    std::fs::create_dir_all(parent).map_err(|e| {
+        AgentdError::precondition(format!("cannot create {}: {e}", parent.display()))
+    })?;
+    let commit = repo
+        .find_commit(plan.base_commit)
+        .map_err(|e| git_error("cannot find the base commit", e))?;
+    let branch = if new_branch {
+        repo.branch(&plan.branch, &commit, false)
+    } else {
+        repo.find_branch(&plan.branch, BranchType::Local)
+    }
+    .map_err(|e| git_error(&format!("cannot create the branch {}", plan.branch), e))?;
+    let undo_branch = |repo: &Repository| {
+        if let Ok(mut b) = repo.find_branch(&plan.branch, BranchType::Local) {
+            let _ = b.delete();
+        }
+    };
+    let reference = branch.into_reference();
+    let mut opts = WorktreeAddOptions::new();
+    opts.reference(Some(&reference)).lock(true);
+    let wt = match repo.worktree(&plan.name, &plan.path, Some(&opts)) {
+        Ok(wt) => wt,
+        Err(e) => {
+            undo_branch(repo);
+            return Err(git_error(
+                &format!("cannot create the worktree {}", plan.path.display()),
+                e,
+            ));
+        }
+    };
+    let finish = || -> Result<(), AgentdError> {
+        // Locked (with no reason) since it was made; now name the agent.
+        wt.unlock()
+            .map_err(|e| git_error("cannot lock the worktree", e))?;
+        wt.lock(Some(lock_reason))
+            .map_err(|e| git_error("cannot lock the worktree", e))?;
+        let tree_repo = Repository::open_from_worktree(&wt)
+            .map_err(|e| git_error("cannot open the new worktree", e))?;
+        init_submodules(&tree_repo)
+    };
+    if let Err(e) = finish() {
+        // Just made from a commit: nothing in it is anybody's work yet.
+        let _ = std::fs::remove_dir_all(&plan.path);
+        let mut prune = git2::WorktreePruneOptions::new();
+        prune.valid(true).locked(true).working_tree(false);
+        let _ = wt.prune(Some(&mut prune));
+        if new_branch {
+            undo_branch(repo);
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn init_submodules(repo: &Repository) -> Result<(), AgentdError> {
+    let submodules = repo
+        .submodules()
+        .map_err(|e| git_error("cannot read .gitmodules", e))?;
+    for mut sm in submodules {
+        let name = sm.name().unwrap_or("?").to_string();
+        sm.update(true, None)
+            .map_err(|e| git_error(&format!("cannot initialise the submodule {name}"), e))?;
+    }
+    Ok(())
+}
+
+/// Adds `.agentd/` to `<common dir>/info/exclude` unless it is there, so the
+/// person's checkout stays clean. Never touches a tracked file.
+fn exclude_agentd_dir(common_dir: &Path) -> Result<(), AgentdError> {
+    let info = common_dir.join("info");
+    let exclude = info.join("exclude");
+    let current = std::fs::read_to_string(&exclude).unwrap_or_default();
+    if current.lines().any(|l| l.trim() == EXCLUDE_LINE) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&info)
+        .map_err(|e| AgentdError::precondition(format!("cannot create {}: {e}", info.display())))?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&exclude)
+        .map_err(|e| {
+            AgentdError::precondition(format!("cannot open {}: {e}", exclude.display()))
+        })?;
+    let sep = if current.is_empty() || current.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    writeln!(file, "{sep}{EXCLUDE_LINE}")
+        .map_err(|e| AgentdError::precondition(format!("cannot write {}: {e}", exclude.display())))
+}

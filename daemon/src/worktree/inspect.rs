@@ -1,0 +1,152 @@
+//! What a worktree holds that removing it would lose: changed and untracked
+//! files (a full status, untracked directories walked, submodules
+//! included) and commits its base branch cannot reach.
+
+use std::path::Path;
+
+use git2::{BranchType, Oid, Repository, Status, StatusOptions};
+
+use super::git_error;
+use crate::domain::{AgentWorktree, WorkSummary};
+use crate::error::AgentdError;
+
+/// A worktree as it is now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inspection {
+    pub work: WorkSummary,
+    /// The lock's reason, if it is locked ("" for a lock without one).
+    pub locked: Option<String>,
+    /// Paths with uncommitted changes or untracked, at most 50.
+    pub paths: Vec<String>,
+}
+
+/// How many paths an inspection lists.
+const LISTED_PATHS: usize = 50;
+
+/// Inspects the worktree at `path` against its base (`base`, a name that may
+/// still resolve to a newer tip, and `base_commit`, where it started).
+pub fn work_in(
+    path: &Path,
+    branch: &str,
+    base: &str,
+    base_commit: &str,
+) -> Result<Inspection, AgentdError> {
+    let repo = Repository::open(path)
+        .map_err(|e| git_error(&format!("cannot open the worktree {}", path.display()), e))?;
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(false)
+        .renames_head_to_index(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .map_err(|e| git_error("cannot read the worktree's status", e))?;
+    let mut work = WorkSummary::default();
+    let mut paths = Vec::new();
+    for entry in statuses.iter() {
+        let s = entry.status();
+        if s.is_empty() || s == Status::IGNORED {
+            continue;
+        }
+        if s == Status::WT_NEW {
+            work.untracked += 1;
+        } else {
+            work.changed += 1;
+        }
+        if paths.len() < LISTED_PATHS {
+            paths.push(String::from_utf8_lossy(entry.path_bytes()).into_owned());
+        }
+    }
+    work.ahead = commits_ahead(&repo, branch, base, base_commit)?;
+    let locked = Repository::open(path)
+        .ok()
+        .and_then(|r| git2::Worktree::open_from_repository(&r).ok())
+        .and_then(|wt| wt.is_locked().ok())
+        .and_then(|l| match l {
+            git2::WorktreeLockStatus::Locked(reason) => Some(reason.unwrap_or_default()),
+            git2::WorktreeLockStatus::Unlocked => None,
+        });
+    Ok(Inspection {
+        work,
+        locked,
+        paths,
+    })
+}
+
+/// Inspects an agent's worktree.
+pub fn inspect(wt: &AgentWorktree) -> Result<Inspection, AgentdError> {
+    work_in(&wt.path, &wt.branch, &wt.base, &wt.base_commit)
+}
+
+/// Commits reachable from the worktree's branch or its HEAD that its base
+/// cannot reach.
+fn commits_ahead(
+    repo: &Repository,
+    branch: &str,
+    base: &str,
+    base_commit: &str,
+) -> Result<u32, AgentdError> {
+    let mut tips = Vec::new();
+    if !branch.is_empty()
+        && let Ok(b) = repo.find_branch(branch, BranchType::Local)
+        && let Some(oid) = b.get().target()
+    {
+        tips.push(oid);
+    }
+    if let Ok(head) = repo.head()
+        && let Some(oid) = head.target()
+    {
+        tips.push(oid);
+    }
+    ahead_of(repo, &tips, branch, base, base_commit)
+}
+
+/// Commits reachable from `tips` that neither the base commit nor the
+/// base's current tip reaches (a squash-merged branch's commits are not
+/// reachable from the base: they count). With no base at all (an orphan
+/// nobody recorded), every ref but `branch` counts as its base.
+pub(super) fn ahead_of(
+    repo: &Repository,
+    tips: &[Oid],
+    branch: &str,
+    base: &str,
+    base_commit: &str,
+) -> Result<u32, AgentdError> {
+    if tips.is_empty() {
+        return Ok(0);
+    }
+    let walk_err = |e| git_error("cannot walk the history", e);
+    let mut walk = repo.revwalk().map_err(walk_err)?;
+    for tip in tips {
+        walk.push(*tip).map_err(walk_err)?;
+    }
+    if base.is_empty() && base_commit.is_empty() {
+        let own = format!("refs/heads/{branch}");
+        let refs = repo.references().map_err(walk_err)?;
+        for r in refs.flatten() {
+            if r.name() == Some(own.as_str()) {
+                continue;
+            }
+            if let Ok(c) = r.peel_to_commit() {
+                walk.hide(c.id()).map_err(walk_err)?;
+            }
+        }
+    }
+    if let Ok(oid) = Oid::from_str(base_commit)
+        && repo.find_commit(oid).is_ok()
+    {
+        walk.hide(oid).map_err(walk_err)?;
+    }
+    if !base.is_empty()
+        && let Ok(tip) = repo.revparse_single(base).and_then(|o| o.peel_to_commit())
+    {
+        walk.hide(tip.id()).map_err(walk_err)?;
+    }
+    let mut ahead = 0u32;
+    for oid in walk {
+        oid.map_err(walk_err)?;
+        ahead = ahead.saturating_add(1);
+    }
+    Ok(ahead)
+}

@@ -1,0 +1,135 @@
+//! Git worktrees for agents (DESIGN §9), with git2: one per agent that asks
+//! for isolation, on a branch of its own, never removed while it holds work.
+//!
+//! Every function here is blocking (libgit2 and the file system); the
+//! supervisor calls them on the blocking pool. The rules that keep work safe
+//! live in `remove`: a tree is removed only by agentd's own check, made
+//! under a lock agentd holds on the tree, immediately before the removal.
+//!
+//! Layout: `<checkout>/.agentd/worktrees/<short_id>` on branch
+//! `agentd/<short_id>`; git's name for the worktree is the short id, which
+//! is unique among every agent the store has issued.
+
+mod create;
+mod diff;
+mod inspect;
+mod list;
+mod merge;
+mod remove;
+#[cfg(test)]
+pub(crate) mod testrepo;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+pub use create::{Plan, create, plan, recreate};
+pub use diff::diff;
+pub use inspect::{Inspection, inspect, work_in};
+pub use list::{Found, agentd_worktrees, common_dir_of, pinned};
+pub use merge::{Merged, merge};
+pub use remove::{Settled, Target, discard, remove_if_clean};
+
+use crate::error::AgentdError;
+
+/// Where agentd's worktrees live inside a checkout.
+pub const WORKTREES_DIR: &str = ".agentd/worktrees";
+/// What agentd adds to `.git/info/exclude` so its trees never show in the
+/// person's `git status`.
+pub const EXCLUDE_LINE: &str = ".agentd/";
+/// Every lock reason agentd writes starts with this; a lock with any other
+/// reason is a person's, and agentd never touches that tree.
+pub const LOCK_PREFIX: &str = "agentd: ";
+
+/// The lock reason while `agent` runs (it names the agent).
+pub fn running_reason(short_id: &str, name: &str) -> String {
+    if name.is_empty() {
+        format!("{LOCK_PREFIX}agent {short_id} is running")
+    } else {
+        format!("{LOCK_PREFIX}agent {short_id} ({name}) is running")
+    }
+}
+
+/// The lock reason while agentd checks a tree and removes it.
+const REMOVING_REASON: &str = "agentd: checking for work before removing";
+
+/// The branch of the agent whose short id is `short_id`.
+pub fn branch_for(short_id: &str) -> String {
+    format!("agentd/{short_id}")
+}
+
+/// A base as a person reads it: a branch's short name, a ref's name, or a
+/// commit id.
+pub fn base_label(base: &str) -> &str {
+    base.strip_prefix("refs/heads/")
+        .or_else(|| base.strip_prefix("refs/"))
+        .unwrap_or(base)
+}
+
+/// Whether `path` is where agentd puts a worktree named `name`: the only
+/// directories agentd ever deletes.
+pub fn is_agentd_tree(path: &Path, name: &str) -> bool {
+    path.file_name().is_some_and(|f| f == name)
+        && path
+            .parent()
+            .is_some_and(|p| p.ends_with(Path::new(WORKTREES_DIR)))
+}
+
+/// The checkout an agentd worktree at `path` was made in.
+pub fn checkout_of(path: &Path) -> Option<PathBuf> {
+    path.parent()?.parent()?.parent().map(Path::to_path_buf)
+}
+
+/// A libgit2 failure, as a request's error: the operation, and git's words.
+pub(crate) fn git_error(what: &str, e: git2::Error) -> AgentdError {
+    AgentdError::precondition(format!("{what}: {}", e.message()))
+}
+
+/// Sets a lock on the worktree `name` with `reason`, replacing a lock of
+/// agentd's own; refuses if a person holds it.
+pub fn lock(checkout: &Path, name: &str, reason: &str) -> Result<(), AgentdError> {
+    let repo =
+        git2::Repository::open(checkout).map_err(|e| git_error("cannot open the repository", e))?;
+    let wt = repo
+        .find_worktree(name)
+        .map_err(|e| git_error("cannot find the worktree", e))?;
+    match wt
+        .is_locked()
+        .map_err(|e| git_error("cannot read the lock", e))?
+    {
+        git2::WorktreeLockStatus::Locked(held) => {
+            let held = held.unwrap_or_default();
+            if held == reason {
+                return Ok(());
+            }
+            if !held.starts_with(LOCK_PREFIX) {
+                return Err(AgentdError::precondition(format!(
+                    "worktree {} is locked by someone else ({held:?}); unlock it with `git worktree unlock {}` first",
+                    wt.path().display(),
+                    wt.path().display()
+                )));
+            }
+            wt.unlock().map_err(|e| git_error("cannot unlock", e))?;
+        }
+        git2::WorktreeLockStatus::Unlocked => {}
+    }
+    wt.lock(Some(reason))
+        .map_err(|e| git_error("cannot lock the worktree", e))
+}
+
+/// Lifts agentd's own lock from the worktree `name` (a person's lock stays).
+pub fn unlock(checkout: &Path, name: &str) -> Result<(), AgentdError> {
+    let repo =
+        git2::Repository::open(checkout).map_err(|e| git_error("cannot open the repository", e))?;
+    let wt = repo
+        .find_worktree(name)
+        .map_err(|e| git_error("cannot find the worktree", e))?;
+    if let git2::WorktreeLockStatus::Locked(held) = wt
+        .is_locked()
+        .map_err(|e| git_error("cannot read the lock", e))?
+        && held.unwrap_or_default().starts_with(LOCK_PREFIX)
+    {
+        wt.unlock().map_err(|e| git_error("cannot unlock", e))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,489 @@
+//! The worktree rules against real repositories (DESIGN §9). Each data-loss
+//! report against Claude Code's worktrees has a case here.
+
+use std::path::Path;
+
+use super::remove::Target;
+use super::testrepo::{TestRepo, git};
+use super::*;
+use crate::domain::AgentWorktree;
+
+fn make(repo: &TestRepo, short: &str) -> (Plan, AgentWorktree) {
+    let plan = plan(&repo.root, None, short).expect("plan");
+    create(&plan, &running_reason(short, "")).expect("create");
+    let record = plan.record();
+    (plan, record)
+}
+
+fn target(wt: &AgentWorktree, name: &str) -> Target {
+    Target {
+        checkout: wt.checkout.clone(),
+        name: name.to_string(),
+        path: wt.path.clone(),
+        branch: wt.branch.clone(),
+        base: wt.base.clone(),
+        base_commit: wt.base_commit.clone(),
+    }
+}
+
+fn snapshot(repo: &TestRepo) -> (String, String, String, String) {
+    (
+        repo.git(&["rev-parse", "HEAD"]),
+        repo.git(&["symbolic-ref", "HEAD"]),
+        repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+        std::fs::read_to_string(repo.root.join("README")).expect("read"),
+    )
+}
+
+#[test]
+fn a_tree_on_its_own_branch_locked_and_excluded_leaving_the_checkout_alone() {
+    let repo = TestRepo::new();
+    let before = snapshot(&repo);
+    let (plan, wt) = make(&repo, "0a1b2c3d");
+    assert_eq!(plan.path, repo.root.join(".agentd/worktrees/0a1b2c3d"));
+    assert_eq!(wt.branch, "agentd/0a1b2c3d");
+    assert_eq!(wt.base, "refs/heads/main");
+    assert_eq!(
+        git(&wt.path, &["symbolic-ref", "--short", "HEAD"]).trim(),
+        "agentd/0a1b2c3d"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.path.join("src/lib.rs")).expect("read"),
+        "fn a() {}\n"
+    );
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    assert!(
+        list.contains("locked agentd: agent 0a1b2c3d is running"),
+        "{list}"
+    );
+    let exclude = std::fs::read_to_string(repo.root.join(".git/info/exclude")).expect("read");
+    assert!(exclude.lines().any(|l| l == ".agentd/"), "{exclude}");
+    assert_eq!(snapshot(&repo), before, "the checkout is untouched");
+}
+
+#[test]
+fn the_agent_cwd_is_its_directory_inside_the_tree() {
+    let repo = TestRepo::new();
+    let p = plan(&repo.root.join("src"), None, "11112222").expect("plan");
+    assert_eq!(p.cwd, p.path.join("src"));
+    repo.write("build/out.txt", "x");
+    let err = plan(&repo.root.join("build"), None, "11112223").unwrap_err();
+    assert!(err.to_string().contains("is not part of main"), "{err}");
+}
+
+#[test]
+fn no_repository_a_bare_one_or_a_bad_base_is_a_clear_error_and_makes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let err = plan(dir.path(), None, "aaaa0000").unwrap_err();
+    assert!(err.to_string().contains("not inside one"), "{err}");
+    let bare = dir.path().join("bare.git");
+    git(
+        dir.path(),
+        &["init", "-q", "--bare", bare.to_str().expect("utf8")],
+    );
+    let err = plan(&bare, None, "aaaa0001").unwrap_err();
+    assert!(err.to_string().contains("bare repository"), "{err}");
+    let repo = TestRepo::new();
+    let err = plan(&repo.root, Some("no-such-ref"), "aaaa0002").unwrap_err();
+    assert!(
+        matches!(err, crate::error::AgentdError::InvalidArgument(_)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("does not name a commit"), "{err}");
+    assert!(!repo.root.join(".agentd").exists());
+    assert!(repo.git(&["branch", "--list", "agentd/*"]).is_empty());
+}
+
+#[test]
+fn base_names_a_ref_fully_or_a_commit() {
+    let repo = TestRepo::new();
+    repo.git(&["tag", "v1"]);
+    repo.write("README", "two\n");
+    repo.git(&["commit", "-qam", "second"]);
+    let p = plan(&repo.root, Some("v1"), "bbbb0000").expect("plan");
+    assert_eq!(p.base, "refs/tags/v1");
+    let p = plan(&repo.root, Some("main~1"), "bbbb0001").expect("plan");
+    assert_eq!(p.base, repo.git(&["rev-parse", "main~1"]).trim());
+    // "HEAD" is the checkout's branch, never a name that would mean the
+    // worktree's own HEAD later.
+    let p = plan(&repo.root, Some("HEAD"), "bbbb0002").expect("plan");
+    assert_eq!(p.base, "refs/heads/main");
+}
+
+#[test]
+fn a_clean_tree_and_its_branch_are_removed() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "cccc0000");
+    let settled = remove_if_clean(&target(&wt, "cccc0000")).expect("remove");
+    assert!(matches!(settled, Settled::Removed(_)), "{settled:?}");
+    assert!(!wt.path.exists());
+    assert!(repo.git(&["branch", "--list", "agentd/*"]).is_empty());
+    assert!(!repo.git(&["worktree", "list"]).contains("cccc0000"));
+}
+
+fn kept(repo: &TestRepo, short: &str, work: impl FnOnce(&Path)) -> Inspection {
+    let (_, wt) = make(repo, short);
+    work(&wt.path);
+    match remove_if_clean(&target(&wt, short)).expect("settle") {
+        Settled::Kept(i) => {
+            assert!(wt.path.exists(), "the tree is still there");
+            assert!(
+                !repo.git(&["branch", "--list", &wt.branch]).is_empty(),
+                "the branch is still there"
+            );
+            assert!(
+                !repo
+                    .git(&["worktree", "list", "--porcelain"])
+                    .contains("checking for work"),
+                "agentd's removal lock is lifted"
+            );
+            i
+        }
+        other => panic!("work must be kept, got {other:?}"),
+    }
+}
+
+#[test]
+fn uncommitted_changes_are_kept() {
+    let repo = TestRepo::new();
+    let i = kept(&repo, "dddd0000", |p| {
+        std::fs::write(p.join("README"), "changed\n").expect("write")
+    });
+    assert_eq!(i.work.changed, 1);
+}
+
+#[test]
+fn untracked_files_deep_in_new_directories_are_kept() {
+    // Claude Code #35862: `status -uno` hid untracked files.
+    let repo = TestRepo::new();
+    let i = kept(&repo, "dddd0001", |p| {
+        std::fs::create_dir_all(p.join("new/deeper")).expect("mkdir");
+        std::fs::write(p.join("new/deeper/notes.md"), "mine\n").expect("write");
+    });
+    assert_eq!(i.work.untracked, 1);
+    assert_eq!(i.paths, vec!["new/deeper/notes.md".to_string()]);
+}
+
+#[test]
+fn committed_work_is_kept() {
+    // Claude Code #27753, #38287: committed work deleted on exit.
+    let repo = TestRepo::new();
+    let i = kept(&repo, "dddd0002", |p| {
+        std::fs::write(p.join("README"), "committed\n").expect("write");
+        git(p, &["commit", "-qam", "work"]);
+    });
+    assert_eq!(i.work.ahead, 1);
+    assert_eq!(i.work.changed, 0);
+}
+
+#[test]
+fn a_squash_merged_branch_counts_as_unmerged() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "dddd0003");
+    std::fs::write(wt.path.join("README"), "squashed\n").expect("write");
+    git(&wt.path, &["commit", "-qam", "work"]);
+    repo.git(&["merge", "-q", "--squash", "agentd/dddd0003"]);
+    repo.git(&["commit", "-qm", "squash"]);
+    let settled = remove_if_clean(&target(&wt, "dddd0003")).expect("settle");
+    assert!(
+        matches!(settled, Settled::Kept(ref i) if i.work.ahead == 1),
+        "{settled:?}"
+    );
+}
+
+#[test]
+fn a_branch_merged_into_its_base_is_no_longer_work() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "dddd0004");
+    std::fs::write(wt.path.join("README"), "merged\n").expect("write");
+    git(&wt.path, &["commit", "-qam", "work"]);
+    repo.git(&["merge", "-q", "--ff-only", "agentd/dddd0004"]);
+    let settled = remove_if_clean(&target(&wt, "dddd0004")).expect("settle");
+    assert!(matches!(settled, Settled::Removed(_)), "{settled:?}");
+}
+
+#[test]
+fn a_tree_a_person_locked_is_never_touched() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "eeee0000");
+    repo.git(&["worktree", "unlock", wt.path.to_str().expect("utf8")]);
+    repo.git(&[
+        "worktree",
+        "lock",
+        "--reason",
+        "on my usb disk",
+        wt.path.to_str().expect("utf8"),
+    ]);
+    for settled in [
+        remove_if_clean(&target(&wt, "eeee0000")).expect("settle"),
+        discard(&target(&wt, "eeee0000")).expect("discard"),
+    ] {
+        assert!(
+            matches!(settled, Settled::Untouchable(ref why) if why.contains("on my usb disk")),
+            "{settled:?}"
+        );
+    }
+    assert!(wt.path.exists());
+    assert!(
+        repo.git(&["worktree", "list", "--porcelain"])
+            .contains("on my usb disk")
+    );
+}
+
+#[test]
+fn discard_removes_work_and_says_what_was_lost() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "eeee0001");
+    std::fs::write(wt.path.join("scratch"), "x").expect("write");
+    let settled = discard(&target(&wt, "eeee0001")).expect("discard");
+    assert!(
+        matches!(settled, Settled::Removed(ref i) if i.work.untracked == 1),
+        "{settled:?}"
+    );
+    assert!(!wt.path.exists());
+    assert!(repo.git(&["branch", "--list", "agentd/*"]).is_empty());
+}
+
+#[test]
+fn an_orphan_with_no_recorded_base_keeps_commits_no_other_ref_has() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "ffff0000");
+    let mut t = target(&wt, "ffff0000");
+    t.base.clear();
+    t.base_commit.clear();
+    std::fs::write(wt.path.join("README"), "orphan work\n").expect("write");
+    git(&wt.path, &["commit", "-qam", "work"]);
+    assert!(
+        matches!(remove_if_clean(&t).expect("settle"), Settled::Kept(ref i) if i.work.ahead == 1)
+    );
+    let (_, clean) = make(&repo, "ffff0001");
+    let mut t = target(&clean, "ffff0001");
+    t.base.clear();
+    t.base_commit.clear();
+    assert!(matches!(
+        remove_if_clean(&t).expect("settle"),
+        Settled::Removed(_)
+    ));
+}
+
+#[test]
+fn agentds_worktrees_are_listed_and_a_persons_are_not() {
+    let repo = TestRepo::new();
+    make(&repo, "12340000");
+    let other = repo.root.parent().expect("parent").join("mine");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "mine",
+        other.to_str().expect("utf8"),
+    ]);
+    let found = agentd_worktrees(&repo.root.join(".git")).expect("list");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].name, "12340000");
+    assert_eq!(found[0].branch, "agentd/12340000");
+    assert_eq!(found[0].checkout, repo.root);
+}
+
+#[test]
+fn diff_shows_new_changed_untracked_and_committed_files() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "23450000");
+    std::fs::write(wt.path.join("committed.txt"), "c\n").expect("write");
+    git(&wt.path, &["add", "committed.txt"]);
+    git(&wt.path, &["commit", "-qm", "c"]);
+    std::fs::write(wt.path.join("README"), "hello\nchanged\n").expect("write");
+    std::fs::write(wt.path.join("untracked.txt"), "u\n").expect("write");
+    let patch = diff(&wt, false).expect("diff");
+    assert!(patch.contains("+changed"), "{patch}");
+    assert!(
+        patch.contains("+++ b/untracked.txt") && patch.contains("+u"),
+        "{patch}"
+    );
+    assert!(patch.contains("+++ b/committed.txt"), "{patch}");
+    let stat = diff(&wt, true).expect("stat");
+    assert!(stat.contains("3 files changed"), "{stat}");
+}
+
+fn committed_tree(repo: &TestRepo, short: &str, file: &str, text: &str) -> AgentWorktree {
+    let (_, wt) = make(repo, short);
+    std::fs::write(wt.path.join(file), text).expect("write");
+    git(&wt.path, &["add", file]);
+    git(&wt.path, &["commit", "-qm", "agent work"]);
+    wt
+}
+
+#[test]
+fn merge_fast_forwards_merges_and_squashes_into_the_checkout() {
+    let repo = TestRepo::new();
+    let wt = committed_tree(&repo, "34560000", "a.txt", "a\n");
+    let m = merge(&wt, false, "agent 34560000").expect("merge");
+    assert!(matches!(m, Merged::FastForward { .. }), "{m:?}");
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("a.txt")).expect("read"),
+        "a\n"
+    );
+    assert!(repo.git(&["status", "--porcelain"]).is_empty());
+    assert_eq!(merge(&wt, false, "agent").expect("again"), Merged::UpToDate);
+
+    let wt = committed_tree(&repo, "34560001", "b.txt", "b\n");
+    repo.write("c.txt", "c\n");
+    repo.git(&["add", "c.txt"]);
+    repo.git(&["commit", "-qm", "person"]);
+    let m = merge(&wt, false, "agent 34560001").expect("merge");
+    assert!(
+        matches!(
+            m,
+            Merged::Commit {
+                squashed: false,
+                ..
+            }
+        ),
+        "{m:?}"
+    );
+    assert_eq!(
+        repo.git(&["rev-list", "--parents", "-n1", "HEAD"])
+            .split_whitespace()
+            .count(),
+        3
+    );
+    assert!(repo.root.join("b.txt").exists() && repo.root.join("c.txt").exists());
+    assert!(repo.git(&["status", "--porcelain"]).is_empty());
+
+    let wt = committed_tree(&repo, "34560002", "d.txt", "d\n");
+    let m = merge(&wt, true, "agent 34560002").expect("squash");
+    assert!(matches!(m, Merged::Commit { squashed: true, .. }), "{m:?}");
+    assert_eq!(
+        repo.git(&["rev-list", "--parents", "-n1", "HEAD"])
+            .split_whitespace()
+            .count(),
+        2
+    );
+    assert!(repo.root.join("d.txt").exists());
+}
+
+#[test]
+fn merge_refuses_a_dirty_checkout_and_a_conflict_changes_nothing() {
+    let repo = TestRepo::new();
+    let wt = committed_tree(&repo, "45670000", "README", "agent\n");
+    repo.write("README", "person, uncommitted\n");
+    let err = merge(&wt, false, "agent").unwrap_err();
+    assert!(err.to_string().contains("uncommitted changes"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("README")).expect("read"),
+        "person, uncommitted\n"
+    );
+
+    repo.git(&["commit", "-qam", "person"]);
+    let before = snapshot(&repo);
+    let err = merge(&wt, false, "agent").unwrap_err();
+    assert!(err.to_string().contains("conflicts in: README"), "{err}");
+    assert_eq!(snapshot(&repo), before, "a conflict changes nothing");
+}
+
+#[test]
+fn merge_refuses_work_the_branch_does_not_hold() {
+    let repo = TestRepo::new();
+    let wt = committed_tree(&repo, "56780000", "a.txt", "a\n");
+    std::fs::write(wt.path.join("loose.txt"), "l\n").expect("write");
+    let err = merge(&wt, false, "agent").unwrap_err();
+    assert!(err.to_string().contains("1 uncommitted files"), "{err}");
+}
+
+#[test]
+fn submodules_are_initialised_in_the_new_tree() {
+    let sub = TestRepo::new();
+    let repo = TestRepo::new();
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        sub.root.to_str().expect("utf8"),
+        "vendor/sub",
+    ]);
+    repo.git(&["commit", "-qm", "submodule"]);
+    let (_, wt) = make(&repo, "67890000");
+    assert_eq!(
+        std::fs::read_to_string(wt.path.join("vendor/sub/README")).expect("submodule checked out"),
+        "hello\n"
+    );
+    let i = inspect(&wt).expect("inspect");
+    assert!(
+        i.work.is_empty(),
+        "a fresh tree with a submodule is clean: {i:?}"
+    );
+    std::fs::write(
+        wt.path.join("vendor/sub/README"),
+        "edited in the submodule\n",
+    )
+    .expect("write");
+    let settled = remove_if_clean(&target(&wt, "67890000")).expect("settle");
+    assert!(
+        matches!(settled, Settled::Kept(_)),
+        "work in a submodule is work: {settled:?}"
+    );
+}
+
+#[test]
+fn pinned_working_dir_must_be_a_registered_worktree_of_the_same_repo() {
+    let repo = TestRepo::new();
+    let mine = repo.root.parent().expect("parent").join("mine");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "mine",
+        mine.to_str().expect("utf8"),
+    ]);
+    let (dir, wt) = pinned(mine.join("src").to_str().expect("utf8"), &repo.root).expect("pinned");
+    assert_eq!(dir, mine.canonicalize().expect("c").join("src"));
+    assert!(!wt.owned);
+    assert_eq!(wt.branch, "mine");
+    let err = pinned(repo.root.to_str().expect("utf8"), &repo.root).unwrap_err();
+    assert!(
+        err.to_string().contains("not in a linked worktree"),
+        "{err}"
+    );
+    let other = TestRepo::new();
+    let err = pinned(other.root.to_str().expect("utf8"), &repo.root).unwrap_err();
+    assert!(err.to_string().contains("another repository"), "{err}");
+    let err = pinned("relative/dir", &repo.root).unwrap_err();
+    assert!(err.to_string().contains("not an absolute path"), "{err}");
+}
+
+#[test]
+fn a_removed_tree_is_made_again_for_a_revived_agent() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "78900000");
+    assert!(matches!(
+        remove_if_clean(&target(&wt, "78900000")).expect("settle"),
+        Settled::Removed(_)
+    ));
+    recreate(&wt, "78900000", &running_reason("78900000", "")).expect("recreate");
+    assert!(wt.path.join("README").exists());
+    assert_eq!(
+        git(&wt.path, &["symbolic-ref", "--short", "HEAD"]).trim(),
+        "agentd/78900000"
+    );
+}
+
+#[test]
+fn only_trees_under_agentd_worktrees_are_agentds() {
+    assert!(is_agentd_tree(
+        Path::new("/r/.agentd/worktrees/0a1b2c3d"),
+        "0a1b2c3d"
+    ));
+    assert!(!is_agentd_tree(Path::new("/r/0a1b2c3d"), "0a1b2c3d"));
+    assert!(!is_agentd_tree(
+        Path::new("/r/.agentd/worktrees/other"),
+        "0a1b2c3d"
+    ));
+    assert_eq!(
+        checkout_of(Path::new("/r/.agentd/worktrees/0a1b2c3d")),
+        Some(PathBuf::from("/r"))
+    );
+}
