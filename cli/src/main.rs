@@ -11,6 +11,7 @@ mod render;
 mod terminal;
 mod transcript_view;
 mod tree;
+mod worktree_view;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -60,8 +61,14 @@ enum Command {
     Pause(commands::pause::Args),
     /// Move a foreground agent to the background; it keeps running.
     Bg(commands::bg::Args),
-    /// Remove an agent's record and transcript.
+    /// Remove an agent's record and transcript (and its worktree if it holds no work).
     Rm(commands::rm::Args),
+    /// List agentd's git worktrees (agent, branch, base, state); `prune` removes orphans without work.
+    Worktrees(commands::worktrees::Args),
+    /// Show an agent's change against its worktree's base (committed, uncommitted and untracked).
+    Diff(commands::diff::Args),
+    /// Merge an agent's branch into the checkout its worktree came from (only a clean checkout).
+    Merge(commands::merge::Args),
     /// Follow lifecycle events of all agents (created, status, notifications).
     Events(commands::events::Args),
     /// What agents cost: tokens, requests and USD, with what the prompt cache saved.
@@ -123,6 +130,9 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Pause(args) => commands::pause::run(&target, args).await,
         Command::Bg(args) => commands::bg::run(&target, args).await,
         Command::Rm(args) => commands::rm::run(&target, args).await,
+        Command::Worktrees(args) => commands::worktrees::run(&target, args).await,
+        Command::Diff(args) => commands::diff::run(&target, args).await,
+        Command::Merge(args) => commands::merge::run(&target, args).await,
         Command::Events(args) => commands::events::run(&target, args).await,
         Command::Status(args) => commands::status::run(&target, args).await,
         Command::Usage(args) => commands::usage::run(&target, args).await,

@@ -148,6 +148,8 @@ pub struct AgentJson<'a> {
     /// What a `waiting` agent waits for.
     pub waiting_for: Option<&'a str>,
     pub transcript_len: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<crate::worktree_view::AgentWorktreeJson<'a>>,
 }
 
 impl<'a> AgentJson<'a> {
@@ -177,6 +179,10 @@ impl<'a> AgentJson<'a> {
             error: non_empty(&a.error),
             waiting_for: non_empty(&a.waiting_for),
             transcript_len: a.transcript_len,
+            worktree: a
+                .worktree
+                .as_ref()
+                .map(crate::worktree_view::AgentWorktreeJson::of),
         }
     }
 }

@@ -169,16 +169,48 @@ fn a_prompt_of_exactly_one_mebibyte_is_accepted() {
 }
 
 #[test]
-fn worktree_methods_answer_unimplemented_and_usage_refuses_bad_requests() {
+fn worktree_and_usage_methods_refuse_bad_requests() {
     let env = Env::new();
     let _daemon = env.start_daemon();
     env.rpc(async |client| {
-        let s = client
+        let listed = client
             .list_worktrees(pb::ListWorktreesRequest::default())
             .await
+            .unwrap()
+            .into_inner();
+        assert!(listed.worktrees.is_empty());
+        let s = client
+            .diff_agent(pb::DiffAgentRequest {
+                id: "nobody".into(),
+                stat: false,
+            })
+            .await
             .unwrap_err();
-        assert_eq!(s.code(), Code::Unimplemented);
-        assert!(s.message().contains("not implemented"), "{}", s.message());
+        assert_eq!(s.code(), Code::NotFound);
+        let s = client
+            .merge_agent(pb::MergeAgentRequest {
+                id: String::new(),
+                squash: false,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(s.code(), Code::InvalidArgument);
+        let s = client
+            .create_agent(pb::CreateAgentRequest {
+                prompt: "x".into(),
+                model: "scripted:/nonexistent".into(),
+                cwd: "/".into(),
+                base: "main".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(s.code(), Code::InvalidArgument);
+        assert!(
+            s.message().contains("only to worktree isolation"),
+            "{}",
+            s.message()
+        );
         let s = client
             .get_usage(pb::GetUsageRequest {
                 id: String::new(),
@@ -352,6 +384,7 @@ fn a_huge_id_is_not_found_with_a_short_message() {
                     .remove_agent(pb::RemoveAgentRequest {
                         id: id.clone(),
                         force: true,
+                        discard_worktree: true,
                     })
                     .await
                     .unwrap_err(),

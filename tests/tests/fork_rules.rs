@@ -182,8 +182,8 @@ fn bad_fork_arguments_are_tool_errors_the_model_reads_and_start_nothing() {
             "a fork runs on its parent's model (that is how it reads the parent's prompt cache); call Agent without `model`".into(),
         ),
         (
-            json!({"isolation": "worktree"}),
-            "`isolation` is not available in this version of agentd; call Agent without it".into(),
+            json!({"isolation": "elsewhere"}),
+            "`isolation` must be \"worktree\" (got \"elsewhere\"); leave it out to work in your own directory".into(),
         ),
         (
             json!({"subagent_type": "general-purpose", "fork_tools": ["Read"]}),

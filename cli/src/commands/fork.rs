@@ -31,6 +31,12 @@ pub struct Args {
     /// Print the fork's id and return at once.
     #[arg(long)]
     background: bool,
+    /// Work in a new git worktree of the parent's checkout.
+    #[arg(long)]
+    worktree: bool,
+    /// With --worktree: the branch, tag or commit to start from [default: the checkout's HEAD].
+    #[arg(long, requires = "worktree")]
+    base: Option<String>,
 }
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
@@ -57,6 +63,12 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             fork_tools,
             fork_profile: args.profile.unwrap_or_default(),
             background: args.background,
+            isolation: if args.worktree {
+                pb::Isolation::Worktree
+            } else {
+                pb::Isolation::Unspecified
+            } as i32,
+            base: args.base.unwrap_or_default(),
             ..Default::default()
         })
         .await?

@@ -2,10 +2,12 @@
 
 pub mod attach;
 pub mod bg;
+pub mod diff;
 pub mod events;
 pub mod fork;
 pub mod list;
 pub mod log;
+pub mod merge;
 pub mod pause;
 pub mod rm;
 pub mod run;
@@ -15,3 +17,4 @@ pub mod status;
 pub mod stop;
 pub mod usage;
 pub mod wait;
+pub mod worktrees;

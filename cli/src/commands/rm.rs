@@ -1,9 +1,12 @@
-//! `agentctl rm`: delete an agent's record and transcript.
+//! `agentctl rm`: delete an agent's record and transcript. Its worktree goes
+//! too when it holds no work; otherwise it is kept and said so, unless
+//! `--discard-worktree`, which first prints what will be lost.
 
 use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
+use crate::worktree_view::{base_label, work_line};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -12,17 +15,72 @@ pub struct Args {
     /// Cancel a live agent first instead of refusing.
     #[arg(long)]
     force: bool,
+    /// Delete the agent's worktree and branch even if they hold work
+    /// (uncommitted or untracked files, commits not on the base).
+    #[arg(long)]
+    discard_worktree: bool,
 }
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let mut client = target.client().await?;
+    if args.discard_worktree {
+        let agent = client
+            .get_agent(pb::GetAgentRequest {
+                id: args.id.clone(),
+            })
+            .await?
+            .into_inner();
+        if let Some(wt) = agent.worktree.as_ref().filter(|w| w.owned) {
+            let state = pb::WorktreeState::try_from(wt.state).unwrap_or_default();
+            if state != pb::WorktreeState::Removed || std::path::Path::new(&wt.path).exists() {
+                eprintln!(
+                    "discarding {} (branch {}, base {}); what it holds now is lost:",
+                    wt.path,
+                    wt.branch,
+                    base_label(&wt.base)
+                );
+                let stat = client
+                    .diff_agent(pb::DiffAgentRequest {
+                        id: agent.id.clone(),
+                        stat: true,
+                    })
+                    .await
+                    .map(|r| r.into_inner().diff)
+                    .unwrap_or_default();
+                eprint!("{stat}");
+            }
+        }
+    }
     let resp = client
         .remove_agent(pb::RemoveAgentRequest {
             id: args.id,
             force: args.force,
+            discard_worktree: args.discard_worktree,
         })
         .await?
         .into_inner();
     println!("removed {}", resp.id);
+    if let Some(w) = &resp.worktree {
+        let held = work_line(w.work.as_ref());
+        if resp.worktree_removed && args.discard_worktree && held != "no changes" {
+            println!(
+                "discarded its worktree {} and branch {}: {held}",
+                w.path, w.branch
+            );
+            for p in &w.paths {
+                println!("  lost {p}");
+            }
+        } else if resp.worktree_removed {
+            println!(
+                "removed its worktree {} and branch {} (no changes)",
+                w.path, w.branch
+            );
+        } else {
+            println!(
+                "kept its worktree {} and branch {}: {held}; it is an orphan now (`agentctl worktrees`); delete it with git once you have what you need",
+                w.path, w.branch
+            );
+        }
+    }
     Ok(SUCCESS)
 }

@@ -31,6 +31,12 @@ pub struct Args {
     /// (only Bash asks), plan (read-only), bypass (nothing asks).
     #[arg(long, value_enum, default_value = "bypass")]
     permission_mode: Mode,
+    /// Work in a new git worktree of the current checkout, on branch agentd/<short id>.
+    #[arg(long)]
+    worktree: bool,
+    /// With --worktree: the branch, tag or commit to start from [default: the checkout's HEAD].
+    #[arg(long, requires = "worktree")]
+    base: Option<String>,
     /// What the agent should do.
     prompt: String,
 }
@@ -66,6 +72,12 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             background: args.background,
             max_turns: args.max_turns.unwrap_or(0),
             permission_mode: args.permission_mode.wire() as i32,
+            isolation: if args.worktree {
+                pb::Isolation::Worktree
+            } else {
+                pb::Isolation::Unspecified
+            } as i32,
+            base: args.base.unwrap_or_default(),
             ..Default::default()
         })
         .await?

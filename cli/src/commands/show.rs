@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::autostart::Target;
 use crate::cost::{self, CostJson};
 use crate::exit::{Failure, SUCCESS};
-use crate::render;
+use crate::{render, worktree_view};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -95,6 +95,32 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         ("status", render::status_name(a.status).to_string()),
         ("model", a.model.clone()),
         ("cwd", a.cwd.clone()),
+        (
+            "worktree",
+            a.worktree
+                .as_ref()
+                .map(|w| {
+                    format!(
+                        "{} · branch {}{} · {}{}",
+                        w.path,
+                        w.branch,
+                        if w.base.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" from {}", worktree_view::base_label(&w.base))
+                        },
+                        worktree_view::state_name(w.state),
+                        match pb::WorktreeState::try_from(w.state).unwrap_or_default() {
+                            pb::WorktreeState::Kept => {
+                                format!(" ({})", worktree_view::work_line(w.work.as_ref()))
+                            }
+                            _ if !w.owned => " (pinned)".to_string(),
+                            _ => String::new(),
+                        }
+                    )
+                })
+                .unwrap_or_default(),
+        ),
         ("background", a.background.to_string()),
         ("parent", a.parent_id.clone()),
         ("created", render::rfc3339(a.created_at.as_ref())),

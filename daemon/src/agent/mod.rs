@@ -20,6 +20,7 @@ mod round;
 pub mod slot;
 pub mod turn_loop;
 pub mod types;
+pub mod worktree_notice;
 
 pub use fanout::FanOutRole;
 pub use foreground::{EndRoute, Foreground, Release, WaitEnd};

@@ -311,6 +311,12 @@ impl TurnLoop {
             cancel: self.stops.cancel.child_token(),
             spool: Some(spool),
             env: self.tool_env.clone(),
+            worktree_of: self
+                .record
+                .worktree
+                .as_ref()
+                .filter(|w| w.owned)
+                .map(|w| (w.checkout.clone(), w.path.clone())),
         };
         tools::run_tool(tool, &call.input, &ctx).await
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::domain::{PermissionMode, ToolName};
+use crate::domain::{Isolation, PermissionMode, ToolName};
 
 /// The type used when `subagent_type` is omitted.
 pub const DEFAULT_TYPE: &str = "general-purpose";
@@ -30,6 +30,8 @@ pub struct AgentType {
     pub background: bool,
     /// Overrides the parent's permission mode for agents of this type.
     pub permission_mode: Option<PermissionMode>,
+    /// Where agents of this type work (front matter `isolation: worktree`).
+    pub isolation: Isolation,
     /// The type's own instructions, placed before the environment section.
     pub instructions: String,
 }
@@ -44,6 +46,7 @@ fn builtin(name: &str) -> Option<AgentType> {
             model: None,
             background: false,
             permission_mode: None,
+            isolation: Isolation::None,
             instructions: "You are a general-purpose agent working on a task delegated by \
 another agent. Complete it autonomously with the tools you have, then answer with a concise \
 report of what you did and found: your final message is all the delegating agent sees."
@@ -58,6 +61,7 @@ questions; never changes anything"
             model: None,
             background: false,
             permission_mode: None,
+            isolation: Isolation::None,
             instructions: "You are a read-only exploration agent. Find files with Glob, search \
 contents with Grep, read with Read. You cannot and must not modify anything. Answer with the \
 facts you found, citing file paths and line numbers."
@@ -111,14 +115,16 @@ pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
             "{where_}: `name` and `description` must not be empty"
         ));
     }
-    if let Some(iso) = &fm.isolation
-        && iso != "none"
-    {
-        return Err(format!(
-            "{where_}: isolation '{iso}' is not available in agentd {} yet",
-            agentd_shared::VERSION
-        ));
-    }
+    let isolation = match fm.isolation.as_deref().map(str::trim) {
+        None | Some("none") => Isolation::None,
+        Some("worktree") => Isolation::Worktree,
+        Some(other) => {
+            return Err(format!(
+                "{where_}: isolation '{}' is not one of: worktree, none",
+                crate::error::quote(other)
+            ));
+        }
+    };
     if body.is_empty() {
         return Err(format!(
             "{where_}: the body (the type's system prompt) is empty"
@@ -162,6 +168,7 @@ pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
         model: fm.model.filter(|m| !m.trim().is_empty() && m != "inherit"),
         background: fm.background,
         permission_mode,
+        isolation,
         instructions: body.to_string(),
     })
 }

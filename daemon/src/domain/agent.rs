@@ -1,5 +1,6 @@
 //! An agent's registry record and the closed sets of values it holds.
 
+use super::AgentWorktree;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -234,8 +235,8 @@ pub struct AgentRecord {
     pub permission_mode: PermissionMode,
     pub max_turns: u32,
     pub tool_uses: u32,
-    pub worktree_path: String,
-    pub worktree_branch: String,
+    /// The git worktree it works in (its own, or a pinned one).
+    pub worktree: Option<AgentWorktree>,
     /// 0 for agents a client started; a child is its parent's depth + 1.
     pub depth: u32,
     /// Tools the user allowed "always" for this agent.
@@ -274,8 +275,7 @@ impl AgentRecord {
             permission_mode: PermissionMode::Bypass,
             max_turns: 0,
             tool_uses: 0,
-            worktree_path: String::new(),
-            worktree_branch: String::new(),
+            worktree: None,
             depth: 0,
             always_allowed: Vec::new(),
             transcript_len: 0,

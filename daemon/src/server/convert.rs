@@ -8,13 +8,14 @@ use crate::agent::hub::{RetryNotice, StatusSnapshot, ToolEvent};
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind, TaskNotice};
 use crate::agent::permission::{Answer, PermissionAsk};
 use crate::domain::{
-    AgentRecord, Isolation, PermissionMode, ReleaseReason, ResumeBlockedReason, Role, Status,
-    StopReason, TranscriptEntry, Usage,
+    AgentRecord, AgentWorktree, Isolation, PermissionMode, ReleaseReason, ResumeBlockedReason,
+    Role, Status, StopReason, TranscriptEntry, Usage, WorkSummary, WorktreeState,
 };
 use crate::error::AgentdError;
 use crate::model::StreamDelta;
 use crate::pricing::Cost;
-use crate::supervisor::UsageReport;
+use crate::supervisor::{UsageReport, WorktreeReport};
+use crate::worktree::Merged;
 
 pub fn timestamp(ms: i64) -> prost_types::Timestamp {
     prost_types::Timestamp {
@@ -193,11 +194,101 @@ pub fn agent(r: AgentRecord, transcript_len: u64, waiting_for: Option<String>) -
         max_turns: r.max_turns,
         transcript_len,
         tool_uses: r.tool_uses,
-        worktree_path: r.worktree_path,
-        worktree_branch: r.worktree_branch,
+        worktree_path: r
+            .worktree
+            .as_ref()
+            .map(|w| w.path.display().to_string())
+            .unwrap_or_default(),
+        worktree_branch: r
+            .worktree
+            .as_ref()
+            .map(|w| w.branch.clone())
+            .unwrap_or_default(),
+        worktree: r.worktree.as_ref().map(agent_worktree),
         waiting_for: waiting_for.unwrap_or_default(),
         resume_blocked_reason: resume_blocked_reason as i32,
         resume_blocked_detail,
+    }
+}
+
+fn work(w: &WorkSummary) -> pb::WorkSummary {
+    pb::WorkSummary {
+        changed: w.changed,
+        untracked: w.untracked,
+        ahead: w.ahead,
+    }
+}
+
+pub fn agent_worktree(w: &AgentWorktree) -> pb::AgentWorktree {
+    pb::AgentWorktree {
+        path: w.path.display().to_string(),
+        branch: w.branch.clone(),
+        base: w.base.clone(),
+        state: match w.state {
+            WorktreeState::Active => pb::WorktreeState::Active,
+            WorktreeState::Kept => pb::WorktreeState::Kept,
+            WorktreeState::Removed => pb::WorktreeState::Removed,
+        } as i32,
+        checkout: w.checkout.display().to_string(),
+        base_commit: w.base_commit.clone(),
+        owned: w.owned,
+        work: Some(work(&w.work)),
+    }
+}
+
+pub fn worktree_report(r: &WorktreeReport) -> pb::Worktree {
+    let inspection = r.inspection.as_ref();
+    let held = inspection.map(|i| i.work).unwrap_or_default();
+    let lock_reason = inspection.and_then(|i| i.locked.clone());
+    pb::Worktree {
+        path: r.found.path.display().to_string(),
+        branch: r.found.branch.clone(),
+        agent_id: r
+            .agent
+            .as_ref()
+            .map(|a| a.id.to_string())
+            .unwrap_or_default(),
+        repo: r.found.checkout.display().to_string(),
+        locked: lock_reason.is_some(),
+        dirty: held.changed + held.untracked > 0,
+        agent_short_id: r
+            .agent
+            .as_ref()
+            .map(|a| a.short_id.to_string())
+            .unwrap_or_default(),
+        lock_reason: lock_reason.unwrap_or_default(),
+        work: Some(work(&held)),
+        orphan: r.agent.is_none(),
+        base: r.base(),
+        agent_status: r.agent.as_ref().map_or(0, |a| status(a.status) as i32),
+        missing: !r.found.exists,
+        paths: inspection.map(|i| i.paths.clone()).unwrap_or_default(),
+    }
+}
+
+pub fn merged(m: Merged, checkout: &std::path::Path) -> pb::MergeAgentResponse {
+    let (result, branch, commit) = match m {
+        Merged::UpToDate => (pb::MergeResult::UpToDate, String::new(), String::new()),
+        Merged::FastForward { branch, commit } => (pb::MergeResult::FastForward, branch, commit),
+        Merged::Commit {
+            branch,
+            commit,
+            squashed,
+        } => (
+            if squashed {
+                pb::MergeResult::SquashCommit
+            } else {
+                pb::MergeResult::MergeCommit
+            },
+            branch,
+            commit,
+        ),
+    };
+    pb::MergeAgentResponse {
+        result: result as i32,
+        branch,
+        commit,
+        checkout: checkout.display().to_string(),
     }
 }
 

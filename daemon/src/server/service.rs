@@ -96,6 +96,8 @@ impl AgentService for AgentApi {
                 background: r.background,
                 max_turns: r.max_turns,
                 subagent_type: r.subagent_type,
+                base: r.base,
+                working_dir: String::new(),
                 parent_tool_use_id: String::new(),
             })
             .await?;
@@ -120,6 +122,7 @@ impl AgentService for AgentApi {
                     fork_tools: r.fork_tools.map(|t| t.names),
                     fork_profile: r.fork_profile,
                     background: r.background,
+                    base: r.base,
                 },
             )
             .await?;
@@ -219,9 +222,11 @@ impl AgentService for AgentApi {
         req: Request<pb::RemoveAgentRequest>,
     ) -> Result<Response<pb::RemoveAgentResponse>, Status> {
         let r = req.into_inner();
-        let id = self.sup.remove(&r.id, r.force).await?;
+        let (id, tree) = self.sup.remove(&r.id, r.force, r.discard_worktree).await?;
         Ok(Response::new(pb::RemoveAgentResponse {
             id: id.to_string(),
+            worktree_removed: tree.as_ref().is_some_and(|t| t.removed),
+            worktree: tree.map(|t| convert::worktree_report(&t.report)),
         }))
     }
 
@@ -288,14 +293,42 @@ impl AgentService for AgentApi {
         &self,
         _req: Request<pb::ListWorktreesRequest>,
     ) -> Result<Response<pb::ListWorktreesResponse>, Status> {
-        Err(AgentdError::not_yet("ListWorktrees").into())
+        let reports = self.sup.worktrees().await?;
+        Ok(Response::new(pb::ListWorktreesResponse {
+            worktrees: reports.iter().map(convert::worktree_report).collect(),
+        }))
     }
 
     async fn prune_worktrees(
         &self,
-        _req: Request<pb::PruneWorktreesRequest>,
+        req: Request<pb::PruneWorktreesRequest>,
     ) -> Result<Response<pb::PruneWorktreesResponse>, Status> {
-        Err(AgentdError::not_yet("PruneWorktrees").into())
+        let (removed, kept) = self.sup.prune_worktrees(req.into_inner().dry_run).await?;
+        Ok(Response::new(pb::PruneWorktreesResponse {
+            removed: removed.iter().map(convert::worktree_report).collect(),
+            kept: kept.iter().map(convert::worktree_report).collect(),
+        }))
+    }
+
+    async fn diff_agent(
+        &self,
+        req: Request<pb::DiffAgentRequest>,
+    ) -> Result<Response<pb::DiffAgentResponse>, Status> {
+        let r = req.into_inner();
+        let (diff, wt) = self.sup.diff_agent(&r.id, r.stat).await?;
+        Ok(Response::new(pb::DiffAgentResponse {
+            diff,
+            worktree: Some(convert::agent_worktree(&wt)),
+        }))
+    }
+
+    async fn merge_agent(
+        &self,
+        req: Request<pb::MergeAgentRequest>,
+    ) -> Result<Response<pb::MergeAgentResponse>, Status> {
+        let r = req.into_inner();
+        let (merged, checkout) = self.sup.merge_agent(&r.id, r.squash).await?;
+        Ok(Response::new(convert::merged(merged, &checkout)))
     }
 
     async fn get_usage(

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use prost::Message;
 
 use crate::domain::{
-    AgentId, AgentRecord, InboxItem, InboxKind, PermissionMode, PromptContext, QuerySource,
-    ResumeBlocked, ResumeBlockedReason, Role, ShortId, Status, StopReason, ToolName,
-    TranscriptEntry, Usage,
+    AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, PermissionMode, PromptContext,
+    QuerySource, ResumeBlocked, ResumeBlockedReason, Role, ShortId, Status, StopReason, ToolName,
+    TranscriptEntry, Usage, WorkSummary, WorktreeState,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
@@ -73,10 +73,8 @@ struct StoredAgent {
     // Tag 19 is retired: the transcript length is read from the transcript.
     #[prost(uint32, tag = "20")]
     tool_uses: u32,
-    #[prost(string, tag = "21")]
-    worktree_path: String,
-    #[prost(string, tag = "22")]
-    worktree_branch: String,
+    // Tags 21 and 22 (worktree path and branch as strings) are retired:
+    // agentd 0.1 never wrote them.
     #[prost(uint32, tag = "23")]
     depth: u32,
     #[prost(int64, tag = "24")]
@@ -97,6 +95,74 @@ struct StoredAgent {
     /// whether there is a parent.
     #[prost(int32, tag = "30")]
     query_source: i32,
+    #[prost(message, optional, tag = "31")]
+    worktree: Option<StoredWorktree>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredWorktree {
+    #[prost(string, tag = "1")]
+    path: String,
+    #[prost(string, tag = "2")]
+    branch: String,
+    #[prost(string, tag = "3")]
+    checkout: String,
+    #[prost(string, tag = "4")]
+    base: String,
+    #[prost(string, tag = "5")]
+    base_commit: String,
+    #[prost(bool, tag = "6")]
+    owned: bool,
+    /// 1 active, 2 kept, 3 removed.
+    #[prost(int32, tag = "7")]
+    state: i32,
+    #[prost(uint32, tag = "8")]
+    changed: u32,
+    #[prost(uint32, tag = "9")]
+    untracked: u32,
+    #[prost(uint32, tag = "10")]
+    ahead: u32,
+}
+
+fn stored_worktree(w: &AgentWorktree) -> StoredWorktree {
+    StoredWorktree {
+        path: w.path.display().to_string(),
+        branch: w.branch.clone(),
+        checkout: w.checkout.display().to_string(),
+        base: w.base.clone(),
+        base_commit: w.base_commit.clone(),
+        owned: w.owned,
+        state: match w.state {
+            WorktreeState::Active => 1,
+            WorktreeState::Kept => 2,
+            WorktreeState::Removed => 3,
+        },
+        changed: w.work.changed,
+        untracked: w.work.untracked,
+        ahead: w.work.ahead,
+    }
+}
+
+fn worktree_of(s: StoredWorktree) -> Result<AgentWorktree, Corrupt> {
+    Ok(AgentWorktree {
+        path: PathBuf::from(s.path),
+        branch: s.branch,
+        checkout: PathBuf::from(s.checkout),
+        base: s.base,
+        base_commit: s.base_commit,
+        owned: s.owned,
+        state: match s.state {
+            1 => WorktreeState::Active,
+            2 => WorktreeState::Kept,
+            3 => WorktreeState::Removed,
+            _ => return Err(Corrupt::Field("worktree state")),
+        },
+        work: WorkSummary {
+            changed: s.changed,
+            untracked: s.untracked,
+            ahead: s.ahead,
+        },
+    })
 }
 
 /// Only the status of a record: decoding skips every other field without
@@ -265,8 +331,7 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
         permission_mode: mode_number(r.permission_mode),
         max_turns: r.max_turns,
         tool_uses: r.tool_uses,
-        worktree_path: r.worktree_path.clone(),
-        worktree_branch: r.worktree_branch.clone(),
+        worktree: r.worktree.as_ref().map(stored_worktree),
         depth: r.depth,
         started_at_ms: r.started_at_ms,
         always_allowed: tool_names(&r.always_allowed),
@@ -335,8 +400,7 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         permission_mode: mode_of(s.permission_mode).ok_or(Corrupt::Field("permission mode"))?,
         max_turns: s.max_turns,
         tool_uses: s.tool_uses,
-        worktree_path: s.worktree_path,
-        worktree_branch: s.worktree_branch,
+        worktree: s.worktree.map(worktree_of).transpose()?,
         depth: s.depth,
         always_allowed: tools_of(&s.always_allowed),
         transcript_len: s.transcript_len,

@@ -11,6 +11,9 @@
 //! - `v1/names`: name ++ 0x00 ++ agent id → (): agents by name (`agents`)
 //! - `v1/children`: parent id ++ child id → (): agents by parent
 //! - `v1/short_ids`: short id → agent id, every short id ever issued
+//! - `v1/worktree_repos`: common git directory → (): every repository
+//!   agentd has made a worktree in, for `worktrees` and the startup sweep
+//!   (`repos`)
 //! - `meta`: `schema_version` → u32 big-endian (`migrate`)
 //!
 //! Durability (DESIGN §3): "acknowledged means durable". Every method named
@@ -31,6 +34,7 @@ mod error;
 mod health;
 mod inbox;
 mod migrate;
+mod repos;
 mod transcript;
 
 use std::collections::HashSet;
@@ -76,6 +80,7 @@ pub(crate) struct Trees {
     names: sled::Tree,
     children: sled::Tree,
     short_ids: sled::Tree,
+    worktree_repos: sled::Tree,
 }
 
 impl Trees {
@@ -100,6 +105,7 @@ impl Trees {
             names: db.open_tree("v1/names")?,
             children: db.open_tree("v1/children")?,
             short_ids: db.open_tree("v1/short_ids")?,
+            worktree_repos: db.open_tree("v1/worktree_repos")?,
             db,
         })
     }

@@ -8,11 +8,11 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::fork::{ForkRequest, Origin};
-use super::{NewAgent, Supervisor, short};
+use super::{NewAgent, Supervisor, notification, short};
 use crate::agent::fork::{self, PLACEHOLDER};
 use crate::agent::{OrchestrationCall, WaitEnd, types};
-use crate::domain::{AgentRecord, FORK_TYPE, Status, ToolName};
-use crate::error::AgentdError;
+use crate::domain::{AgentRecord, FORK_TYPE, Isolation, Status, ToolName};
+use crate::error::{AgentdError, quote};
 use crate::model::MessageBytes;
 use crate::tools::ToolOutput;
 
@@ -66,20 +66,31 @@ impl Supervisor {
         fork::recursion_guard(caller, &messages).map_err(ToolOutput::error)?;
         let description = field(input, "description")?;
         let prompt = field(input, "prompt")?;
-        for later in ["isolation", "working_dir"] {
-            if input.get(later).is_some_and(|v| !v.is_null()) {
+        let isolation = match optional_str(input, "isolation")? {
+            None => Isolation::None,
+            Some("worktree") => Isolation::Worktree,
+            Some(other) => {
                 return Err(ToolOutput::error(format!(
-                    "`{later}` is not available in this version of agentd; call Agent without it"
+                    "`isolation` must be \"worktree\" (got \"{}\"); leave it out to work in your own directory",
+                    quote(other)
                 )));
             }
-        }
+        };
+        let working_dir = optional_str(input, "working_dir")?
+            .unwrap_or("")
+            .to_string();
         let type_name = optional_str(input, "subagent_type")?.filter(|s| !s.is_empty());
         let forking = match type_name {
             Some(t) => t == FORK_TYPE,
             None => self.config.implicit_fork,
         };
         if forking {
-            return self.fork_for(call, description, prompt).await;
+            if !working_dir.is_empty() {
+                return Err(ToolOutput::error(
+                    "`working_dir` does not apply to forks: a fork works where its parent works, or in a worktree of its own with isolation \"worktree\"",
+                ));
+            }
+            return self.fork_for(call, description, prompt, isolation).await;
         }
         for fork_only in ["fork_turns", "fork_tools", "fork_profile"] {
             if input.get(fork_only).is_some_and(|v| !v.is_null()) {
@@ -117,6 +128,8 @@ impl Supervisor {
             subagent_type: agent_type.name.clone(),
             permission_mode: agent_type.permission_mode,
             parent_tool_use_id: call.tool_use_id.to_string(),
+            isolation,
+            working_dir,
             ..Default::default()
         };
         let prepared = self
@@ -139,7 +152,11 @@ impl Supervisor {
         let end = call.slot.lend_while(rx).await.ok();
         Ok(match end {
             Some(WaitEnd::Finished(rec)) => match rec.status {
-                Status::Completed => ToolOutput::ok(format!("{}\n\n(agent {id})", rec.result)),
+                Status::Completed => ToolOutput::ok(format!(
+                    "{}\n\n(agent {id}){}",
+                    rec.result,
+                    notification::kept_worktree_line(&rec)
+                )),
                 Status::Failed => ToolOutput::error(format!("Agent {id} failed: {}", rec.error)),
                 Status::Cancelled => ToolOutput::error(format!("Agent {id} was cancelled")),
                 other => ToolOutput::error(format!(
@@ -161,6 +178,7 @@ impl Supervisor {
         call: &OrchestrationCall<'_>,
         description: &str,
         directive: &str,
+        isolation: Isolation,
     ) -> Result<ToolOutput, ToolOutput> {
         let (caller, input) = (call.caller, call.input);
         if input.get("model").is_some_and(|v| !v.is_null()) {
@@ -205,8 +223,9 @@ impl Supervisor {
             fork_profile: optional_str(input, "fork_profile")?
                 .unwrap_or("")
                 .to_string(),
-            isolation: Default::default(),
+            isolation,
             background: true,
+            base: String::new(),
         };
         let origin = Origin::Call {
             tool_use_id: call.tool_use_id,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Supervisor, short};
+use super::{RemovedTree, Supervisor, short};
 use crate::agent::hub::StatusSnapshot;
 use crate::domain::{AgentId, AgentRecord, InboxItem, InboxKind, Status, now_ms};
 use crate::error::AgentdError;
@@ -148,6 +148,7 @@ impl Supervisor {
                 }
                 cancelled.status = Status::Cancelled;
                 cancelled.updated_at_ms = now_ms();
+                self.settle_worktree(&mut cancelled).await;
                 self.store.put_agent_durable(&cancelled).await?;
                 handle.hub.publish_status(StatusSnapshot::of(&cancelled));
             }
@@ -161,8 +162,15 @@ impl Supervisor {
     }
 
     /// Removes an agent's record and transcript. A live agent is refused
-    /// unless `force`, which cancels it first.
-    pub async fn remove(&self, query: &str, force: bool) -> Result<AgentId, AgentdError> {
+    /// unless `force`, which cancels it first. Its own worktree goes with
+    /// its branch if it holds no work (or `discard_worktree`); otherwise it
+    /// is kept, and the answer says what it holds.
+    pub async fn remove(
+        &self,
+        query: &str,
+        force: bool,
+        discard_worktree: bool,
+    ) -> Result<(AgentId, Option<RemovedTree>), AgentdError> {
         let record = self.resolve(query)?;
         let id = record.id;
         let handle = self.handle(&record)?;
@@ -176,10 +184,13 @@ impl Supervisor {
             }
             self.cancel(&id.to_string()).await?;
         }
+        // After a cancel, the record says what became of the tree.
+        let record = self.reload(&record)?;
+        let tree = self.remove_agent_tree(&record, discard_worktree).await?;
         self.store.remove_agent(id).await?;
         self.registry.remove(id);
         crate::tools::spool::Spool::new(&self.info.data_dir, id).remove();
         tracing::info!(agent = %id, "agent removed");
-        Ok(id)
+        Ok((id, tree))
     }
 }

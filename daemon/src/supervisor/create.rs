@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use super::{Supervisor, resolve};
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::types::AgentType;
-use crate::agent::{FanOutRole, Foreground, WaitEnd, context};
+use crate::agent::{FanOutRole, Foreground, WaitEnd, context, worktree_notice};
 use crate::domain::{
     AgentRecord, Isolation, PermissionMode, PromptContext, QuerySource, Role, TranscriptEntry,
     json_bytes, now_ms,
@@ -19,6 +19,7 @@ use crate::domain::{
 use crate::error::{AgentdError, quote};
 use crate::model::{ModelSpec, Provider};
 use crate::store::Append;
+use crate::worktree;
 
 /// Prompts larger than this are refused.
 pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
@@ -38,6 +39,12 @@ pub struct NewAgent {
     pub max_turns: u32,
     pub subagent_type: String,
     pub isolation: Isolation,
+    /// With worktree isolation: what to branch from (empty: the checkout's
+    /// HEAD).
+    pub base: String,
+    /// A registered worktree of the same repository to work in (the
+    /// `Agent` tool's `working_dir`); never created or removed by agentd.
+    pub working_dir: String,
     /// The parent's `Agent` call that asks for this agent.
     pub parent_tool_use_id: String,
 }
@@ -52,6 +59,8 @@ pub(super) struct Prepared {
     pub(super) entries: Vec<TranscriptEntry>,
     /// A fork's place among siblings launched together (`fanout`).
     pub(super) fan_out: FanOutRole,
+    /// The worktree to make before the agent is stored.
+    pub(super) worktree: Option<worktree::Plan>,
 }
 
 impl Supervisor {
@@ -63,11 +72,32 @@ impl Supervisor {
         parent: Option<&AgentRecord>,
         agent_type: Option<&AgentType>,
     ) -> Result<Prepared, AgentdError> {
-        self.admit("prompt", &req.prompt, &req.name, req.isolation)?;
+        self.admit("prompt", &req.prompt, &req.name)?;
         if parent.is_none() && !req.subagent_type.is_empty() {
             return Err(AgentdError::not_yet("subagent types for top-level agents"));
         }
-        let cwd = validate_cwd(&req.cwd)?;
+        let mut cwd = validate_cwd(&req.cwd)?;
+        let isolation = match agent_type {
+            Some(t) if req.isolation == Isolation::None => t.isolation,
+            _ => req.isolation,
+        };
+        if !req.base.trim().is_empty() && isolation != Isolation::Worktree {
+            return Err(AgentdError::invalid(
+                "a base applies only to worktree isolation (--worktree)",
+            ));
+        }
+        let pinned = if req.working_dir.trim().is_empty() {
+            None
+        } else {
+            if isolation == Isolation::Worktree {
+                return Err(AgentdError::invalid(
+                    "working_dir pins an existing worktree; it cannot be combined with isolation \"worktree\"",
+                ));
+            }
+            let (dir, wt) = worktree::pinned(req.working_dir.trim(), &cwd)?;
+            cwd = dir;
+            Some(wt)
+        };
         let model = match parent {
             // A child without its own model uses its parent's.
             Some(p) if req.model.trim().is_empty() => p.model.clone(),
@@ -80,8 +110,17 @@ impl Supervisor {
         }
 
         let (id, short_id) = self.store.issue_agent_id()?;
+        let plan = if isolation == Isolation::Worktree {
+            let base = Some(req.base.as_str()).filter(|b| !b.trim().is_empty());
+            let plan = worktree::plan(&cwd, base, short_id.as_str())?;
+            cwd = plan.cwd.clone();
+            Some(plan)
+        } else {
+            None
+        };
         let now = now_ms();
         let mut record = AgentRecord::new(id, short_id, now);
+        record.worktree = plan.as_ref().map(worktree::Plan::record).or(pinned);
         record.name = req.name.clone();
         record.description = if req.description.trim().is_empty() {
             describe(&req.prompt)
@@ -113,10 +152,15 @@ impl Supervisor {
         };
         record.depth = parent.map_or(0, |p| p.depth + 1);
         let prompt = context::render(&cwd, now, agent_type);
+        let mut content_json = json_bytes(&json!([{"type": "text", "text": req.prompt}]));
+        if let Some(wt) = record.worktree.as_ref().filter(|w| w.owned) {
+            content_json =
+                worktree_notice::append_to(&content_json, &worktree_notice::text(wt, &cwd));
+        }
         let first = TranscriptEntry {
             seq: 0,
             role: Role::User,
-            content_json: json_bytes(&json!([{"type": "text", "text": req.prompt}])),
+            content_json,
             created_at_ms: now,
             usage: None,
             stop_reason: None,
@@ -128,20 +172,14 @@ impl Supervisor {
             provider,
             entries: vec![first],
             fan_out: FanOutRole::Alone,
+            worktree: plan,
         })
     }
 
     /// The checks every new agent passes first: the daemon takes new
     /// agents, its first message (`what`: the prompt, a fork's directive)
-    /// is neither blank nor too big, its name is valid, and its isolation
-    /// is one this version has.
-    pub(super) fn admit(
-        &self,
-        what: &str,
-        text: &str,
-        name: &str,
-        isolation: Isolation,
-    ) -> Result<(), AgentdError> {
+    /// is neither blank nor too big, and its name is valid.
+    pub(super) fn admit(&self, what: &str, text: &str, name: &str) -> Result<(), AgentdError> {
         if self.shutdown.is_cancelled() {
             return Err(AgentdError::Unavailable("agentd is shutting down".into()));
         }
@@ -156,9 +194,6 @@ impl Supervisor {
         }
         if !name.is_empty() {
             resolve::validate_name(name)?;
-        }
-        if isolation == Isolation::Worktree {
-            return Err(AgentdError::not_yet("worktree isolation"));
         }
         Ok(())
     }
@@ -184,10 +219,15 @@ impl Supervisor {
             provider,
             entries,
             fan_out,
+            worktree,
         } = prepared;
         let id = record.id;
         record.transcript_len = entries.len() as u64;
-        self.store
+        if let Some(plan) = &worktree {
+            self.make_worktree(plan, &record).await?;
+        }
+        let stored = self
+            .store
             .append_durable(
                 id,
                 Append {
@@ -195,7 +235,11 @@ impl Supervisor {
                     ..Append::with_record(&entries, &record)
                 },
             )
-            .await?;
+            .await;
+        if let Err(e) = stored {
+            self.unmake_worktree(&record).await;
+            return Err(e.into());
+        }
         tracing::info!(agent = %id, short_id = %record.short_id, model = %record.model, parent = ?record.parent, "agent created");
         let _ = self.lifecycle.send(Lifecycle {
             agent: id,

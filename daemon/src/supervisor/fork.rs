@@ -12,13 +12,14 @@ use serde_json::json;
 
 use super::Supervisor;
 use super::create::{Prepared, describe};
-use crate::agent::{fork, fork_profile, turn_loop};
+use crate::agent::{fork, fork_profile, turn_loop, worktree_notice};
 use crate::domain::{
     AgentRecord, FORK_MAX_TURNS, FORK_TYPE, ForkTurns, Isolation, PromptContext, QuerySource, Role,
     ToolName, TranscriptEntry, json_bytes, now_ms, parse_tool_allowlist,
 };
 use crate::error::AgentdError;
 use crate::model::{MessageBytes, ModelSpec, Provider};
+use crate::worktree;
 
 /// A fork, as asked for.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +35,9 @@ pub struct ForkRequest {
     /// A profile's name, instead of `fork_tools`.
     pub fork_profile: String,
     pub isolation: Isolation,
+    /// With worktree isolation: what to branch from (empty: the parent
+    /// checkout's HEAD).
+    pub base: String,
     /// Nobody follows it in the foreground (always so for an agent's fork).
     pub background: bool,
 }
@@ -85,7 +89,12 @@ impl Supervisor {
         req: &ForkRequest,
         origin: Origin<'_>,
     ) -> Result<Prepared, AgentdError> {
-        self.admit("fork's directive", &req.directive, &req.name, req.isolation)?;
+        self.admit("fork's directive", &req.directive, &req.name)?;
+        if !req.base.trim().is_empty() && req.isolation != Isolation::Worktree {
+            return Err(AgentdError::invalid(
+                "a base applies only to worktree isolation (--worktree)",
+            ));
+        }
         let directive = req.directive.trim();
         let turns = ForkTurns::parse(&req.fork_turns).map_err(AgentdError::invalid)?;
         if req.fork_tools.is_some() && !req.fork_profile.is_empty() {
@@ -148,8 +157,15 @@ impl Supervisor {
         };
 
         let (id, short_id) = self.store.issue_agent_id()?;
+        let plan = if req.isolation == Isolation::Worktree {
+            let base = Some(req.base.as_str()).filter(|b| !b.trim().is_empty());
+            Some(worktree::plan(&parent.cwd, base, short_id.as_str())?)
+        } else {
+            None
+        };
         let now = now_ms();
         let mut record = AgentRecord::new(id, short_id, now);
+        record.worktree = plan.as_ref().map(worktree::Plan::record);
         record.name = req.name.clone();
         record.description = if req.description.trim().is_empty() {
             describe(directive)
@@ -164,7 +180,9 @@ impl Supervisor {
             record.parent_tool_use_id = tool_use_id.to_string();
         }
         record.model = parent.model.clone();
-        record.cwd = parent.cwd.clone();
+        record.cwd = plan
+            .as_ref()
+            .map_or_else(|| parent.cwd.clone(), |p| p.cwd.clone());
         record.max_turns = FORK_MAX_TURNS;
         record.permission_mode = parent.permission_mode;
         record.depth = parent.depth + 1;
@@ -204,6 +222,14 @@ impl Supervisor {
                 cache_point: m.cache_point.map(|p| p as u32),
             });
         }
+        // The notice goes after the directive, in the same message: the
+        // bytes before it stay the siblings' shared prefix.
+        if let (Some(wt), Some(last)) = (record.worktree.as_ref(), entries.last_mut()) {
+            last.content_json = worktree_notice::append_to(
+                &last.content_json,
+                &worktree_notice::text(wt, &record.cwd),
+            );
+        }
         tracing::info!(parent = %parent.id, fork = %id, inherited = kept.len(), "forking");
         Ok(Prepared {
             record,
@@ -211,6 +237,7 @@ impl Supervisor {
             provider,
             entries,
             fan_out: self.fan_outs.join(parent.id, last_seq, turns),
+            worktree: plan,
         })
     }
 }

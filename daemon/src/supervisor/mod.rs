@@ -17,6 +17,7 @@
 //! - `housekeeping`: timers (idle handles, healing after a full disk)
 //! - `fork`: forking an agent, and `fanout`: forks launched together
 //! - `usage`: what agents cost
+//! - `worktrees`: agents' git worktrees, from creation to removal
 
 mod asks;
 mod children;
@@ -36,6 +37,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 mod usage;
+mod worktrees;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,6 +60,7 @@ pub use create::{MAX_PROMPT_BYTES, NewAgent};
 pub use fork::ForkRequest;
 pub use registry::AgentHandle;
 pub use usage::{AgentUsage, UsageReport};
+pub use worktrees::{RemovedTree, WorktreeReport};
 
 /// Where the daemon serves, for `status`.
 #[derive(Debug, Clone)]
@@ -87,6 +90,9 @@ pub struct Supervisor {
     /// Forks launched together, until the first one's response starts.
     fan_outs: fanout::FanOuts,
     prices: PriceTable,
+    /// Held by every settlement, removal and merge of a worktree, so two
+    /// never race on one tree.
+    worktree_lock: tokio::sync::Mutex<()>,
 }
 
 impl Supervisor {
@@ -119,6 +125,7 @@ impl Supervisor {
             resume_later: std::sync::Mutex::new(Vec::new()),
             fan_outs: fanout::FanOuts::default(),
             prices: PriceTable::new(&config.prices, config.anthropic.cache_ttl),
+            worktree_lock: tokio::sync::Mutex::new(()),
             config,
         })
     }

@@ -7,7 +7,7 @@
 
 use crate::agent::Outcome;
 use crate::agent::lifecycle::TaskNotice;
-use crate::domain::{AgentRecord, InboxItem, InboxKind, now_ms};
+use crate::domain::{AgentRecord, AgentWorktree, InboxItem, InboxKind, WorktreeState, now_ms};
 
 /// Escapes text placed between XML-like tags, so a result cannot close
 /// the notification early.
@@ -15,6 +15,35 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+fn escape_attr(s: &str) -> String {
+    escape(s).replace('"', "&quot;")
+}
+
+/// The agent's own worktree if it was kept at its end (it holds work).
+pub(super) fn kept_worktree(child: &AgentRecord) -> Option<&AgentWorktree> {
+    child
+        .worktree
+        .as_ref()
+        .filter(|w| w.owned && w.state == WorktreeState::Kept)
+}
+
+/// What a parent waiting in the foreground is told of a kept worktree.
+pub(super) fn kept_worktree_line(child: &AgentRecord) -> String {
+    kept_worktree(child)
+        .map(|w| {
+            format!(
+                "\n\nIts worktree was kept: {} on branch {} (base {}), {}. Review it with `agentctl diff {}`; merge it with `agentctl merge {}`.",
+                w.path.display(),
+                w.branch,
+                crate::worktree::base_label(&w.base),
+                w.work,
+                child.short_id,
+                child.short_id
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// A notification, ready for the inbox and for watchers.
@@ -33,10 +62,20 @@ pub(super) fn task_notice(child: &AgentRecord, outcome: &Outcome) -> Notice {
     };
     let total_tokens = child.usage.total();
     let duration_ms = (child.updated_at_ms - child.started_at_ms).max(0) as u64;
-    let worktree = (!child.worktree_path.is_empty()).then(|| child.worktree_path.clone());
-    let worktree_line = worktree
-        .as_ref()
-        .map(|w| format!("<worktree>{}</worktree>\n", escape(w)))
+    let kept = kept_worktree(child);
+    let worktree = kept.map(|w| w.path.display().to_string());
+    let worktree_line = kept
+        .map(|w| {
+            format!(
+                "<worktree branch=\"{}\" base=\"{}\" changed=\"{}\" untracked=\"{}\" ahead=\"{}\">{}</worktree>\n",
+                escape_attr(&w.branch),
+                escape_attr(crate::worktree::base_label(&w.base)),
+                w.work.changed,
+                w.work.untracked,
+                w.work.ahead,
+                escape(&w.path.display().to_string())
+            )
+        })
         .unwrap_or_default();
     let text = format!(
         "<task-notification>\n<task-id>{id}</task-id>\n<status>{status}</status>\n<summary>Agent \"{desc}\" {status}</summary>\n<result>{result}</result>\n{worktree_line}<usage><total_tokens>{total_tokens}</total_tokens><tool_uses>{tool_uses}</tool_uses><duration_ms>{duration_ms}</duration_ms></usage>\n</task-notification>",
@@ -99,5 +138,34 @@ mod tests {
         child.status = Status::Failed;
         let n = task_notice(&child, &Outcome::Failed("boom".into()));
         assert!(n.item.text.contains("<result>Error: boom</result>"));
+        assert!(!n.item.text.contains("<worktree"));
+    }
+
+    #[test]
+    fn a_kept_worktree_is_in_the_notification() {
+        use crate::domain::WorkSummary;
+        let id = AgentId::random();
+        let mut child = AgentRecord::new(id, id.short_prefix(8), 1000);
+        child.status = Status::Completed;
+        child.worktree = Some(AgentWorktree {
+            path: "/r/.agentd/worktrees/x".into(),
+            branch: "agentd/x".into(),
+            checkout: "/r".into(),
+            base: "refs/heads/main".into(),
+            base_commit: String::new(),
+            owned: true,
+            state: WorktreeState::Kept,
+            work: WorkSummary {
+                changed: 2,
+                untracked: 1,
+                ahead: 0,
+            },
+        });
+        let n = task_notice(&child, &Outcome::Completed("done".into()));
+        assert!(n.item.text.contains("<worktree branch=\"agentd/x\" base=\"main\" changed=\"2\" untracked=\"1\" ahead=\"0\">/r/.agentd/worktrees/x</worktree>"), "{}", n.item.text);
+        assert_eq!(n.notice.worktree.as_deref(), Some("/r/.agentd/worktrees/x"));
+        child.worktree.as_mut().expect("set").state = WorktreeState::Removed;
+        let n = task_notice(&child, &Outcome::Completed("done".into()));
+        assert!(!n.item.text.contains("<worktree"));
     }
 }

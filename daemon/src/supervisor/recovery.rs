@@ -86,6 +86,7 @@ impl Supervisor {
             }
         }
         self.wake_idle_with_inbox().await?;
+        self.sweep_worktrees().await;
         Ok((resumed, blocked))
     }
 

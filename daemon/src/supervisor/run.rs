@@ -121,8 +121,14 @@ impl Supervisor {
     /// notification goes into its parent's inbox in the same transaction
     /// that records the end.
     async fn finish(self: &Arc<Self>, handle: &Arc<AgentHandle>, finished: Finished) {
-        let Finished { record, outcome } = finished;
+        let Finished {
+            mut record,
+            outcome,
+        } = finished;
         let id = record.id;
+        // Before the end is written: the record (and the notification)
+        // say what became of the tree.
+        self.settle_worktree(&mut record).await;
         let route = match handle.foreground() {
             Some(fg) => fg.end(),
             None => EndRoute::Notify,
@@ -231,7 +237,11 @@ impl Supervisor {
         {
             return Ok(false);
         }
-        match self.resumable(&record) {
+        let ready = match self.ready_worktree(&mut record).await {
+            Ok(()) => self.resumable(&record),
+            Err(blocked) => Err(blocked),
+        };
+        match ready {
             Ok((prompt, provider)) => {
                 record.resume_blocked = None;
                 record.started_at_ms = now_ms();

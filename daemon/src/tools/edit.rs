@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::paths::{optional_bool, required_str, required_string, resolve_field};
+use super::paths::{optional_bool, required_str, required_string};
 use super::{ToolContext, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
@@ -61,7 +61,7 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             "`old_string` and `new_string` are the same, so there is nothing to change.",
         ));
     }
-    let path = resolve_field(&ctx.cwd, "file_path", file_path)?;
+    let path = ctx.resolve("file_path", file_path)?;
 
     let bytes = tokio::fs::read(&path).await.map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ToolOutput::error(format!(

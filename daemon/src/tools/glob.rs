@@ -8,7 +8,7 @@ use ignore::WalkBuilder;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::paths::{optional_str, required_str, resolve_contained, resolve_field};
+use super::paths::{optional_str, required_str, resolve_contained};
 use super::{ToolContext, ToolOutput, ToolSpec};
 
 /// The most paths returned.
@@ -69,7 +69,7 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
     let pattern = required_str(input, "pattern")?;
     let dir = match optional_str(input, "path")? {
         Some(path) => {
-            let dir = resolve_field(&ctx.cwd, "path", path)?;
+            let dir = ctx.resolve("path", path)?;
             match tokio::fs::metadata(&dir).await {
                 Ok(meta) if meta.is_dir() => {}
                 Ok(_) => {
@@ -87,7 +87,7 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             }
             dir
         }
-        None => resolve_field(&ctx.cwd, "path", ".")?,
+        None => ctx.resolve("path", ".")?,
     };
 
     // Walk only the directories named literally at the start of the pattern,

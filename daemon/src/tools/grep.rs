@@ -11,9 +11,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::glob::walker;
-use super::paths::{
-    BINARY_SNIFF_BYTES, looks_binary, optional_bool, optional_str, required_str, resolve_field,
-};
+use super::paths::{BINARY_SNIFF_BYTES, looks_binary, optional_bool, optional_str, required_str};
 use super::read::truncate_line;
 use super::{ToolContext, ToolOutput, ToolSpec};
 
@@ -145,7 +143,7 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             whole_path: glob.contains('/'),
         }),
     };
-    let root = resolve_field(&ctx.cwd, "path", path.unwrap_or("."))?;
+    let root = ctx.resolve("path", path.unwrap_or("."))?;
     if tokio::fs::metadata(&root).await.is_err() {
         return Err(ToolOutput::error(format!(
             "Path does not exist: {}",

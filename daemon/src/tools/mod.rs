@@ -35,6 +35,10 @@ pub struct ToolContext {
     /// after a daemon crash the output so far can still be reported.
     pub spool: Option<PathBuf>,
     pub env: Arc<ToolEnv>,
+    /// For an agent in a worktree of its own: (the checkout it was made
+    /// from, the worktree's root), to tell a model that reaches into the
+    /// checkout where the same file is in its tree.
+    pub worktree_of: Option<(PathBuf, PathBuf)>,
 }
 
 impl ToolContext {
@@ -44,7 +48,28 @@ impl ToolContext {
             cancel,
             spool: None,
             env: Arc::default(),
+            worktree_of: None,
         }
+    }
+
+    /// Resolves the path in input field `field` inside the working
+    /// directory (`paths::resolve_contained`). A path into the checkout a
+    /// worktree agent was made from is refused with its translation.
+    pub(crate) fn resolve(&self, field: &str, given: &str) -> Result<PathBuf, ToolOutput> {
+        paths::resolve_contained(&self.cwd, given).map_err(|e| {
+            let hint = self
+                .worktree_of
+                .as_ref()
+                .and_then(|(checkout, tree)| paths::translate(given, checkout, tree))
+                .map(|t| {
+                    format!(
+                        " It points into the checkout this worktree was made from; the same path in your worktree is {}.",
+                        t.display()
+                    )
+                })
+                .unwrap_or_default();
+            ToolOutput::error(format!("Invalid `{field}`: {e}{hint}"))
+        })
     }
 }
 

@@ -123,8 +123,14 @@ fn resolve_existing_prefix(path: &Path) -> Result<PathBuf, String> {
 
 /// Resolves the path field `field` of a tool's input, turning a refusal into a
 /// tool error.
-pub(super) fn resolve_field(root: &Path, field: &str, given: &str) -> Result<PathBuf, ToolOutput> {
-    resolve_contained(root, given).map_err(|e| ToolOutput::error(format!("Invalid `{field}`: {e}")))
+/// `given`, an absolute path inside `checkout` but not inside `tree`, moved
+/// to the same place under `tree`.
+pub(super) fn translate(given: &str, checkout: &Path, tree: &Path) -> Option<PathBuf> {
+    let path = normalize_lexically(Path::new(given));
+    if !path.is_absolute() || path.starts_with(tree) {
+        return None;
+    }
+    path.strip_prefix(checkout).ok().map(|rest| tree.join(rest))
 }
 
 /// The JSON type of `value`, for error messages.
@@ -234,6 +240,18 @@ pub(super) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_path_into_the_parent_checkout_translates_to_the_worktree() {
+        let (checkout, tree) = (Path::new("/r"), Path::new("/r/.agentd/worktrees/a1"));
+        assert_eq!(
+            translate("/r/src/../src/lib.rs", checkout, tree),
+            Some(PathBuf::from("/r/.agentd/worktrees/a1/src/lib.rs"))
+        );
+        assert_eq!(translate("/r/.agentd/worktrees/a1/x", checkout, tree), None);
+        assert_eq!(translate("/elsewhere/x", checkout, tree), None);
+        assert_eq!(translate("src/lib.rs", checkout, tree), None);
+    }
 
     fn temp_root() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::paths::{BINARY_SNIFF_BYTES, looks_binary, optional_u64, required_str, resolve_field};
+use super::paths::{BINARY_SNIFF_BYTES, looks_binary, optional_u64, required_str};
 use super::{ToolContext, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: u64 = 2000;
@@ -67,7 +67,7 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
     if limit == 0 {
         return Err(ToolOutput::error("`limit` must be at least 1."));
     }
-    let path = resolve_field(&ctx.cwd, "file_path", file_path)?;
+    let path = ctx.resolve("file_path", file_path)?;
     let meta = tokio::fs::metadata(&path).await.map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             ToolOutput::error(format!("File does not exist: {}", path.display()))

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::paths::{required_str, required_string, resolve_field};
+use super::paths::{required_str, required_string};
 use super::{ToolContext, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
@@ -43,7 +43,7 @@ pub async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
 async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
     let file_path = required_str(input, "file_path")?;
     let content = required_string(input, "content")?;
-    let path = resolve_field(&ctx.cwd, "file_path", file_path)?;
+    let path = ctx.resolve("file_path", file_path)?;
 
     let existed = match tokio::fs::metadata(&path).await {
         Ok(meta) if meta.is_dir() => {

@@ -47,7 +47,7 @@ impl Plan {
 pub fn plan(cwd: &Path, base: Option<&str>, short_id: &str) -> Result<Plan, AgentdError> {
     let repo = Repository::discover(cwd).map_err(|_| {
         AgentdError::precondition(format!(
-            "--worktree needs a git repository, and {} is not inside one; run it from a checkout or drop --worktree",
+            "worktree isolation needs a git repository, and {} is not inside one; start from a checkout, or without worktree isolation",
             cwd.display()
         ))
     })?;

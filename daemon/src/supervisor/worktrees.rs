@@ -1,0 +1,453 @@
+//! Agents' worktrees as the supervisor runs them (DESIGN §9): made before
+//! the agent is stored, locked while it runs, settled when it ends (removed
+//! with its branch when it holds no work, kept otherwise), made again when
+//! an agent whose clean tree was removed is continued; the startup sweep,
+//! `worktrees`, prune, diff, merge and what `rm` does with a tree.
+//!
+//! git work runs on the blocking pool. Every settlement and removal holds
+//! `Supervisor::worktree_lock`, so two of them never race on one tree; the
+//! check for work is made inside `worktree::remove`, under the tree's own
+//! git lock, immediately before anything is deleted.
+
+use std::path::PathBuf;
+
+use super::{Supervisor, short};
+use crate::domain::{
+    AgentRecord, AgentWorktree, ResumeBlocked, ResumeBlockedReason, Status, WorkSummary,
+    WorktreeState,
+};
+use crate::error::AgentdError;
+use crate::worktree::{self, Found, Inspection, Merged, Plan, Settled, Target};
+
+/// One agentd worktree, with its agent (None: an orphan) and what it holds.
+#[derive(Clone, Debug)]
+pub struct WorktreeReport {
+    pub found: Found,
+    pub agent: Option<AgentRecord>,
+    /// None when it could not be inspected (its directory is gone).
+    pub inspection: Option<Inspection>,
+}
+
+impl WorktreeReport {
+    pub fn base(&self) -> String {
+        self.agent
+            .as_ref()
+            .and_then(|a| a.worktree.as_ref())
+            .map(|w| worktree::base_label(&w.base).to_string())
+            .unwrap_or_default()
+    }
+}
+
+/// What `rm` did with an agent's worktree.
+#[derive(Clone, Debug)]
+pub struct RemovedTree {
+    pub report: WorktreeReport,
+    pub removed: bool,
+}
+
+/// Runs blocking git work on the blocking pool.
+async fn git<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, AgentdError> + Send + 'static,
+) -> Result<T, AgentdError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| AgentdError::precondition(format!("git work failed: {e}")))?
+}
+
+fn target_of(record: &AgentRecord, wt: &AgentWorktree) -> Target {
+    Target {
+        checkout: wt.checkout.clone(),
+        name: record.short_id.to_string(),
+        path: wt.path.clone(),
+        branch: wt.branch.clone(),
+        base: wt.base.clone(),
+        base_commit: wt.base_commit.clone(),
+    }
+}
+
+fn orphan_target(found: &Found) -> Target {
+    Target {
+        checkout: found.checkout.clone(),
+        name: found.name.clone(),
+        path: found.path.clone(),
+        branch: found.branch.clone(),
+        base: String::new(),
+        base_commit: String::new(),
+    }
+}
+
+impl Supervisor {
+    /// Makes the planned worktree for `record` (which is not stored yet):
+    /// its repository is recorded first, so a crash between the two leaves
+    /// an orphan the startup sweep finds.
+    pub(super) async fn make_worktree(
+        &self,
+        plan: &Plan,
+        record: &AgentRecord,
+    ) -> Result<(), AgentdError> {
+        let common = worktree::common_dir_of(&plan.checkout).ok_or_else(|| {
+            AgentdError::precondition(format!(
+                "{} is no longer a git checkout",
+                plan.checkout.display()
+            ))
+        })?;
+        self.store.remember_repo_durable(&common).await?;
+        let plan = plan.clone();
+        let reason = worktree::running_reason(record.short_id.as_str(), &record.name);
+        git(move || worktree::create(&plan, &reason)).await
+    }
+
+    /// Removes the tree made for an agent whose record could not be stored
+    /// (it is fresh: nothing in it is anybody's work).
+    pub(super) async fn unmake_worktree(&self, record: &AgentRecord) {
+        let Some(wt) = record.worktree.as_ref().filter(|w| w.owned) else {
+            return;
+        };
+        let target = target_of(record, wt);
+        let _guard = self.worktree_lock.lock().await;
+        if let Err(e) = git(move || worktree::remove_if_clean(&target)).await {
+            tracing::warn!(agent = %record.id, error = %e, "cannot remove the worktree of an agent that was not stored");
+        }
+    }
+
+    /// At the end of a run: a terminal agent's own tree is removed with
+    /// its branch if it holds no work, else kept (and `record` says what it
+    /// holds); an agent that stops otherwise (paused) has its lock lifted.
+    /// An agent interrupted by a shutdown keeps its lock: it resumes.
+    pub(super) async fn settle_worktree(&self, record: &mut AgentRecord) {
+        let Some(wt) = record.worktree.clone().filter(|w| w.owned) else {
+            return;
+        };
+        if wt.state != WorktreeState::Active {
+            return;
+        }
+        if !record.status.is_terminal() {
+            if record.status != Status::Interrupted {
+                let (checkout, name) = (wt.checkout.clone(), record.short_id.to_string());
+                if let Err(e) = git(move || worktree::unlock(&checkout, &name)).await {
+                    tracing::warn!(agent = %record.id, error = %e, "cannot unlock the worktree");
+                }
+            }
+            return;
+        }
+        let target = target_of(record, &wt);
+        let settled = {
+            let _guard = self.worktree_lock.lock().await;
+            git(move || worktree::remove_if_clean(&target)).await
+        };
+        let (state, work) = match settled {
+            Ok(Settled::Removed(_) | Settled::Gone) => {
+                (WorktreeState::Removed, WorkSummary::default())
+            }
+            Ok(Settled::Kept(i)) => (WorktreeState::Kept, i.work),
+            Ok(Settled::Untouchable(why)) => {
+                tracing::warn!(agent = %record.id, why, "the agent's worktree was left as it is");
+                (WorktreeState::Kept, WorkSummary::default())
+            }
+            Err(e) => {
+                tracing::warn!(agent = %record.id, error = %e, "cannot check the agent's worktree; keeping it");
+                (WorktreeState::Kept, WorkSummary::default())
+            }
+        };
+        if let Some(w) = record.worktree.as_mut() {
+            w.state = state;
+            w.work = work;
+        }
+        if state == WorktreeState::Kept {
+            tracing::info!(agent = %record.id, path = %wt.path.display(), %work, "worktree kept");
+        }
+    }
+
+    /// Before an existing agent runs again: its tree is there and locked
+    /// for it, or made again if agentd removed it clean (its branch went
+    /// with it, so nothing can be lost by making it anew). A tree that is
+    /// gone while its branch remains, or a pinned tree that is gone, blocks
+    /// the resume.
+    pub(super) async fn ready_worktree(
+        &self,
+        record: &mut AgentRecord,
+    ) -> Result<(), ResumeBlocked> {
+        let Some(wt) = record.worktree.clone() else {
+            return Ok(());
+        };
+        let missing = |detail: String| ResumeBlocked {
+            reason: ResumeBlockedReason::WorktreeMissing,
+            detail,
+        };
+        let name = record.short_id.to_string();
+        let reason = worktree::running_reason(&name, &record.name);
+        if !wt.owned {
+            return if wt.path.is_dir() {
+                Ok(())
+            } else {
+                Err(missing(format!(
+                    "the pinned worktree {} is gone",
+                    wt.path.display()
+                )))
+            };
+        }
+        if wt.path.is_dir() {
+            let (checkout, lock_reason) = (wt.checkout.clone(), reason);
+            if let Err(e) = git(move || worktree::lock(&checkout, &name, &lock_reason)).await {
+                tracing::warn!(agent = %record.id, error = %e, "cannot lock the worktree; running anyway");
+            }
+        } else {
+            let (w, n) = (wt.clone(), name.clone());
+            let branch_gone = git(move || {
+                Ok(git2::Repository::open(&w.checkout)
+                    .map(|r| r.find_branch(&w.branch, git2::BranchType::Local).is_err())
+                    .unwrap_or(false))
+            })
+            .await
+            .unwrap_or(false);
+            if !branch_gone {
+                return Err(missing(format!(
+                    "its worktree {} is gone but its branch {} is still there; make the tree again with `git worktree add {} {}` and continue it",
+                    wt.path.display(),
+                    wt.branch,
+                    wt.path.display(),
+                    wt.branch
+                )));
+            }
+            let w = wt.clone();
+            let _guard = self.worktree_lock.lock().await;
+            git(move || worktree::recreate(&w, &n, &reason))
+                .await
+                .map_err(|e| missing(format!("its worktree cannot be made again: {e}")))?;
+        }
+        if let Some(w) = record.worktree.as_mut() {
+            w.state = WorktreeState::Active;
+            w.work = WorkSummary::default();
+        }
+        Ok(())
+    }
+
+    /// Every agentd worktree of every repository agentd has used.
+    pub async fn worktrees(&self) -> Result<Vec<WorktreeReport>, AgentdError> {
+        let mut reports = Vec::new();
+        for common in self.store.worktree_repos()? {
+            let listed = {
+                let c = common.clone();
+                git(move || worktree::agentd_worktrees(&c)).await
+            };
+            let found = match listed {
+                Ok(f) => f,
+                Err(e) => {
+                    tracing::warn!(repo = %common.display(), error = %e, "cannot list the repository's worktrees");
+                    continue;
+                }
+            };
+            for f in found {
+                reports.push(self.report(f).await?);
+            }
+        }
+        Ok(reports)
+    }
+
+    async fn report(&self, found: Found) -> Result<WorktreeReport, AgentdError> {
+        let agent = match crate::domain::ShortId::from_stored(&found.name) {
+            Some(short) => match self.store.agent_by_short_id(&short)? {
+                Some(id) => self.store.get_agent(id)?,
+                None => None,
+            },
+            None => None,
+        };
+        let (base, base_commit) = agent
+            .as_ref()
+            .and_then(|a| a.worktree.as_ref())
+            .map(|w| (w.base.clone(), w.base_commit.clone()))
+            .unwrap_or_default();
+        let inspection = if found.exists {
+            let (path, branch) = (found.path.clone(), found.branch.clone());
+            git(move || worktree::work_in(&path, &branch, &base, &base_commit))
+                .await
+                .ok()
+        } else {
+            None
+        };
+        Ok(WorktreeReport {
+            found,
+            agent,
+            inspection,
+        })
+    }
+
+    /// Removes orphans that hold no work and nobody else locked (with
+    /// `dry_run`, only says which). Returns (removed, kept).
+    pub async fn prune_worktrees(
+        &self,
+        dry_run: bool,
+    ) -> Result<(Vec<WorktreeReport>, Vec<WorktreeReport>), AgentdError> {
+        let (mut removed, mut kept) = (Vec::new(), Vec::new());
+        let _guard = self.worktree_lock.lock().await;
+        for report in self.worktrees().await? {
+            if report.agent.is_some() {
+                continue;
+            }
+            let someone_elses = report
+                .inspection
+                .as_ref()
+                .and_then(|i| i.locked.as_ref())
+                .is_some_and(|r| !r.starts_with(worktree::LOCK_PREFIX));
+            if dry_run {
+                let clean = report
+                    .inspection
+                    .as_ref()
+                    .is_some_and(|i| i.work.is_empty());
+                if clean && !someone_elses || !report.found.exists {
+                    removed.push(report);
+                } else {
+                    kept.push(report);
+                }
+                continue;
+            }
+            let target = orphan_target(&report.found);
+            match git(move || worktree::remove_if_clean(&target)).await {
+                Ok(Settled::Removed(_) | Settled::Gone) => removed.push(report),
+                Ok(Settled::Kept(i)) => kept.push(WorktreeReport {
+                    inspection: Some(i),
+                    ..report
+                }),
+                Ok(Settled::Untouchable(_)) => kept.push(report),
+                Err(e) => {
+                    tracing::warn!(path = %report.found.path.display(), error = %e, "cannot check an orphaned worktree; keeping it");
+                    kept.push(report);
+                }
+            }
+        }
+        Ok((removed, kept))
+    }
+
+    /// At start: orphans without work are removed, the rest logged (and
+    /// listed by `agentctl worktrees`).
+    pub(super) async fn sweep_worktrees(&self) {
+        match self.prune_worktrees(false).await {
+            Ok((removed, kept)) => {
+                for r in &removed {
+                    tracing::info!(path = %r.found.path.display(), "removed an orphaned worktree that held no work");
+                }
+                for k in &kept {
+                    tracing::warn!(path = %k.found.path.display(), "kept an orphaned worktree (it holds work or someone locked it); see `agentctl worktrees`");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot sweep worktrees"),
+        }
+    }
+
+    /// What `rm` does with the agent's own tree (the agent is no longer
+    /// live): removed with its branch when it holds no work or `discard`;
+    /// kept otherwise. None when it has no tree left.
+    pub(super) async fn remove_agent_tree(
+        &self,
+        record: &AgentRecord,
+        discard: bool,
+    ) -> Result<Option<RemovedTree>, AgentdError> {
+        let Some(wt) = record.worktree.clone().filter(|w| w.owned) else {
+            return Ok(None);
+        };
+        if wt.state == WorktreeState::Removed && !wt.path.exists() {
+            return Ok(None);
+        }
+        let target = target_of(record, &wt);
+        let found = Found {
+            name: target.name.clone(),
+            path: wt.path.clone(),
+            checkout: wt.checkout.clone(),
+            branch: wt.branch.clone(),
+            exists: wt.path.is_dir(),
+        };
+        let _guard = self.worktree_lock.lock().await;
+        let settled = git(move || {
+            if discard {
+                worktree::discard(&target)
+            } else {
+                worktree::remove_if_clean(&target)
+            }
+        })
+        .await?;
+        let (inspection, removed) = match settled {
+            Settled::Removed(i) => (Some(i), true),
+            Settled::Gone => (None, true),
+            Settled::Kept(i) => (Some(i), false),
+            Settled::Untouchable(why) => {
+                return Err(AgentdError::precondition(format!(
+                    "agent {}'s worktree {} cannot be removed: {why}; nothing was removed",
+                    short(record),
+                    wt.path.display()
+                )));
+            }
+        };
+        Ok(Some(RemovedTree {
+            report: WorktreeReport {
+                found,
+                agent: Some(record.clone()),
+                inspection,
+            },
+            removed,
+        }))
+    }
+
+    /// `agentctl diff`.
+    pub async fn diff_agent(
+        &self,
+        query: &str,
+        stat: bool,
+    ) -> Result<(String, AgentWorktree), AgentdError> {
+        let record = self.resolve(query)?;
+        let wt = self.tree_of(&record)?;
+        let w = wt.clone();
+        let text = git(move || worktree::diff(&w, stat)).await?;
+        Ok((text, wt))
+    }
+
+    /// `agentctl merge`: the agent must have ended or paused.
+    pub async fn merge_agent(
+        &self,
+        query: &str,
+        squash: bool,
+    ) -> Result<(Merged, PathBuf), AgentdError> {
+        let record = self.resolve(query)?;
+        let wt = self.tree_of(&record)?;
+        if !wt.owned {
+            return Err(AgentdError::precondition(format!(
+                "agent {} works in a pinned worktree ({}), not one of its own; merge its branch {} with git",
+                short(&record),
+                wt.path.display(),
+                wt.branch
+            )));
+        }
+        if record.status.is_live() || self.handle(&record)?.is_running() {
+            return Err(AgentdError::precondition(format!(
+                "agent {} is {}; merge it once it has stopped (`agentctl wait {}`)",
+                short(&record),
+                record.status,
+                short(&record)
+            )));
+        }
+        let label = if record.description.is_empty() {
+            format!("agent {}", short(&record))
+        } else {
+            format!("agent {}: {}", short(&record), record.description)
+        };
+        let _guard = self.worktree_lock.lock().await;
+        let w = wt.clone();
+        let merged = git(move || worktree::merge(&w, squash, &label)).await?;
+        Ok((merged, wt.checkout))
+    }
+
+    fn tree_of(&self, record: &AgentRecord) -> Result<AgentWorktree, AgentdError> {
+        let wt = record.worktree.clone().ok_or_else(|| {
+            AgentdError::precondition(format!(
+                "agent {} has no worktree (start agents with --worktree to get one)",
+                short(record)
+            ))
+        })?;
+        if wt.state == WorktreeState::Removed && !wt.path.exists() {
+            return Err(AgentdError::precondition(format!(
+                "agent {} ended with no changes, so its worktree was removed",
+                short(record)
+            )));
+        }
+        Ok(wt)
+    }
+}
