@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub mod forking;
+pub mod gitrepo;
 pub mod mock;
 pub mod script;
 

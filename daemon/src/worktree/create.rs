@@ -138,7 +138,12 @@ pub fn plan(cwd: &Path, base: Option<&str>, short_id: &str) -> Result<Plan, Agen
     }
     Ok(Plan {
         name: short_id.to_string(),
-        cwd: path.join(relative),
+        // `join("")` would add a trailing separator.
+        cwd: if relative.as_os_str().is_empty() {
+            path.clone()
+        } else {
+            path.join(relative)
+        },
         checkout,
         path,
         branch,

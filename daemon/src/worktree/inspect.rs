@@ -64,7 +64,9 @@ pub fn work_in(
         .and_then(|r| git2::Worktree::open_from_repository(&r).ok())
         .and_then(|wt| wt.is_locked().ok())
         .and_then(|l| match l {
-            git2::WorktreeLockStatus::Locked(reason) => Some(reason.unwrap_or_default()),
+            git2::WorktreeLockStatus::Locked(reason) => {
+                Some(reason.unwrap_or_default().trim().to_string())
+            }
             git2::WorktreeLockStatus::Unlocked => None,
         });
     Ok(Inspection {

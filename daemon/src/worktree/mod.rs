@@ -98,7 +98,7 @@ pub fn lock(checkout: &Path, name: &str, reason: &str) -> Result<(), AgentdError
         .map_err(|e| git_error("cannot read the lock", e))?
     {
         git2::WorktreeLockStatus::Locked(held) => {
-            let held = held.unwrap_or_default();
+            let held = held.unwrap_or_default().trim().to_string();
             if held == reason {
                 return Ok(());
             }

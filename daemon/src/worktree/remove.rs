@@ -79,7 +79,7 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
         .is_locked()
         .map_err(|e| git_error("cannot read the lock", e))?
     {
-        let reason = reason.unwrap_or_default();
+        let reason = reason.unwrap_or_default().trim().to_string();
         if !reason.starts_with(LOCK_PREFIX) {
             return Ok(Settled::Untouchable(format!(
                 "locked by someone else ({reason:?})"

@@ -41,6 +41,11 @@ fn a_tree_on_its_own_branch_locked_and_excluded_leaving_the_checkout_alone() {
     let before = snapshot(&repo);
     let (plan, wt) = make(&repo, "0a1b2c3d");
     assert_eq!(plan.path, repo.root.join(".agentd/worktrees/0a1b2c3d"));
+    assert_eq!(
+        plan.cwd.as_os_str(),
+        plan.path.as_os_str(),
+        "no trailing separator"
+    );
     assert_eq!(wt.branch, "agentd/0a1b2c3d");
     assert_eq!(wt.base, "refs/heads/main");
     assert_eq!(
