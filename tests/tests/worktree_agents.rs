@@ -342,3 +342,57 @@ fn a_fork_in_a_worktree_keeps_its_parents_bytes_and_gets_the_notice_after_its_di
     assert_eq!(fork["worktree"]["state"], "removed");
     assert!(!Path::new(&tree).exists());
 }
+
+#[test]
+fn a_tree_stays_while_a_child_started_in_it_still_runs() {
+    let mock = MockServer::start();
+    let (env, repo) = world(&mock);
+    parent_calls_agent(
+        &mock,
+        json!({"description": "slow", "prompt": "CHILD take your time", "run_in_background": true}),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("CHILD"),
+        Reply::Message(MockMessage::text("CHILD done").delay_start(Duration::from_millis(1_500))),
+    );
+    let _daemon = env.start_daemon();
+    let parent = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--worktree",
+            "--model",
+            MODEL,
+            "--name",
+            "boss",
+            "PARENT delegate",
+        ])
+        .stdout
+        .trim()
+        .to_string();
+    env.wait_for_agent(&parent, "the parent ended", |a| a["status"] == "completed");
+    let p = agent_named(&env, &parent);
+    let tree = PathBuf::from(p["worktree"]["path"].as_str().unwrap());
+    let kids = env.ctl(&["list", "--all", "--json"]).expect_code(0).json();
+    let child = kids
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["parent_id"] == p["id"])
+        .unwrap()
+        .clone();
+    assert_eq!(
+        child["cwd"],
+        tree.display().to_string(),
+        "the child works in its parent's tree"
+    );
+    assert!(tree.exists(), "not removed under a running child");
+    assert_eq!(p["worktree"]["state"], "kept");
+    let out = env.ctl(&["rm", &parent]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("works in agent"), "{}", out.stderr);
+    env.ctl(&["wait", child["id"].as_str().unwrap()])
+        .expect_code(0);
+    assert!(tree.exists());
+    let _ = repo;
+}

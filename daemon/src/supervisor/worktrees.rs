@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use super::{Supervisor, short};
 use crate::domain::{
-    AgentRecord, AgentWorktree, ResumeBlocked, ResumeBlockedReason, Status, WorkSummary,
+    AgentId, AgentRecord, AgentWorktree, ResumeBlocked, ResumeBlockedReason, Status, WorkSummary,
     WorktreeState,
 };
 use crate::error::AgentdError;
@@ -130,6 +130,15 @@ impl Supervisor {
             }
             return;
         }
+        if let Some(user) = self.tree_user(&wt.path, Some(record.id)) {
+            // A child started in this tree (it inherited the agent's
+            // directory) has not ended: the tree stays for it.
+            tracing::info!(agent = %record.id, user = %user.id, "worktree kept: another agent works in it");
+            if let Some(w) = record.worktree.as_mut() {
+                w.state = WorktreeState::Kept;
+            }
+            return;
+        }
         let target = target_of(record, &wt);
         let settled = {
             let _guard = self.worktree_lock.lock().await;
@@ -222,6 +231,19 @@ impl Supervisor {
         Ok(())
     }
 
+    /// An agent other than `except` that has not ended and whose working
+    /// directory lies inside `tree`.
+    fn tree_user(&self, tree: &std::path::Path, except: Option<AgentId>) -> Option<AgentRecord> {
+        let ids = self
+            .store
+            .ids_by_status(|s| !s.is_terminal())
+            .unwrap_or_default();
+        ids.into_iter()
+            .filter(|id| Some(*id) != except)
+            .filter_map(|id| self.store.get_agent(id).ok().flatten())
+            .find(|a| a.cwd.starts_with(tree))
+    }
+
     /// Every agentd worktree of every repository agentd has used.
     pub async fn worktrees(&self) -> Result<Vec<WorktreeReport>, AgentdError> {
         let mut reports = Vec::new();
@@ -281,7 +303,12 @@ impl Supervisor {
         let (mut removed, mut kept) = (Vec::new(), Vec::new());
         let _guard = self.worktree_lock.lock().await;
         for report in self.worktrees().await? {
-            if report.agent.is_some() {
+            // Only trees agentd names (a short id) can be its orphans; a
+            // tree someone else put under .agentd/worktrees is theirs.
+            if report.agent.is_some()
+                || crate::domain::ShortId::from_stored(&report.found.name).is_none()
+                || self.tree_user(&report.found.path, None).is_some()
+            {
                 continue;
             }
             let someone_elses = report
@@ -347,6 +374,13 @@ impl Supervisor {
         };
         if wt.state == WorktreeState::Removed && !wt.path.exists() {
             return Ok(None);
+        }
+        if let Some(user) = self.tree_user(&wt.path, Some(record.id)) {
+            return Err(AgentdError::precondition(format!(
+                "agent {} works in agent {}'s worktree and has not ended; stop it first",
+                user.short_id,
+                short(record)
+            )));
         }
         let target = target_of(record, &wt);
         let found = Found {
