@@ -108,20 +108,13 @@ fn a_child_in_a_worktree_is_told_refused_the_parents_checkout_and_reported_with_
     );
 
     let child_reqs = requests_of(&mock, "CHILD");
+    let parent_id = agent_named(&env, &parent)["id"].clone();
     let child = env.ctl(&["list", "--all", "--json"]).expect_code(0).json();
     let child = child
         .as_array()
         .unwrap()
         .iter()
-        .find(|a| {
-            a["parent_id"].as_str()
-                == Some(
-                    &agent_named(&env, &parent)["id"]
-                        .as_str()
-                        .unwrap()
-                        .to_string(),
-                )
-        })
+        .find(|a| a["parent_id"] == parent_id)
         .unwrap()
         .clone();
     let short = child["short_id"].as_str().unwrap();
@@ -395,4 +388,72 @@ fn a_tree_stays_while_a_child_started_in_it_still_runs() {
         .expect_code(0);
     assert!(tree.exists());
     let _ = repo;
+}
+
+#[test]
+fn a_worktree_agents_isolated_child_gets_a_tree_beside_it_not_inside() {
+    let mock = MockServer::start();
+    let (env, repo) = world(&mock);
+    parent_calls_agent(
+        &mock,
+        json!({"description": "nested", "prompt": "CHILD in a tree of your own", "isolation": "worktree"}),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("CHILD") && n_messages(r) == 1,
+        Reply::tool(
+            "w",
+            "Write",
+            json!({"file_path": "inner.txt", "content": "inner work\n"}),
+        ),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("CHILD"),
+        Reply::text("CHILD done"),
+    );
+    let _daemon = env.start_daemon();
+    let parent = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--worktree",
+            "--model",
+            MODEL,
+            "--name",
+            "boss",
+            "PARENT delegate",
+        ])
+        .stdout
+        .trim()
+        .to_string();
+    env.ctl(&["wait", &parent]).expect_code(0);
+    let p = agent_named(&env, &parent);
+    let kids = env.ctl(&["list", "--all", "--json"]).expect_code(0).json();
+    let child = kids
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["parent_id"] == p["id"])
+        .unwrap()
+        .clone();
+    let outer = p["worktree"]["path"].as_str().unwrap().to_string();
+    let inner = child["worktree"]["path"].as_str().unwrap().to_string();
+    assert_eq!(
+        Path::new(&inner).parent().unwrap(),
+        repo.join(".agentd/worktrees")
+    );
+    assert_eq!(
+        child["worktree"]["checkout"], outer,
+        "it merges back into its parent's tree"
+    );
+    assert_eq!(
+        child["worktree"]["base"],
+        format!("agentd/{}", p["short_id"].as_str().unwrap())
+    );
+    // The parent changed nothing: its tree went; the child's work did not.
+    assert_eq!(p["worktree"]["state"], "removed");
+    assert!(!Path::new(&outer).exists());
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&inner).join("inner.txt")).unwrap(),
+        "inner work\n"
+    );
 }

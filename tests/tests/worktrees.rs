@@ -154,7 +154,10 @@ fn two_agents_started_together_get_their_own_trees_and_the_checkout_is_untouched
     );
     assert!(!repo.join("agent-work.txt").exists());
     let exclude = std::fs::read_to_string(repo.join(".git/info/exclude")).unwrap();
-    assert!(exclude.lines().any(|l| l == ".agentd/"), "{exclude}");
+    assert!(
+        exclude.lines().any(|l| l == "/.agentd/worktrees/"),
+        "{exclude}"
+    );
 }
 
 #[test]
@@ -408,7 +411,9 @@ fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
     wait_ended(&env, &id);
     daemon.kill9();
     // Orphans as a crash between making a tree and storing its agent
-    // leaves them: locked by agentd for an agent nobody recorded.
+    // leaves them: marked and locked by agentd for an agent nobody
+    // recorded.
+    let head = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
     let make = |short: &str| {
         let tree = tree_of(&repo, short);
         git(
@@ -432,6 +437,11 @@ fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
                 tree.to_str().unwrap(),
             ],
         );
+        std::fs::write(
+            repo.join(".git/worktrees").join(short).join("agentd"),
+            format!("base refs/heads/main\ncommit {head}\n"),
+        )
+        .unwrap();
         tree
     };
     let clean = make("0abc0001");
@@ -449,12 +459,29 @@ fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
             theirs.to_str().unwrap(),
         ],
     );
+    // A person's own clean trees under .agentd/worktrees, unmarked: theirs.
+    let persons = tree_of(&repo, "0abc0004");
+    git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "mine",
+            persons.to_str().unwrap(),
+        ],
+    );
     let _daemon = env.start_daemon();
+    assert!(
+        persons.exists(),
+        "a tree agentd did not make is never swept"
+    );
     assert!(!clean.exists(), "a clean orphan is swept");
     assert!(!agentd_branches(&repo).contains(&"agentd/0abc0001".to_string()));
     assert!(dirty.exists() && theirs.exists());
     let list = worktrees(&env);
-    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!(list.len(), 3, "{list:?}");
     assert!(
         listed(&list, &dirty).unwrap()["state"]
             .as_array()
@@ -470,6 +497,9 @@ fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
         .expect_code(0)
         .json();
     assert!(dry["removed"].as_array().unwrap().is_empty(), "{dry}");
+    env.ctl(&["worktrees", "prune"]).expect_code(0);
+    assert!(persons.exists() && dirty.exists() && theirs.exists());
+    assert!(git(&repo, &["branch", "--list", "mine"]).contains("mine"));
 }
 
 #[test]
@@ -637,6 +667,11 @@ fn bad_worktree_requests_are_clear_errors_that_make_nothing() {
     git(&repo, &["tag", "v1"]);
     std::fs::write(repo.join("README"), "newer\n").unwrap();
     git(&repo, &["commit", "-qam", "newer"]);
+    let m = model(
+        &env,
+        "seen.json",
+        vec![tool("Bash", json!({"command": "cat README > seen.txt"}))],
+    );
     let id = env
         .ctl(&[
             "run",
@@ -652,17 +687,14 @@ fn bad_worktree_requests_are_clear_errors_that_make_nothing() {
         .stdout
         .trim()
         .to_string();
-    env.wait_for_agent(&id, "running or done", |a| {
-        a["worktree"]["base"] == "tags/v1"
-    });
-    let a = show(&env, &id);
+    let a = wait_ended(&env, &id);
+    assert_eq!(a["worktree"]["base"], "tags/v1");
     let tree = PathBuf::from(a["worktree"]["path"].as_str().unwrap());
-    if tree.exists() {
-        assert_eq!(
-            std::fs::read_to_string(tree.join("README")).unwrap(),
-            "hello\n"
-        );
-    }
+    assert_eq!(
+        std::fs::read_to_string(tree.join("seen.txt")).unwrap(),
+        "hello\n",
+        "the tree was made from v1, not from the newer HEAD"
+    );
 }
 
 #[test]
@@ -683,6 +715,8 @@ fn a_repository_with_a_submodule() {
         ],
     );
     git(&repo, &["commit", "-qm", "submodule"]);
+    // As the person must for their own `git submodule update` of a local path.
+    git(&repo, &["config", "protocol.file.allow", "always"]);
     let _daemon = env.start_daemon();
     let m = model(
         &env,

@@ -184,8 +184,16 @@ impl Supervisor {
             }
             self.cancel(&id.to_string()).await?;
         }
-        // After a cancel, the record says what became of the tree.
+        // Against a revival starting meanwhile (`revive` holds it too);
+        // after a cancel, the record says what became of the tree.
+        let _transition = handle.transition.lock().await;
         let record = self.reload(&record)?;
+        if record.status.is_live() || handle.is_running() {
+            return Err(AgentdError::precondition(format!(
+                "agent {} started again meanwhile; stop it first",
+                short(&record)
+            )));
+        }
         let tree = self.remove_agent_tree(&record, discard_worktree).await?;
         self.store.remove_agent(id).await?;
         self.registry.remove(id);

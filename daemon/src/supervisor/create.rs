@@ -223,9 +223,10 @@ impl Supervisor {
         } = prepared;
         let id = record.id;
         record.transcript_len = entries.len() as u64;
-        if let Some(plan) = &worktree {
-            self.make_worktree(plan, &record).await?;
-        }
+        let tree_guard = match &worktree {
+            Some(plan) => Some(self.make_worktree(plan, &record).await?),
+            None => None,
+        };
         let stored = self
             .store
             .append_durable(
@@ -236,6 +237,7 @@ impl Supervisor {
                 },
             )
             .await;
+        drop(tree_guard);
         if let Err(e) = stored {
             self.unmake_worktree(&record).await;
             return Err(e.into());

@@ -111,6 +111,13 @@ impl Supervisor {
         } else {
             Some(fork_profile::load(&req.fork_profile, &parent.cwd).map_err(AgentdError::invalid)?)
         };
+        if req.isolation != Isolation::Worktree && !parent.cwd.is_dir() {
+            return Err(AgentdError::precondition(format!(
+                "agent {}'s working directory {} is gone (a worktree removed when it ended with no changes?); fork it with --worktree to give the fork a tree of its own",
+                parent.short_id,
+                parent.cwd.display()
+            )));
+        }
         let parent_prompt = self.store.get_prompt(parent.id)?.ok_or_else(|| {
             AgentdError::precondition(format!(
                 "agent {} cannot be forked: its stored prompt is gone",

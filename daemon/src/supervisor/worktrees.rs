@@ -33,7 +33,9 @@ impl WorktreeReport {
         self.agent
             .as_ref()
             .and_then(|a| a.worktree.as_ref())
-            .map(|w| worktree::base_label(&w.base).to_string())
+            .map(|w| w.base.as_str())
+            .or(self.found.marker.as_ref().map(|(b, _)| b.as_str()))
+            .map(|b| worktree::base_label(b).to_string())
             .unwrap_or_default()
     }
 }
@@ -65,26 +67,31 @@ fn target_of(record: &AgentRecord, wt: &AgentWorktree) -> Target {
     }
 }
 
+/// An orphan, judged against the base its marker records; always on its
+/// own branch `agentd/<name>` (never a branch someone switched it to).
 fn orphan_target(found: &Found) -> Target {
+    let (base, base_commit) = found.marker.clone().unwrap_or_default();
     Target {
         checkout: found.checkout.clone(),
         name: found.name.clone(),
         path: found.path.clone(),
-        branch: found.branch.clone(),
-        base: String::new(),
-        base_commit: String::new(),
+        branch: worktree::branch_for(&found.name),
+        base,
+        base_commit,
     }
 }
 
 impl Supervisor {
     /// Makes the planned worktree for `record` (which is not stored yet):
     /// its repository is recorded first, so a crash between the two leaves
-    /// an orphan the startup sweep finds.
+    /// an orphan the startup sweep finds. Returns the worktree lock, to be
+    /// held until the record is stored: a prune meanwhile would see an
+    /// orphan.
     pub(super) async fn make_worktree(
         &self,
         plan: &Plan,
         record: &AgentRecord,
-    ) -> Result<(), AgentdError> {
+    ) -> Result<tokio::sync::MutexGuard<'_, ()>, AgentdError> {
         let common = worktree::common_dir_of(&plan.checkout).ok_or_else(|| {
             AgentdError::precondition(format!(
                 "{} is no longer a git checkout",
@@ -92,9 +99,11 @@ impl Supervisor {
             ))
         })?;
         self.store.remember_repo_durable(&common).await?;
+        let guard = self.worktree_lock.lock().await;
         let plan = plan.clone();
         let reason = worktree::running_reason(record.short_id.as_str(), &record.name);
-        git(move || worktree::create(&plan, &reason)).await
+        git(move || worktree::create(&plan, &reason)).await?;
+        Ok(guard)
     }
 
     /// Removes the tree made for an agent whose record could not be stored
@@ -168,10 +177,8 @@ impl Supervisor {
     }
 
     /// Before an existing agent runs again: its tree is there and locked
-    /// for it, or made again if agentd removed it clean (its branch went
-    /// with it, so nothing can be lost by making it anew). A tree that is
-    /// gone while its branch remains, or a pinned tree that is gone, blocks
-    /// the resume.
+    /// for it, or made again (see `worktree::recreate`). A pinned tree that
+    /// is gone blocks the resume.
     pub(super) async fn ready_worktree(
         &self,
         record: &mut AgentRecord,
@@ -195,34 +202,25 @@ impl Supervisor {
                 )))
             };
         }
+        let _guard = self.worktree_lock.lock().await;
         if wt.path.is_dir() {
             let (checkout, lock_reason) = (wt.checkout.clone(), reason);
             if let Err(e) = git(move || worktree::lock(&checkout, &name, &lock_reason)).await {
                 tracing::warn!(agent = %record.id, error = %e, "cannot lock the worktree; running anyway");
             }
         } else {
-            let (w, n) = (wt.clone(), name.clone());
-            let branch_gone = git(move || {
-                Ok(git2::Repository::open(&w.checkout)
-                    .map(|r| r.find_branch(&w.branch, git2::BranchType::Local).is_err())
-                    .unwrap_or(false))
-            })
-            .await
-            .unwrap_or(false);
-            if !branch_gone {
-                return Err(missing(format!(
-                    "its worktree {} is gone but its branch {} is still there; make the tree again with `git worktree add {} {}` and continue it",
-                    wt.path.display(),
-                    wt.branch,
-                    wt.path.display(),
-                    wt.branch
-                )));
-            }
+            // Removed clean at its end (made anew from the base), or deleted
+            // by someone (its branch, with its commits, is checked out again).
             let w = wt.clone();
-            let _guard = self.worktree_lock.lock().await;
-            git(move || worktree::recreate(&w, &n, &reason))
+            git(move || worktree::recreate(&w, &name, &reason))
                 .await
-                .map_err(|e| missing(format!("its worktree cannot be made again: {e}")))?;
+                .map_err(|e| {
+                    missing(format!(
+                        "its worktree {} is gone and cannot be made again: {e}",
+                        wt.path.display()
+                    ))
+                })?;
+            tracing::info!(agent = %record.id, path = %wt.path.display(), "made the agent's worktree again");
         }
         if let Some(w) = record.worktree.as_mut() {
             w.state = WorktreeState::Active;
@@ -278,9 +276,10 @@ impl Supervisor {
             .as_ref()
             .and_then(|a| a.worktree.as_ref())
             .map(|w| (w.base.clone(), w.base_commit.clone()))
+            .or_else(|| found.marker.clone())
             .unwrap_or_default();
         let inspection = if found.exists {
-            let (path, branch) = (found.path.clone(), found.branch.clone());
+            let (path, branch) = (found.path.clone(), worktree::branch_for(&found.name));
             git(move || worktree::work_in(&path, &branch, &base, &base_commit))
                 .await
                 .ok()
@@ -305,30 +304,22 @@ impl Supervisor {
         for report in self.worktrees().await? {
             // Only trees agentd names (a short id) can be its orphans; a
             // tree someone else put under .agentd/worktrees is theirs.
+            // Only a tree agentd marked when it made it can be its orphan;
+            // anything else under .agentd/worktrees is someone else's.
             if report.agent.is_some()
-                || crate::domain::ShortId::from_stored(&report.found.name).is_none()
+                || report.found.marker.is_none()
                 || self.tree_user(&report.found.path, None).is_some()
             {
                 continue;
             }
-            let someone_elses = report
-                .inspection
-                .as_ref()
-                .and_then(|i| i.locked.as_ref())
-                .is_some_and(|r| !r.starts_with(worktree::LOCK_PREFIX));
+            let target = orphan_target(&report.found);
             if dry_run {
-                let clean = report
-                    .inspection
-                    .as_ref()
-                    .is_some_and(|i| i.work.is_empty());
-                if clean && !someone_elses || !report.found.exists {
-                    removed.push(report);
-                } else {
-                    kept.push(report);
+                match git(move || worktree::would_remove(&target)).await {
+                    Ok(true) => removed.push(report),
+                    _ => kept.push(report),
                 }
                 continue;
             }
-            let target = orphan_target(&report.found);
             match git(move || worktree::remove_if_clean(&target)).await {
                 Ok(Settled::Removed(_) | Settled::Gone) => removed.push(report),
                 Ok(Settled::Kept(i)) => kept.push(WorktreeReport {
@@ -345,9 +336,37 @@ impl Supervisor {
         Ok((removed, kept))
     }
 
-    /// At start: orphans without work are removed, the rest logged (and
-    /// listed by `agentctl worktrees`).
+    /// At start: trees whose removal a crash cut short (renamed, checked
+    /// clean) are finished; orphans without work are removed, the rest
+    /// logged (and listed by `agentctl worktrees`).
     pub(super) async fn sweep_worktrees(&self) {
+        for common in self.store.worktree_repos().unwrap_or_default() {
+            let dir = git2::Repository::open(&common)
+                .ok()
+                .and_then(|r| r.workdir().map(|w| w.join(worktree::WORKTREES_DIR)));
+            let Some(dir) = dir else { continue };
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                if name
+                    .to_string_lossy()
+                    .starts_with(worktree::TOMBSTONE_PREFIX)
+                {
+                    let path = entry.path();
+                    match tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&path)).await
+                    {
+                        Ok(Ok(())) => {
+                            tracing::info!(path = %entry.path().display(), "finished removing a worktree a crash interrupted")
+                        }
+                        _ => {
+                            tracing::warn!(path = %entry.path().display(), "cannot finish removing a worktree a crash interrupted")
+                        }
+                    }
+                }
+            }
+        }
         match self.prune_worktrees(false).await {
             Ok((removed, kept)) => {
                 for r in &removed {
@@ -389,6 +408,7 @@ impl Supervisor {
             checkout: wt.checkout.clone(),
             branch: wt.branch.clone(),
             exists: wt.path.is_dir(),
+            marker: Some((wt.base.clone(), wt.base_commit.clone())),
         };
         let _guard = self.worktree_lock.lock().await;
         let settled = git(move || {
@@ -463,6 +483,14 @@ impl Supervisor {
         } else {
             format!("agent {}: {}", short(&record), record.description)
         };
+        let mut wt = wt;
+        if !wt.checkout.is_dir()
+            && let Some(main) = worktree::checkout_of(&wt.path)
+        {
+            // It came from another agent's tree, removed since: its work
+            // goes to the repository's main checkout instead.
+            wt.checkout = main;
+        }
         let _guard = self.worktree_lock.lock().await;
         let w = wt.clone();
         let merged = git(move || worktree::merge(&w, squash, &label)).await?;

@@ -123,7 +123,23 @@ pub fn plan(cwd: &Path, base: Option<&str>, short_id: &str) -> Result<Plan, Agen
             )));
         }
     }
-    let path = checkout.join(WORKTREES_DIR).join(short_id);
+    // Trees go under the repository's main working tree, even when the
+    // agent starts in a linked worktree (another agent's tree): a tree
+    // inside a tree would be deleted with it.
+    let main = if repo.is_worktree() {
+        Repository::open(repo.commondir())
+            .ok()
+            .and_then(|r| r.workdir().and_then(|w| w.canonicalize().ok()))
+            .ok_or_else(|| {
+                AgentdError::precondition(format!(
+                    "cannot find the main working tree of {}; make the worktree from the main checkout",
+                    checkout.display()
+                ))
+            })?
+    } else {
+        checkout.clone()
+    };
+    let path = main.join(WORKTREES_DIR).join(short_id);
     let branch = branch_for(short_id);
     if path.exists() {
         return Err(AgentdError::precondition(format!(
@@ -163,9 +179,11 @@ pub fn create(plan: &Plan, lock_reason: &str) -> Result<(), AgentdError> {
     make_tree(&repo, plan, lock_reason, true)
 }
 
-/// Makes again the tree of an agent whose clean tree and branch agentd
-/// removed when it ended, so that it can run again: same path and branch,
-/// from its base commit.
+/// Makes again the tree of an agent that is to run again but whose tree is
+/// gone: removed clean by agentd when it ended (the branch went with it:
+/// made anew from the base commit), or deleted by someone (the branch is
+/// still there: checked out again, with its commits; whatever was not
+/// committed went with the directory). Same path and branch.
 pub fn recreate(wt: &AgentWorktree, name: &str, lock_reason: &str) -> Result<(), AgentdError> {
     let base_commit = Oid::from_str(&wt.base_commit)
         .map_err(|e| git_error("the recorded base commit is not an id", e))?;
@@ -178,7 +196,21 @@ pub fn recreate(wt: &AgentWorktree, name: &str, lock_reason: &str) -> Result<(),
         base_commit,
         cwd: wt.path.clone(),
     };
-    create(&plan, lock_reason)
+    let repo =
+        Repository::open(&plan.checkout).map_err(|e| git_error("cannot open the repository", e))?;
+    // A record git still keeps of the vanished tree would refuse the name.
+    if let Ok(stale) = repo.find_worktree(name)
+        && !stale.path().exists()
+    {
+        let mut prune = git2::WorktreePruneOptions::new();
+        prune.locked(true);
+        stale
+            .prune(Some(&mut prune))
+            .map_err(|e| git_error("cannot forget the vanished worktree", e))?;
+    }
+    let branch_exists = repo.find_branch(&plan.branch, BranchType::Local).is_ok();
+    exclude_agentd_dir(repo.commondir())?;
+    make_tree(&repo, &plan, lock_reason, !branch_exists)
 }
 
 fn make_tree(
@@ -214,7 +246,9 @@ fn make_tree(
     let wt = match repo.worktree(&plan.name, &plan.path, Some(&opts)) {
         Ok(wt) => wt,
         Err(e) => {
-            undo_branch(repo);
+            if new_branch {
+                undo_branch(repo);
+            }
             return Err(git_error(
                 &format!("cannot create the worktree {}", plan.path.display()),
                 e,
@@ -227,6 +261,12 @@ fn make_tree(
             .map_err(|e| git_error("cannot lock the worktree", e))?;
         wt.lock(Some(lock_reason))
             .map_err(|e| git_error("cannot lock the worktree", e))?;
+        super::write_marker(
+            repo.commondir(),
+            &plan.name,
+            &plan.base,
+            &plan.base_commit.to_string(),
+        )?;
         let tree_repo = Repository::open_from_worktree(&wt)
             .map_err(|e| git_error("cannot open the new worktree", e))?;
         init_submodules(&tree_repo)
@@ -245,10 +285,51 @@ fn make_tree(
     Ok(())
 }
 
+/// Initialises the tree's submodules, recursively. With the git command
+/// line (the person's own configuration, credentials and transports: ssh,
+/// https) when there is one; else with libgit2 (local and plain paths).
 fn init_submodules(repo: &Repository) -> Result<(), AgentdError> {
     let submodules = repo
         .submodules()
         .map_err(|e| git_error("cannot read .gitmodules", e))?;
+    if submodules.is_empty() {
+        return Ok(());
+    }
+    let dir = repo
+        .workdir()
+        .ok_or_else(|| AgentdError::precondition("the new worktree has no working directory"))?;
+    let mut git = std::process::Command::new("git");
+    // The clones git makes for submodules do not read the repository's own
+    // configuration: carry its `protocol.file.allow` (local-path
+    // submodules) over, as the person's setting for this repository.
+    if let Ok(allow) = repo
+        .config()
+        .and_then(|c| c.get_string("protocol.file.allow"))
+    {
+        git.arg("-c").arg(format!("protocol.file.allow={allow}"));
+    }
+    match git
+        .args(["submodule", "update", "--init", "--recursive", "--quiet"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+    {
+        Ok(out) if out.status.success() => return Ok(()),
+        Ok(out) => {
+            let said = String::from_utf8_lossy(&out.stderr);
+            return Err(AgentdError::precondition(format!(
+                "cannot initialise the submodules (git submodule update --init --recursive): {}",
+                said.trim().chars().take(400).collect::<String>()
+            )));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(AgentdError::precondition(format!(
+                "cannot run git to initialise the submodules: {e}"
+            )));
+        }
+    }
     for mut sm in submodules {
         let name = sm.name().unwrap_or("?").to_string();
         sm.update(true, None)
@@ -262,8 +343,11 @@ fn init_submodules(repo: &Repository) -> Result<(), AgentdError> {
 fn exclude_agentd_dir(common_dir: &Path) -> Result<(), AgentdError> {
     let info = common_dir.join("info");
     let exclude = info.join("exclude");
-    let current = std::fs::read_to_string(&exclude).unwrap_or_default();
-    if current.lines().any(|l| l.trim() == EXCLUDE_LINE) {
+    let current = std::fs::read(&exclude).unwrap_or_default();
+    if current
+        .split(|b| *b == b'\n')
+        .any(|l| l.trim_ascii() == EXCLUDE_LINE.as_bytes())
+    {
         return Ok(());
     }
     std::fs::create_dir_all(&info)
@@ -275,7 +359,7 @@ fn exclude_agentd_dir(common_dir: &Path) -> Result<(), AgentdError> {
         .map_err(|e| {
             AgentdError::precondition(format!("cannot open {}: {e}", exclude.display()))
         })?;
-    let sep = if current.is_empty() || current.ends_with('\n') {
+    let sep = if current.is_empty() || current.ends_with(b"\n") {
         ""
     } else {
         "\n"

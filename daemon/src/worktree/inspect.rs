@@ -58,7 +58,10 @@ pub fn work_in(
             paths.push(String::from_utf8_lossy(entry.path_bytes()).into_owned());
         }
     }
-    work.ahead = commits_ahead(&repo, branch, base, base_commit)?;
+    submodule_work(&repo, "", &mut work, &mut paths, 0)?;
+    work.ahead = work
+        .ahead
+        .saturating_add(commits_ahead(&repo, branch, base, base_commit)?);
     let locked = Repository::open(path)
         .ok()
         .and_then(|r| git2::Worktree::open_from_repository(&r).ok())
@@ -74,6 +77,88 @@ pub fn work_in(
         locked,
         paths,
     })
+}
+
+/// Work inside submodules, which the tree's own status can miss: edits
+/// hidden by a `.gitmodules` `ignore` setting, and commits made in a
+/// submodule (its clone lives in git's record of the tree and goes with
+/// it) that none of the submodule's remote branches has. Recursive.
+fn submodule_work(
+    repo: &Repository,
+    prefix: &str,
+    work: &mut WorkSummary,
+    paths: &mut Vec<String>,
+    depth: u32,
+) -> Result<(), AgentdError> {
+    use git2::SubmoduleStatus as S;
+    if depth > 8 {
+        return Ok(());
+    }
+    let submodules = repo
+        .submodules()
+        .map_err(|e| git_error("cannot read .gitmodules", e))?;
+    let dirty = S::WD_MODIFIED
+        | S::WD_INDEX_MODIFIED
+        | S::WD_WD_MODIFIED
+        | S::WD_UNTRACKED
+        | S::WD_ADDED
+        | S::WD_DELETED
+        | S::INDEX_ADDED
+        | S::INDEX_DELETED
+        | S::INDEX_MODIFIED;
+    for sm in submodules {
+        let Some(name) = sm.name() else { continue };
+        let full = format!("{prefix}{}", sm.path().display());
+        let status = repo
+            .submodule_status(name, git2::SubmoduleIgnore::None)
+            .map_err(|e| git_error(&format!("cannot read the submodule {full}"), e))?;
+        if status.intersects(dirty) && !paths.contains(&full) {
+            work.changed = work.changed.saturating_add(1);
+            if paths.len() < LISTED_PATHS {
+                paths.push(full.clone());
+            }
+        }
+        let Ok(sub) = sm.open() else { continue };
+        let mut tips = Vec::new();
+        if let Ok(head) = sub.head()
+            && let Some(oid) = head.target()
+        {
+            tips.push(oid);
+        }
+        if let Ok(branches) = sub.branches(Some(BranchType::Local)) {
+            tips.extend(branches.flatten().filter_map(|(b, _)| b.get().target()));
+        }
+        work.ahead = work.ahead.saturating_add(unpublished(&sub, &tips)?);
+        submodule_work(&sub, &format!("{full}/"), work, paths, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// Commits reachable from `tips` that no remote-tracking branch reaches.
+fn unpublished(repo: &Repository, tips: &[Oid]) -> Result<u32, AgentdError> {
+    if tips.is_empty() {
+        return Ok(0);
+    }
+    let walk_err = |e| git_error("cannot walk a submodule's history", e);
+    let mut walk = repo.revwalk().map_err(walk_err)?;
+    for tip in tips {
+        walk.push(*tip).map_err(walk_err)?;
+    }
+    for r in repo
+        .references_glob("refs/remotes/*")
+        .map_err(walk_err)?
+        .flatten()
+    {
+        if let Ok(c) = r.peel_to_commit() {
+            walk.hide(c.id()).map_err(walk_err)?;
+        }
+    }
+    let mut n = 0u32;
+    for oid in walk {
+        oid.map_err(walk_err)?;
+        n = n.saturating_add(1);
+    }
+    Ok(n)
 }
 
 /// Inspects an agent's worktree.
@@ -101,17 +186,16 @@ fn commits_ahead(
     {
         tips.push(oid);
     }
-    ahead_of(repo, &tips, branch, base, base_commit)
+    ahead_of(repo, &tips, base, base_commit)
 }
 
 /// Commits reachable from `tips` that neither the base commit nor the
 /// base's current tip reaches (a squash-merged branch's commits are not
-/// reachable from the base: they count). With no base at all (an orphan
-/// nobody recorded), every ref but `branch` counts as its base.
+/// reachable from the base: they count). With no base at all, the
+/// person's local branches count as its base.
 pub(super) fn ahead_of(
     repo: &Repository,
     tips: &[Oid],
-    branch: &str,
     base: &str,
     base_commit: &str,
 ) -> Result<u32, AgentdError> {
@@ -124,10 +208,14 @@ pub(super) fn ahead_of(
         walk.push(*tip).map_err(walk_err)?;
     }
     if base.is_empty() && base_commit.is_empty() {
-        let own = format!("refs/heads/{branch}");
-        let refs = repo.references().map_err(walk_err)?;
+        // No base known: the person's own local branches are the base
+        // (not agentd's branches, tags or remote-tracking branches, which
+        // a fetch can take away).
+        let refs = repo.references_glob("refs/heads/*").map_err(walk_err)?;
         for r in refs.flatten() {
-            if r.name() == Some(own.as_str()) {
+            if r.name()
+                .is_some_and(|n| n.starts_with("refs/heads/agentd/"))
+            {
                 continue;
             }
             if let Ok(c) = r.peel_to_commit() {

@@ -21,6 +21,9 @@ pub struct Found {
     pub branch: String,
     /// Whether its directory exists.
     pub exists: bool,
+    /// agentd's marker: the base and base commit it was made from. None:
+    /// not made by agentd (never removed as an orphan).
+    pub marker: Option<(String, String)>,
 }
 
 /// agentd's worktrees of the repository whose common git directory is
@@ -56,6 +59,7 @@ pub fn agentd_worktrees(common_dir: &Path) -> Result<Vec<Found>, AgentdError> {
             })
             .unwrap_or_else(|| branch_for(name));
         found.push(Found {
+            marker: super::read_marker(repo.commondir(), name),
             name: name.to_string(),
             exists: path.is_dir(),
             path,
@@ -88,6 +92,14 @@ pub fn pinned(working_dir: &str, cwd: &Path) -> Result<(PathBuf, AgentWorktree),
         .map_err(|e| bad(format!("cannot be used: {e}")))?;
     if !dir.is_dir() {
         return Err(bad("is not a directory".into()));
+    }
+    if dir
+        .ancestors()
+        .any(|a| a.ends_with(Path::new(super::WORKTREES_DIR)))
+    {
+        return Err(bad(
+            "is inside another agent's worktree, which agentd removes when that agent ends; give the agent isolation \"worktree\" instead".into(),
+        ));
     }
     let ours = Repository::discover(cwd).map_err(|_| {
         bad(format!(

@@ -107,6 +107,10 @@ pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, Ag
     let tree_id = index
         .write_tree_to(&repo)
         .map_err(|e| git_error("cannot write the merged tree", e))?;
+    if head_commit.tree_id() == tree_id {
+        // The checkout has the agent's change already (squashed before).
+        return Ok(Merged::UpToDate);
+    }
     let tree = repo
         .find_tree(tree_id)
         .map_err(|e| git_error("cannot read the merged tree", e))?;
@@ -159,9 +163,11 @@ fn tracked_changes(repo: &Repository) -> Result<usize, AgentdError> {
     Ok(statuses.iter().filter(|s| !s.status().is_empty()).count())
 }
 
-/// Writes `commit`'s tree into the checkout (refusing, before writing
-/// anything, to overwrite a file git does not track), then moves the branch
-/// (only if it is still at `expected`) and resets the index to the tree.
+/// Writes `commit`'s tree into the checkout and its index, then moves the
+/// branch from `expected` to it (a compare-and-swap). HEAD is read again
+/// first: if the branch moved while the merge was computed, nothing is
+/// written. The checkout's baseline is HEAD's tree, and it refuses, before
+/// writing anything, to overwrite a changed file or one git does not track.
 fn update_checkout(
     repo: &Repository,
     commit: &Commit,
@@ -169,6 +175,14 @@ fn update_checkout(
     expected: git2::Oid,
     log: &str,
 ) -> Result<(), AgentdError> {
+    let moved = || {
+        AgentdError::precondition(
+            "the checkout's branch moved while merging; nothing was changed, merge again",
+        )
+    };
+    if repo.head().ok().and_then(|h| h.target()) != Some(expected) {
+        return Err(moved());
+    }
     let tree = commit
         .tree()
         .map_err(|e| git_error("cannot read the tree", e))?;
@@ -176,13 +190,26 @@ fn update_checkout(
     checkout.safe();
     repo.checkout_tree(tree.as_object(), Some(&mut checkout))
         .map_err(|e| {
-            AgentdError::precondition(format!(
-                "the merge would overwrite files in the checkout ({}); nothing was changed — move them away and merge again",
-                e.message()
-            ))
+            AgentdError::precondition(if e.code() == git2::ErrorCode::Conflict {
+                format!(
+                    "the merge would overwrite files in the checkout that are changed or not tracked ({}); nothing was changed — commit or move them, then merge again",
+                    e.message()
+                )
+            } else {
+                format!(
+                    "writing the merge into the checkout failed ({}); the branch was not moved; check `git status` before going on",
+                    e.message()
+                )
+            })
         })?;
     repo.reference_matching(branch_ref, commit.id(), true, expected, log)
-        .map_err(|e| git_error("cannot move the branch (it moved meanwhile)", e))?;
+        .map_err(|e| {
+            AgentdError::precondition(format!(
+                "the checkout's branch moved while the merge was written ({}); the files hold the merge ({}) but the branch was not moved; check `git status`",
+                e.message(),
+                commit.id()
+            ))
+        })?;
     let mut index = repo
         .index()
         .map_err(|e| git_error("cannot open the index", e))?;

@@ -6,9 +6,14 @@
 //! live in `remove`: a tree is removed only by agentd's own check, made
 //! under a lock agentd holds on the tree, immediately before the removal.
 //!
-//! Layout: `<checkout>/.agentd/worktrees/<short_id>` on branch
-//! `agentd/<short_id>`; git's name for the worktree is the short id, which
-//! is unique among every agent the store has issued.
+//! Layout: `<main checkout>/.agentd/worktrees/<short_id>` on branch
+//! `agentd/<short_id>` (the repository's main working tree, even for an
+//! agent started in a linked worktree: trees never nest); git's name for
+//! the worktree is the short id, which is unique among every agent the
+//! store has issued. A marker file in git's record of the worktree
+//! (`<common dir>/worktrees/<short_id>/agentd`) says it is agentd's and
+//! what its base is, so an orphan (its agent gone) is judged against its
+//! real base, and a tree without the marker is never agentd's to remove.
 
 mod create;
 mod diff;
@@ -28,15 +33,21 @@ pub use diff::diff;
 pub use inspect::{Inspection, inspect, work_in};
 pub use list::{Found, agentd_worktrees, common_dir_of, pinned};
 pub use merge::{Merged, merge};
-pub use remove::{Settled, Target, discard, remove_if_clean};
+pub use remove::{Settled, Target, discard, remove_if_clean, would_remove};
 
 use crate::error::AgentdError;
 
 /// Where agentd's worktrees live inside a checkout.
 pub const WORKTREES_DIR: &str = ".agentd/worktrees";
 /// What agentd adds to `.git/info/exclude` so its trees never show in the
-/// person's `git status`.
-pub const EXCLUDE_LINE: &str = ".agentd/";
+/// person's `git status`. Only the trees: agent types and fork profiles
+/// under `.agentd/` are files people commit, and an agent's new one is work.
+pub const EXCLUDE_LINE: &str = "/.agentd/worktrees/";
+/// The marker file in git's record of an agentd worktree.
+const MARKER_FILE: &str = "agentd";
+/// The prefix of a tree being removed (renamed first, so a crash never
+/// leaves half a tree where the tree was).
+pub const TOMBSTONE_PREFIX: &str = ".removing-";
 /// Every lock reason agentd writes starts with this; a lock with any other
 /// reason is a person's, and agentd never touches that tree.
 pub const LOCK_PREFIX: &str = "agentd: ";
@@ -78,6 +89,43 @@ pub fn is_agentd_tree(path: &Path, name: &str) -> bool {
 /// The checkout an agentd worktree at `path` was made in.
 pub fn checkout_of(path: &Path) -> Option<PathBuf> {
     path.parent()?.parent()?.parent().map(Path::to_path_buf)
+}
+
+/// Writes the marker of the worktree `name`: agentd's, with this base.
+pub(crate) fn write_marker(
+    common_dir: &Path,
+    name: &str,
+    base: &str,
+    base_commit: &str,
+) -> Result<(), AgentdError> {
+    let file = common_dir.join("worktrees").join(name).join(MARKER_FILE);
+    std::fs::write(&file, format!("base {base}\ncommit {base_commit}\n"))
+        .map_err(|e| AgentdError::precondition(format!("cannot write {}: {e}", file.display())))
+}
+
+/// The base and base commit in the marker of the worktree `name`; None
+/// when it has none (not agentd's).
+pub fn read_marker(common_dir: &Path, name: &str) -> Option<(String, String)> {
+    let file = common_dir.join("worktrees").join(name).join(MARKER_FILE);
+    let text = std::fs::read_to_string(file).ok()?;
+    let mut base = None;
+    let mut commit = None;
+    for line in text.lines() {
+        if let Some(b) = line.strip_prefix("base ") {
+            base = Some(b.to_string());
+        } else if let Some(c) = line.strip_prefix("commit ") {
+            commit = Some(c.to_string());
+        }
+    }
+    Some((base?, commit?))
+}
+
+/// Whether `reason` is a lock agentd may lift to remove the tree `name`:
+/// the lock of its own agent, or of a removal agentd began.
+pub(crate) fn removable_lock(reason: &str, name: &str) -> bool {
+    reason == REMOVING_REASON
+        || reason == format!("{LOCK_PREFIX}agent {name} is running")
+        || reason.starts_with(&format!("{LOCK_PREFIX}agent {name} ("))
 }
 
 /// A libgit2 failure, as a request's error: the operation, and git's words.

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use git2::{BranchType, Repository, WorktreeLockStatus, WorktreePruneOptions};
 
 use super::inspect::{Inspection, work_in};
-use super::{LOCK_PREFIX, REMOVING_REASON, git_error, is_agentd_tree};
+use super::{REMOVING_REASON, TOMBSTONE_PREFIX, git_error, is_agentd_tree, removable_lock};
+use crate::domain::WorkSummary;
 use crate::error::AgentdError;
 
 /// A tree to remove, as agentd knows it.
@@ -54,6 +55,54 @@ pub fn discard(target: &Target) -> Result<Settled, AgentdError> {
     remove(target, true)
 }
 
+/// What `remove_if_clean` would do, changing nothing (for `prune
+/// --dry-run`): true when it would remove the tree (or its branch).
+pub fn would_remove(target: &Target) -> Result<bool, AgentdError> {
+    let repo = Repository::open(&target.checkout)
+        .map_err(|e| git_error("cannot open the repository", e))?;
+    let branch_clean = || -> Result<bool, AgentdError> {
+        let Ok(branch) = repo.find_branch(&target.branch, BranchType::Local) else {
+            return Ok(true);
+        };
+        Ok(match branch.get().target() {
+            Some(tip) => {
+                super::inspect::ahead_of(&repo, &[tip], &target.base, &target.base_commit)? == 0
+            }
+            None => true,
+        })
+    };
+    let Ok(wt) = repo.find_worktree(&target.name) else {
+        return if target.path.exists() {
+            Ok(false)
+        } else {
+            branch_clean()
+        };
+    };
+    if !same_path(wt.path(), &target.path)
+        || !is_agentd_tree(&target.path, &target.name)
+        || nested_worktree(&repo, &target.path, &target.name).is_some()
+    {
+        return Ok(false);
+    }
+    if let WorktreeLockStatus::Locked(reason) = wt
+        .is_locked()
+        .map_err(|e| git_error("cannot read the lock", e))?
+        && !removable_lock(reason.unwrap_or_default().trim(), &target.name)
+    {
+        return Ok(false);
+    }
+    if !target.path.exists() {
+        return branch_clean();
+    }
+    let held = work_in(
+        &target.path,
+        &target.branch,
+        &target.base,
+        &target.base_commit,
+    )?;
+    Ok(held.work.is_empty())
+}
+
 fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
     let repo = Repository::open(&target.checkout)
         .map_err(|e| git_error("cannot open the repository", e))?;
@@ -64,8 +113,7 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
                 target.path.display()
             )));
         }
-        drop_branch_if_merged(&repo, target, discard)?;
-        return Ok(Settled::Gone);
+        return drop_branch_if_merged(&repo, target, discard);
     };
     let registered = wt.path().to_path_buf();
     if !same_path(&registered, &target.path) || !is_agentd_tree(&target.path, &target.name) {
@@ -75,12 +123,18 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
             registered.display()
         )));
     }
+    if let Some(inner) = nested_worktree(&repo, &target.path, &target.name) {
+        return Ok(Settled::Untouchable(format!(
+            "another worktree lies inside it ({})",
+            inner.display()
+        )));
+    }
     if let WorktreeLockStatus::Locked(reason) = wt
         .is_locked()
         .map_err(|e| git_error("cannot read the lock", e))?
     {
         let reason = reason.unwrap_or_default().trim().to_string();
-        if !reason.starts_with(LOCK_PREFIX) {
+        if !removable_lock(&reason, &target.name) {
             return Ok(Settled::Untouchable(format!(
                 "locked by someone else ({reason:?})"
             )));
@@ -89,41 +143,50 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
     }
     wt.lock(Some(REMOVING_REASON))
         .map_err(|e| git_error("cannot lock the worktree", e))?;
-    let inspection = if target.path.exists() {
-        match work_in(
-            &target.path,
-            &target.branch,
-            &target.base,
-            &target.base_commit,
-        ) {
-            Ok(i) => i,
-            Err(e) if !discard => {
-                // Cannot tell what it holds: keep it.
-                let _ = wt.unlock();
-                return Err(e);
-            }
-            Err(_) => Inspection {
-                work: Default::default(),
-                locked: None,
-                paths: Vec::new(),
-            },
+    if !target.path.exists() {
+        // The directory went some other way (or a removal was cut short
+        // after its rename): git's record of it goes, but what is committed
+        // on its branch must not go with it.
+        let mut prune = WorktreePruneOptions::new();
+        prune.locked(true);
+        wt.prune(Some(&mut prune))
+            .map_err(|e| git_error("cannot prune the worktree's record", e))?;
+        return drop_branch_if_merged(&repo, target, discard);
+    }
+    let inspection = match work_in(
+        &target.path,
+        &target.branch,
+        &target.base,
+        &target.base_commit,
+    ) {
+        Ok(i) => i,
+        Err(e) if !discard => {
+            // Cannot tell what it holds: keep it.
+            let _ = wt.unlock();
+            return Err(e);
         }
-    } else {
-        Inspection {
+        Err(_) => Inspection {
             work: Default::default(),
             locked: None,
             paths: Vec::new(),
-        }
+        },
     };
     if !discard && !inspection.work.is_empty() {
         wt.unlock().map_err(|e| git_error("cannot unlock", e))?;
         return Ok(Settled::Kept(inspection));
     }
-    if target.path.exists() {
-        std::fs::remove_dir_all(&target.path).map_err(|e| {
-            AgentdError::precondition(format!("cannot remove {}: {e}", target.path.display()))
-        })?;
-    }
+    // Renamed first: a crash mid-way leaves a tombstone (swept at start),
+    // never half a tree where an agent could be resumed.
+    let tombstone = target
+        .path
+        .with_file_name(format!("{TOMBSTONE_PREFIX}{}", target.name));
+    std::fs::rename(&target.path, &tombstone).map_err(|e| {
+        let _ = wt.unlock();
+        AgentdError::precondition(format!("cannot remove {}: {e}", target.path.display()))
+    })?;
+    std::fs::remove_dir_all(&tombstone).map_err(|e| {
+        AgentdError::precondition(format!("cannot remove {}: {e}", tombstone.display()))
+    })?;
     let mut prune = WorktreePruneOptions::new();
     prune.valid(true).locked(true).working_tree(false);
     wt.prune(Some(&mut prune))
@@ -137,34 +200,48 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
     Ok(Settled::Removed(inspection))
 }
 
-/// After a removal cut short, the branch may outlive its tree: it goes
-/// when none of its commits is off its base.
+/// A registered worktree other than `name` inside `path`, if any.
+fn nested_worktree(repo: &Repository, path: &Path, name: &str) -> Option<PathBuf> {
+    let names = repo.worktrees().ok()?;
+    let root = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    names
+        .iter()
+        .flatten()
+        .filter(|n| *n != name)
+        .filter_map(|n| repo.find_worktree(n).ok())
+        .map(|w| w.path().to_path_buf())
+        .find(|p| p.starts_with(&root) || p.starts_with(path))
+}
+
+/// The tree's directory is gone: its branch goes too when none of its
+/// commits is off its base (or on discard); otherwise it is kept, with
+/// what it holds.
 fn drop_branch_if_merged(
     repo: &Repository,
     target: &Target,
     discard: bool,
-) -> Result<(), AgentdError> {
+) -> Result<Settled, AgentdError> {
     let Ok(mut branch) = repo.find_branch(&target.branch, BranchType::Local) else {
-        return Ok(());
+        return Ok(Settled::Gone);
     };
-    if !discard {
-        let Some(tip) = branch.get().target() else {
-            return Ok(());
-        };
-        let ahead = super::inspect::ahead_of(
-            repo,
-            &[tip],
-            &target.branch,
-            &target.base,
-            &target.base_commit,
-        )?;
-        if ahead > 0 {
-            return Ok(());
-        }
+    let ahead = match branch.get().target() {
+        Some(tip) => super::inspect::ahead_of(repo, &[tip], &target.base, &target.base_commit)?,
+        None => 0,
+    };
+    if ahead > 0 && !discard {
+        return Ok(Settled::Kept(Inspection {
+            work: WorkSummary {
+                ahead,
+                ..Default::default()
+            },
+            locked: None,
+            paths: Vec::new(),
+        }));
     }
     branch
         .delete()
-        .map_err(|e| git_error("cannot delete the branch", e))
+        .map_err(|e| git_error("cannot delete the branch", e))?;
+    Ok(Settled::Gone)
 }
 
 fn same_path(a: &Path, b: &Path) -> bool {

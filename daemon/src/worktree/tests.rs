@@ -62,7 +62,10 @@ fn a_tree_on_its_own_branch_locked_and_excluded_leaving_the_checkout_alone() {
         "{list}"
     );
     let exclude = std::fs::read_to_string(repo.root.join(".git/info/exclude")).expect("read");
-    assert!(exclude.lines().any(|l| l == ".agentd/"), "{exclude}");
+    assert!(
+        exclude.lines().any(|l| l == "/.agentd/worktrees/"),
+        "{exclude}"
+    );
     assert_eq!(snapshot(&repo), before, "the checkout is untouched");
 }
 
@@ -410,6 +413,9 @@ fn submodules_are_initialised_in_the_new_tree() {
         "vendor/sub",
     ]);
     repo.git(&["commit", "-qm", "submodule"]);
+    // git refuses local-path submodules unless the person allows them (as
+    // they must for their own `git submodule update`).
+    repo.git(&["config", "protocol.file.allow", "always"]);
     let (_, wt) = make(&repo, "67890000");
     assert_eq!(
         std::fs::read_to_string(wt.path.join("vendor/sub/README")).expect("submodule checked out"),
@@ -490,5 +496,217 @@ fn only_trees_under_agentd_worktrees_are_agentds() {
     assert_eq!(
         checkout_of(Path::new("/r/.agentd/worktrees/0a1b2c3d")),
         Some(PathBuf::from("/r"))
+    );
+}
+
+#[test]
+fn a_vanished_tree_never_takes_its_committed_branch_with_it() {
+    let repo = TestRepo::new();
+    let wt = committed_tree(&repo, "9a000001", "a.txt", "a\n");
+    std::fs::remove_dir_all(&wt.path).expect("a person deletes the directory");
+    assert!(!would_remove(&target(&wt, "9a000001")).expect("dry run"));
+    let settled = remove_if_clean(&target(&wt, "9a000001")).expect("settle");
+    assert!(
+        matches!(settled, Settled::Kept(ref i) if i.work.ahead == 1),
+        "{settled:?}"
+    );
+    assert_eq!(
+        repo.git(&["branch", "--list", "agentd/9a000001"]).trim(),
+        "agentd/9a000001"
+    );
+    // Continuing the agent checks the branch out again, commits and all.
+    recreate(&wt, "9a000001", &running_reason("9a000001", "")).expect("recreate");
+    assert_eq!(
+        std::fs::read_to_string(wt.path.join("a.txt")).expect("read"),
+        "a\n"
+    );
+}
+
+#[test]
+fn trees_never_nest_and_a_tree_holding_another_is_not_removed() {
+    let repo = TestRepo::new();
+    let (_, outer) = make(&repo, "9b000001");
+    // An agent started inside the outer tree gets its tree beside it.
+    let inner = plan(&outer.path.join("src"), None, "9b000002").expect("plan");
+    assert_eq!(inner.path, repo.root.join(".agentd/worktrees/9b000002"));
+    assert_eq!(
+        inner.checkout, outer.path,
+        "it merges into the tree it came from"
+    );
+    assert_eq!(inner.base, "refs/heads/agentd/9b000001");
+    assert_eq!(inner.cwd, inner.path.join("src"));
+    // A worktree someone put inside a tree keeps that tree.
+    let nested = outer.path.join("mine");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "nested",
+        nested.to_str().expect("utf8"),
+    ]);
+    let settled = remove_if_clean(&target(&outer, "9b000001")).expect("settle");
+    assert!(
+        matches!(settled, Settled::Untouchable(ref why) if why.contains("inside it")),
+        "{settled:?}"
+    );
+    assert!(nested.join("README").exists());
+}
+
+#[test]
+fn a_new_agent_type_written_in_a_tree_is_work() {
+    // Only the trees are excluded, not the rest of .agentd/.
+    let repo = TestRepo::new();
+    let i = kept(&repo, "9c000001", |p| {
+        std::fs::create_dir_all(p.join(".agentd/agents")).expect("mkdir");
+        std::fs::write(p.join(".agentd/agents/reviewer.md"), "---\n").expect("write");
+    });
+    assert_eq!(i.work.untracked, 1);
+}
+
+fn with_submodule(short: &str, ignore: Option<&str>) -> (TestRepo, TestRepo, AgentWorktree) {
+    let sub = TestRepo::new();
+    let repo = TestRepo::new();
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        sub.root.to_str().expect("utf8"),
+        "vendor/sub",
+    ]);
+    if let Some(ignore) = ignore {
+        repo.git(&[
+            "config",
+            "-f",
+            ".gitmodules",
+            "submodule.vendor/sub.ignore",
+            ignore,
+        ]);
+        repo.git(&["add", ".gitmodules"]);
+    }
+    repo.git(&["commit", "-qm", "submodule"]);
+    repo.git(&["config", "protocol.file.allow", "always"]);
+    let (_, wt) = make(&repo, short);
+    (sub, repo, wt)
+}
+
+#[test]
+fn edits_in_a_submodule_count_even_when_gitmodules_says_ignore() {
+    let (_sub, _repo, wt) = with_submodule("9d000001", Some("all"));
+    assert!(inspect(&wt).expect("inspect").work.is_empty());
+    std::fs::write(wt.path.join("vendor/sub/README"), "hidden edit\n").expect("write");
+    let settled = remove_if_clean(&target(&wt, "9d000001")).expect("settle");
+    assert!(
+        matches!(settled, Settled::Kept(ref i) if i.work.changed == 1),
+        "{settled:?}"
+    );
+}
+
+#[test]
+fn commits_made_in_a_submodule_count_as_work() {
+    let (_sub, _repo, wt) = with_submodule("9d000002", None);
+    let sub = wt.path.join("vendor/sub");
+    std::fs::write(sub.join("README"), "sub work\n").expect("write");
+    git(&sub, &["commit", "-qam", "in the submodule"]);
+    // Even with the new gitlink committed in the tree and merged, the
+    // submodule's commit exists only in the tree's clone.
+    git(&wt.path, &["commit", "-qam", "bump"]);
+    let i = inspect(&wt).expect("inspect");
+    assert!(
+        i.work.ahead >= 2,
+        "the superproject commit and the submodule's: {i:?}"
+    );
+}
+
+#[test]
+fn agentds_lock_for_another_agent_is_not_this_trees_to_lift() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "9e000001");
+    lock(&wt.checkout, "9e000001", &running_reason("9e000001", "x")).expect("own lock");
+    assert!(matches!(
+        remove_if_clean(&target(&wt, "9e000001")).expect("settle"),
+        Settled::Removed(_)
+    ));
+    let (_, wt) = make(&repo, "9e000002");
+    let path = wt.path.to_str().expect("utf8").to_string();
+    repo.git(&["worktree", "unlock", &path]);
+    repo.git(&[
+        "worktree",
+        "lock",
+        "--reason",
+        "agentd: agent 9e000003 is running",
+        &path,
+    ]);
+    let settled = remove_if_clean(&target(&wt, "9e000002")).expect("settle");
+    assert!(matches!(settled, Settled::Untouchable(_)), "{settled:?}");
+}
+
+#[test]
+fn an_orphan_is_judged_by_its_marker_and_only_its_own_branch_can_go() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "9f000001");
+    let common = repo.root.join(".git");
+    assert_eq!(
+        read_marker(&common, "9f000001"),
+        Some(("refs/heads/main".to_string(), wt.base_commit.clone()))
+    );
+    // Commits a tag (or a pushed branch) reaches are still not on the base.
+    std::fs::write(wt.path.join("README"), "tagged work\n").expect("write");
+    git(&wt.path, &["commit", "-qam", "work"]);
+    repo.git(&["tag", "pushed", "agentd/9f000001"]);
+    let (base, base_commit) = read_marker(&common, "9f000001").expect("marker");
+    let orphan = Target {
+        base,
+        base_commit,
+        ..target(&wt, "9f000001")
+    };
+    assert!(
+        matches!(remove_if_clean(&orphan).expect("settle"), Settled::Kept(ref i) if i.work.ahead == 1)
+    );
+    // A person switched a clean orphan to their branch: their branch stays.
+    let (_, other) = make(&repo, "9f000002");
+    git(&other.path, &["switch", "-q", "-c", "feature"]);
+    let settled = remove_if_clean(&target(&other, "9f000002")).expect("settle");
+    assert!(matches!(settled, Settled::Removed(_)), "{settled:?}");
+    assert_eq!(repo.git(&["branch", "--list", "feature"]).trim(), "feature");
+    // A tree someone else made has no marker.
+    let theirs = repo.root.join(".agentd/worktrees/experiment");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "experiment",
+        theirs.to_str().expect("utf8"),
+    ]);
+    assert_eq!(read_marker(&common, "experiment"), None);
+}
+
+#[test]
+fn merging_the_same_change_again_is_up_to_date() {
+    let repo = TestRepo::new();
+    let wt = committed_tree(&repo, "a0000001", "a.txt", "a\n");
+    repo.write("b.txt", "b\n");
+    repo.git(&["add", "b.txt"]);
+    repo.git(&["commit", "-qm", "person"]);
+    assert!(matches!(
+        merge(&wt, true, "agent").expect("squash"),
+        Merged::Commit { .. }
+    ));
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    assert_eq!(merge(&wt, true, "agent").expect("again"), Merged::UpToDate);
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), head, "no empty commit");
+}
+
+#[test]
+fn working_dir_may_not_be_another_agents_tree() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "a1000001");
+    let err = pinned(wt.path.to_str().expect("utf8"), &repo.root).unwrap_err();
+    assert!(
+        err.to_string().contains("inside another agent's worktree"),
+        "{err}"
     );
 }
