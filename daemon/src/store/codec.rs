@@ -6,6 +6,7 @@
 //! Decoding validates: a record whose id, status or kind cannot be read is
 //! corrupt (see `Store::note_corrupt`), never mapped to a default.
 
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use prost::Message;
@@ -99,14 +100,16 @@ struct StoredAgent {
     worktree: Option<StoredWorktree>,
 }
 
+/// Paths are kept as their bytes: a path that is not UTF-8 must still name
+/// the same directory when read back.
 #[derive(Clone, PartialEq, prost::Message)]
 struct StoredWorktree {
-    #[prost(string, tag = "1")]
-    path: String,
+    #[prost(bytes = "vec", tag = "1")]
+    path: Vec<u8>,
     #[prost(string, tag = "2")]
     branch: String,
-    #[prost(string, tag = "3")]
-    checkout: String,
+    #[prost(bytes = "vec", tag = "3")]
+    checkout: Vec<u8>,
     #[prost(string, tag = "4")]
     base: String,
     #[prost(string, tag = "5")]
@@ -126,9 +129,9 @@ struct StoredWorktree {
 
 fn stored_worktree(w: &AgentWorktree) -> StoredWorktree {
     StoredWorktree {
-        path: w.path.display().to_string(),
+        path: w.path.as_os_str().as_bytes().to_vec(),
         branch: w.branch.clone(),
-        checkout: w.checkout.display().to_string(),
+        checkout: w.checkout.as_os_str().as_bytes().to_vec(),
         base: w.base.clone(),
         base_commit: w.base_commit.clone(),
         owned: w.owned,
@@ -145,9 +148,9 @@ fn stored_worktree(w: &AgentWorktree) -> StoredWorktree {
 
 fn worktree_of(s: StoredWorktree) -> Result<AgentWorktree, Corrupt> {
     Ok(AgentWorktree {
-        path: PathBuf::from(s.path),
+        path: PathBuf::from(std::ffi::OsString::from_vec(s.path)),
         branch: s.branch,
-        checkout: PathBuf::from(s.checkout),
+        checkout: PathBuf::from(std::ffi::OsString::from_vec(s.checkout)),
         base: s.base,
         base_commit: s.base_commit,
         owned: s.owned,
@@ -538,6 +541,23 @@ mod tests {
         r.usage.output_tokens = 7;
         r.transcript_len = 12;
         r.query_source = QuerySource::Fork;
+        r.worktree = Some(AgentWorktree {
+            // Not UTF-8: kept byte for byte.
+            path: PathBuf::from(std::ffi::OsString::from_vec(
+                b"/r/.agentd/worktrees/\xff1".to_vec(),
+            )),
+            branch: "agentd/ab12cd34".into(),
+            checkout: PathBuf::from("/r"),
+            base: "refs/heads/main".into(),
+            base_commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            owned: true,
+            state: WorktreeState::Kept,
+            work: WorkSummary {
+                changed: 1,
+                untracked: 2,
+                ahead: 3,
+            },
+        });
         r
     }
 
@@ -554,6 +574,15 @@ mod tests {
         assert!(matches!(
             decode_agent(&s.encode_to_vec()),
             Err(Corrupt::Field("status"))
+        ));
+        let mut w = s.clone();
+        w.status = 2;
+        if let Some(t) = w.worktree.as_mut() {
+            t.state = 9;
+        }
+        assert!(matches!(
+            decode_agent(&w.encode_to_vec()),
+            Err(Corrupt::Field("worktree state"))
         ));
         s.status = 2;
         s.permission_mode = 42;

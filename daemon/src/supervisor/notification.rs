@@ -38,7 +38,11 @@ pub(super) fn kept_worktree_line(child: &AgentRecord) -> String {
                 w.path.display(),
                 w.branch,
                 crate::worktree::base_label(&w.base),
-                w.work,
+                if w.work.is_empty() {
+                    "because agentd could not check it or another agent works in it".to_string()
+                } else {
+                    w.work.to_string()
+                },
                 child.short_id,
                 child.short_id
             )
