@@ -405,10 +405,29 @@ fn sigkill_mid_run_keeps_the_tree_and_the_agent_resumes_in_it() {
 fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
     let (env, repo) = repo_world();
     let daemon = env.start_daemon();
-    // An agent that used the repository, so the daemon knows it.
-    let m = model(&env, "n.json", vec![]);
+    // An agent that used the repository, so the daemon knows it; its kept
+    // tree's marker names the daemon's store.
+    let m = model(
+        &env,
+        "n.json",
+        vec![tool(
+            "Write",
+            json!({"file_path": "kept.txt", "content": "k"}),
+        )],
+    );
     let id = run_worktree(&env, &m, "first");
-    wait_ended(&env, &id);
+    let first = wait_ended(&env, &id);
+    let marker = std::fs::read_to_string(
+        repo.join(".git/worktrees")
+            .join(first["short_id"].as_str().unwrap())
+            .join("agentd"),
+    )
+    .unwrap();
+    let store_line = marker
+        .lines()
+        .find(|l| l.starts_with("store "))
+        .unwrap()
+        .to_string();
     daemon.kill9();
     // Orphans as a crash between making a tree and storing its agent
     // leaves them: marked and locked by agentd for an agent nobody
@@ -439,7 +458,7 @@ fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
         );
         std::fs::write(
             repo.join(".git/worktrees").join(short).join("agentd"),
-            format!("base refs/heads/main\ncommit {head}\n"),
+            format!("base refs/heads/main\ncommit {head}\n{store_line}\n"),
         )
         .unwrap();
         tree
@@ -460,6 +479,13 @@ fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
         ],
     );
     // A person's own clean trees under .agentd/worktrees, unmarked: theirs.
+    // Another daemon's clean orphan (another store's marker): not ours.
+    let other_daemons = make("0abc0005");
+    std::fs::write(
+        repo.join(".git/worktrees/0abc0005/agentd"),
+        format!("base refs/heads/main\ncommit {head}\nstore another-store\n"),
+    )
+    .unwrap();
     let persons = tree_of(&repo, "0abc0004");
     git(
         &repo,
@@ -481,7 +507,11 @@ fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
     assert!(!agentd_branches(&repo).contains(&"agentd/0abc0001".to_string()));
     assert!(dirty.exists() && theirs.exists());
     let list = worktrees(&env);
-    assert_eq!(list.len(), 3, "{list:?}");
+    assert!(
+        other_daemons.exists(),
+        "another daemon's tree is never swept"
+    );
+    assert_eq!(list.len(), 5, "{list:?}");
     assert!(
         listed(&list, &dirty).unwrap()["state"]
             .as_array()
@@ -498,7 +528,7 @@ fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
         .json();
     assert!(dry["removed"].as_array().unwrap().is_empty(), "{dry}");
     env.ctl(&["worktrees", "prune"]).expect_code(0);
-    assert!(persons.exists() && dirty.exists() && theirs.exists());
+    assert!(persons.exists() && dirty.exists() && theirs.exists() && other_daemons.exists());
     assert!(git(&repo, &["branch", "--list", "mine"]).contains("mine"));
 }
 

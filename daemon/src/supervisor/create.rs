@@ -112,7 +112,7 @@ impl Supervisor {
         let (id, short_id) = self.store.issue_agent_id()?;
         let plan = if isolation == Isolation::Worktree {
             let base = Some(req.base.as_str()).filter(|b| !b.trim().is_empty());
-            let plan = worktree::plan(&cwd, base, short_id.as_str())?;
+            let plan = worktree::plan(&cwd, base, short_id.as_str(), self.store.instance_id())?;
             cwd = plan.cwd.clone();
             Some(plan)
         } else {

@@ -166,7 +166,12 @@ impl Supervisor {
         let (id, short_id) = self.store.issue_agent_id()?;
         let plan = if req.isolation == Isolation::Worktree {
             let base = Some(req.base.as_str()).filter(|b| !b.trim().is_empty());
-            Some(worktree::plan(&parent.cwd, base, short_id.as_str())?)
+            Some(worktree::plan(
+                &parent.cwd,
+                base,
+                short_id.as_str(),
+                self.store.instance_id(),
+            )?)
         } else {
             None
         };

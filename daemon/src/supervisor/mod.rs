@@ -93,6 +93,8 @@ pub struct Supervisor {
     /// Held by every settlement, removal and merge of a worktree, so two
     /// never race on one tree.
     worktree_lock: tokio::sync::Mutex<()>,
+    /// Trees being made for agents not stored yet: never orphans.
+    making: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Supervisor {
@@ -126,6 +128,7 @@ impl Supervisor {
             fan_outs: fanout::FanOuts::default(),
             prices: PriceTable::new(&config.prices, config.anthropic.cache_ttl),
             worktree_lock: tokio::sync::Mutex::new(()),
+            making: std::sync::Mutex::new(std::collections::HashSet::new()),
             config,
         })
     }

@@ -259,6 +259,7 @@ impl Supervisor {
                 )
             }
             Err(blocked) => {
+                self.release_worktree(&record).await;
                 let message = format!(
                     "agent {} cannot be resumed ({}): {}",
                     short(&record),

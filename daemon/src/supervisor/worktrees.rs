@@ -34,7 +34,7 @@ impl WorktreeReport {
             .as_ref()
             .and_then(|a| a.worktree.as_ref())
             .map(|w| w.base.as_str())
-            .or(self.found.marker.as_ref().map(|(b, _)| b.as_str()))
+            .or(self.found.marker.as_ref().map(|m| m.base.as_str()))
             .map(|b| worktree::base_label(b).to_string())
             .unwrap_or_default()
     }
@@ -56,9 +56,47 @@ async fn git<T: Send + 'static>(
         .map_err(|e| AgentdError::precondition(format!("git work failed: {e}")))?
 }
 
+/// The short id of the agentd tree `cwd` lies in, if it lies in one.
+fn host_tree_name(cwd: &std::path::Path) -> Option<String> {
+    let mut dir = Some(cwd);
+    while let Some(d) = dir {
+        if let Some(name) = d.file_name().and_then(|n| n.to_str())
+            && worktree::is_agentd_tree(d, name)
+        {
+            return Some(name.to_string());
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// Marks a tree as being made until dropped (the record is stored by then).
+pub(super) struct Making<'a> {
+    set: &'a std::sync::Mutex<std::collections::HashSet<String>>,
+    name: String,
+}
+
+impl<'a> Making<'a> {
+    fn new(set: &'a std::sync::Mutex<std::collections::HashSet<String>>, name: String) -> Self {
+        set.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.clone());
+        Making { set, name }
+    }
+}
+
+impl Drop for Making<'_> {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.name);
+    }
+}
+
 fn target_of(record: &AgentRecord, wt: &AgentWorktree) -> Target {
     Target {
-        checkout: wt.checkout.clone(),
+        checkout: worktree::repo_dir(wt),
         name: record.short_id.to_string(),
         path: wt.path.clone(),
         branch: wt.branch.clone(),
@@ -70,7 +108,8 @@ fn target_of(record: &AgentRecord, wt: &AgentWorktree) -> Target {
 /// An orphan, judged against the base its marker records; always on its
 /// own branch `agentd/<name>` (never a branch someone switched it to).
 fn orphan_target(found: &Found) -> Target {
-    let (base, base_commit) = found.marker.clone().unwrap_or_default();
+    let marker = found.marker.clone().unwrap_or_default();
+    let (base, base_commit) = (marker.base, marker.base_commit);
     Target {
         checkout: found.checkout.clone(),
         name: found.name.clone(),
@@ -84,14 +123,15 @@ fn orphan_target(found: &Found) -> Target {
 impl Supervisor {
     /// Makes the planned worktree for `record` (which is not stored yet):
     /// its repository is recorded first, so a crash between the two leaves
-    /// an orphan the startup sweep finds. Returns the worktree lock, to be
-    /// held until the record is stored: a prune meanwhile would see an
-    /// orphan.
+    /// an orphan the startup sweep finds. The tree counts as being made
+    /// (never an orphan to prune) until the returned guard is dropped,
+    /// once the record is stored. Submodules may take long to check out:
+    /// no lock is held meanwhile.
     pub(super) async fn make_worktree(
         &self,
         plan: &Plan,
         record: &AgentRecord,
-    ) -> Result<tokio::sync::MutexGuard<'_, ()>, AgentdError> {
+    ) -> Result<Making<'_>, AgentdError> {
         let common = worktree::common_dir_of(&plan.checkout).ok_or_else(|| {
             AgentdError::precondition(format!(
                 "{} is no longer a git checkout",
@@ -99,11 +139,11 @@ impl Supervisor {
             ))
         })?;
         self.store.remember_repo_durable(&common).await?;
-        let guard = self.worktree_lock.lock().await;
+        let making = Making::new(&self.making, plan.name.clone());
         let plan = plan.clone();
         let reason = worktree::running_reason(record.short_id.as_str(), &record.name);
         git(move || worktree::create(&plan, &reason)).await?;
-        Ok(guard)
+        Ok(making)
     }
 
     /// Removes the tree made for an agent whose record could not be stored
@@ -122,8 +162,13 @@ impl Supervisor {
     /// At the end of a run: a terminal agent's own tree is removed with
     /// its branch if it holds no work, else kept (and `record` says what it
     /// holds); an agent that stops otherwise (paused) has its lock lifted.
-    /// An agent interrupted by a shutdown keeps its lock: it resumes.
+    /// An agent interrupted by a shutdown keeps its lock: it resumes. An
+    /// agent that worked inside another agent's tree lets that tree be
+    /// settled now if it waited for it.
     pub(super) async fn settle_worktree(&self, record: &mut AgentRecord) {
+        if record.status.is_terminal() {
+            self.settle_host_tree(record).await;
+        }
         let Some(wt) = record.worktree.clone().filter(|w| w.owned) else {
             return;
         };
@@ -132,23 +177,35 @@ impl Supervisor {
         }
         if !record.status.is_terminal() {
             if record.status != Status::Interrupted {
-                let (checkout, name) = (wt.checkout.clone(), record.short_id.to_string());
-                if let Err(e) = git(move || worktree::unlock(&checkout, &name)).await {
-                    tracing::warn!(agent = %record.id, error = %e, "cannot unlock the worktree");
-                }
+                self.unlock_tree(record, &wt).await;
             }
             return;
         }
         if let Some(user) = self.tree_user(&wt.path, Some(record.id)) {
             // A child started in this tree (it inherited the agent's
-            // directory) has not ended: the tree stays for it.
-            tracing::info!(agent = %record.id, user = %user.id, "worktree kept: another agent works in it");
+            // directory) has not ended: the tree stays for it, and is
+            // settled when the last such child ends (`settle_host_tree`).
+            tracing::info!(agent = %record.id, user = %user.id, "worktree kept while another agent works in it");
+            self.unlock_tree(record, &wt).await;
             if let Some(w) = record.worktree.as_mut() {
                 w.state = WorktreeState::Kept;
             }
             return;
         }
-        let target = target_of(record, &wt);
+        let (state, work) = self.settle_ended(record, &wt).await;
+        if let Some(w) = record.worktree.as_mut() {
+            w.state = state;
+            w.work = work;
+        }
+    }
+
+    /// Checks an ended agent's tree and removes it if it holds no work.
+    async fn settle_ended(
+        &self,
+        record: &AgentRecord,
+        wt: &AgentWorktree,
+    ) -> (WorktreeState, WorkSummary) {
+        let target = target_of(record, wt);
         let settled = {
             let _guard = self.worktree_lock.lock().await;
             git(move || worktree::remove_if_clean(&target)).await
@@ -167,12 +224,84 @@ impl Supervisor {
                 (WorktreeState::Kept, WorkSummary::default())
             }
         };
-        if let Some(w) = record.worktree.as_mut() {
+        if state == WorktreeState::Kept {
+            tracing::info!(agent = %record.id, path = %wt.path.display(), %work, "worktree kept");
+        }
+        (state, work)
+    }
+
+    /// `child` ended: if it worked inside another agent's tree whose agent
+    /// has ended and kept the tree only for agents working in it, and no
+    /// other does any more, that tree is settled now.
+    async fn settle_host_tree(&self, child: &AgentRecord) {
+        let Some(name) = host_tree_name(&child.cwd) else {
+            return;
+        };
+        if Some(name.as_str()) == Some(child.short_id.as_str()) {
+            return;
+        }
+        let Some(mut host) = crate::domain::ShortId::from_stored(&name)
+            .and_then(|s| self.store.agent_by_short_id(&s).ok().flatten())
+            .and_then(|id| self.store.get_agent(id).ok().flatten())
+        else {
+            return;
+        };
+        let Some(wt) = host.worktree.clone().filter(|w| w.owned) else {
+            return;
+        };
+        if !host.status.is_terminal()
+            || wt.state != WorktreeState::Kept
+            || !wt.work.is_empty()
+            || self.tree_user(&wt.path, Some(child.id)).is_some()
+        {
+            return;
+        }
+        let (state, work) = self.settle_ended(&host, &wt).await;
+        if let Some(w) = host.worktree.as_mut() {
             w.state = state;
             w.work = work;
         }
-        if state == WorktreeState::Kept {
-            tracing::info!(agent = %record.id, path = %wt.path.display(), %work, "worktree kept");
+        if let Err(e) = self.store.put_agent_durable(&host).await {
+            tracing::warn!(agent = %host.id, error = %e, "cannot record what became of the worktree");
+        }
+    }
+
+    /// Whether the tree `name` is being made, or its agent was stored since
+    /// it was listed (checked in that order: a tree's maker stores the
+    /// record before it stops counting as being made).
+    fn made_meanwhile(&self, name: &str) -> bool {
+        if self
+            .making
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(name)
+        {
+            return true;
+        }
+        // A short id stays reserved after its agent is removed: look for
+        // the record itself.
+        crate::domain::ShortId::from_stored(name)
+            .and_then(|s| self.store.agent_by_short_id(&s).ok().flatten())
+            .is_some_and(|id| !matches!(self.store.get_agent(id), Ok(None)))
+    }
+
+    /// Lifts the agent's own lock from its tree.
+    async fn unlock_tree(&self, record: &AgentRecord, wt: &AgentWorktree) {
+        let (repo, name) = (worktree::repo_dir(wt), record.short_id.to_string());
+        if let Err(e) = git(move || worktree::unlock(&repo, &name)).await {
+            tracing::warn!(agent = %record.id, error = %e, "cannot unlock the worktree");
+        }
+    }
+
+    /// After a revival was refused: the tree `ready_worktree` locked is
+    /// unlocked again.
+    pub(super) async fn release_worktree(&self, record: &AgentRecord) {
+        if let Some(wt) = record
+            .worktree
+            .as_ref()
+            .filter(|w| w.owned && w.path.is_dir())
+        {
+            self.unlock_tree(record, wt).await;
         }
     }
 
@@ -203,8 +332,9 @@ impl Supervisor {
             };
         }
         let _guard = self.worktree_lock.lock().await;
+        let store = self.store.instance_id().to_string();
         if wt.path.is_dir() {
-            let (checkout, lock_reason) = (wt.checkout.clone(), reason);
+            let (checkout, lock_reason) = (worktree::repo_dir(&wt), reason);
             if let Err(e) = git(move || worktree::lock(&checkout, &name, &lock_reason)).await {
                 tracing::warn!(agent = %record.id, error = %e, "cannot lock the worktree; running anyway");
             }
@@ -212,7 +342,7 @@ impl Supervisor {
             // Removed clean at its end (made anew from the base), or deleted
             // by someone (its branch, with its commits, is checked out again).
             let w = wt.clone();
-            git(move || worktree::recreate(&w, &name, &reason))
+            git(move || worktree::recreate(&w, &name, &reason, &store))
                 .await
                 .map_err(|e| {
                     missing(format!(
@@ -276,7 +406,12 @@ impl Supervisor {
             .as_ref()
             .and_then(|a| a.worktree.as_ref())
             .map(|w| (w.base.clone(), w.base_commit.clone()))
-            .or_else(|| found.marker.clone())
+            .or_else(|| {
+                found
+                    .marker
+                    .as_ref()
+                    .map(|m| (m.base.clone(), m.base_commit.clone()))
+            })
             .unwrap_or_default();
         let inspection = if found.exists {
             let (path, branch) = (found.path.clone(), worktree::branch_for(&found.name));
@@ -307,8 +442,12 @@ impl Supervisor {
             // Only a tree agentd marked when it made it can be its orphan;
             // anything else under .agentd/worktrees is someone else's.
             if report.agent.is_some()
-                || report.found.marker.is_none()
-                || self.tree_user(&report.found.path, None).is_some()
+                || report
+                    .found
+                    .marker
+                    .as_ref()
+                    .is_none_or(|m| m.store != self.store.instance_id())
+                || self.made_meanwhile(&report.found.name)
             {
                 continue;
             }
@@ -405,10 +544,14 @@ impl Supervisor {
         let found = Found {
             name: target.name.clone(),
             path: wt.path.clone(),
-            checkout: wt.checkout.clone(),
+            checkout: worktree::repo_dir(&wt),
             branch: wt.branch.clone(),
             exists: wt.path.is_dir(),
-            marker: Some((wt.base.clone(), wt.base_commit.clone())),
+            marker: Some(worktree::Marker {
+                base: wt.base.clone(),
+                base_commit: wt.base_commit.clone(),
+                store: self.store.instance_id().to_string(),
+            }),
         };
         let _guard = self.worktree_lock.lock().await;
         let settled = git(move || {
@@ -490,6 +633,29 @@ impl Supervisor {
             // It came from another agent's tree, removed since: its work
             // goes to the repository's main checkout instead.
             wt.checkout = main;
+        }
+        // Into another agent's tree only while nothing runs there.
+        if let Some(host) = host_tree_name(&wt.checkout) {
+            let owner = crate::domain::ShortId::from_stored(&host)
+                .and_then(|s| self.store.agent_by_short_id(&s).ok().flatten())
+                .and_then(|id| self.store.get_agent(id).ok().flatten());
+            if let Some(owner) = owner
+                && (owner.status.is_live() || self.handle(&owner)?.is_running())
+            {
+                return Err(AgentdError::precondition(format!(
+                    "agent {} runs in {}, which agent {} came from; merge once it has stopped",
+                    owner.short_id,
+                    wt.checkout.display(),
+                    short(&record)
+                )));
+            }
+            if let Some(user) = self.tree_user(&wt.checkout, None) {
+                return Err(AgentdError::precondition(format!(
+                    "agent {} works in {}; merge once it has stopped",
+                    user.short_id,
+                    wt.checkout.display()
+                )));
+            }
         }
         let _guard = self.worktree_lock.lock().await;
         let w = wt.clone();

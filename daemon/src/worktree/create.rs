@@ -4,6 +4,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use git2::{BranchType, Oid, Repository, WorktreeAddOptions};
 
@@ -23,6 +24,8 @@ pub struct Plan {
     pub base_commit: Oid,
     /// The agent's working directory: `cwd`'s place inside the new tree.
     pub cwd: PathBuf,
+    /// The store whose agent it is (written into the marker).
+    pub store: String,
 }
 
 impl Plan {
@@ -44,7 +47,12 @@ impl Plan {
 /// Checks that a worktree for agent `short_id` can be made from the
 /// checkout holding `cwd` (canonical), on `base` or the checkout's HEAD.
 /// Changes nothing.
-pub fn plan(cwd: &Path, base: Option<&str>, short_id: &str) -> Result<Plan, AgentdError> {
+pub fn plan(
+    cwd: &Path,
+    base: Option<&str>,
+    short_id: &str,
+    store: &str,
+) -> Result<Plan, AgentdError> {
     let repo = Repository::discover(cwd).map_err(|_| {
         AgentdError::precondition(format!(
             "worktree isolation needs a git repository, and {} is not inside one; start from a checkout, or without worktree isolation",
@@ -165,6 +173,7 @@ pub fn plan(cwd: &Path, base: Option<&str>, short_id: &str) -> Result<Plan, Agen
         branch,
         base: base_name,
         base_commit: commit.id(),
+        store: store.to_string(),
     })
 }
 
@@ -184,17 +193,23 @@ pub fn create(plan: &Plan, lock_reason: &str) -> Result<(), AgentdError> {
 /// made anew from the base commit), or deleted by someone (the branch is
 /// still there: checked out again, with its commits; whatever was not
 /// committed went with the directory). Same path and branch.
-pub fn recreate(wt: &AgentWorktree, name: &str, lock_reason: &str) -> Result<(), AgentdError> {
+pub fn recreate(
+    wt: &AgentWorktree,
+    name: &str,
+    lock_reason: &str,
+    store: &str,
+) -> Result<(), AgentdError> {
     let base_commit = Oid::from_str(&wt.base_commit)
         .map_err(|e| git_error("the recorded base commit is not an id", e))?;
     let plan = Plan {
         name: name.to_string(),
-        checkout: wt.checkout.clone(),
+        checkout: super::repo_dir(wt),
         path: wt.path.clone(),
         branch: wt.branch.clone(),
         base: wt.base.clone(),
         base_commit,
         cwd: wt.path.clone(),
+        store: store.to_string(),
     };
     let repo =
         Repository::open(&plan.checkout).map_err(|e| git_error("cannot open the repository", e))?;
@@ -202,6 +217,22 @@ pub fn recreate(wt: &AgentWorktree, name: &str, lock_reason: &str) -> Result<(),
     if let Ok(stale) = repo.find_worktree(name)
         && !stale.path().exists()
     {
+        if let Ok(git2::WorktreeLockStatus::Locked(reason)) = stale.is_locked()
+            && !super::removable_lock(reason.as_deref().unwrap_or_default().trim(), name)
+        {
+            return Err(AgentdError::precondition(format!(
+                "git's record of the vanished worktree {} is locked by someone else ({:?}); unlock it with `git worktree unlock` first",
+                wt.path.display(),
+                reason.unwrap_or_default().trim()
+            )));
+        }
+        if super::remove::vanished_work(&repo, name, &wt.base_commit)? > 0 {
+            return Err(AgentdError::precondition(format!(
+                "git's record of the vanished worktree {} still holds commits (a detached HEAD or a submodule's) that exist nowhere else; recover them from {} first",
+                wt.path.display(),
+                repo.commondir().join("worktrees").join(name).display()
+            )));
+        }
         let mut prune = git2::WorktreePruneOptions::new();
         prune.locked(true);
         stale
@@ -225,6 +256,12 @@ fn make_tree(
         .ok_or_else(|| AgentdError::precondition("the worktree path has no parent"))?;
     std::fs::create_dir_all(parent).map_err(|e| {
         AgentdError::precondition(format!("cannot create {}: {e}", parent.display()))
+    })?;
+    // libgit2 makes this directory without tolerating that another tree
+    // being made at the same moment made it first.
+    let records = repo.commondir().join("worktrees");
+    std::fs::create_dir_all(&records).map_err(|e| {
+        AgentdError::precondition(format!("cannot create {}: {e}", records.display()))
     })?;
     let commit = repo
         .find_commit(plan.base_commit)
@@ -264,8 +301,11 @@ fn make_tree(
         super::write_marker(
             repo.commondir(),
             &plan.name,
-            &plan.base,
-            &plan.base_commit.to_string(),
+            &super::Marker {
+                base: plan.base.clone(),
+                base_commit: plan.base_commit.to_string(),
+                store: plan.store.clone(),
+            },
         )?;
         let tree_repo = Repository::open_from_worktree(&wt)
             .map_err(|e| git_error("cannot open the new worktree", e))?;
@@ -285,9 +325,16 @@ fn make_tree(
     Ok(())
 }
 
-/// Initialises the tree's submodules, recursively. With the git command
-/// line (the person's own configuration, credentials and transports: ssh,
-/// https) when there is one; else with libgit2 (local and plain paths).
+/// How long checking out a tree's submodules may take before git is
+/// stopped (a clone hanging on a network or a credential prompt).
+const SUBMODULE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Checks out the tree's submodules as the person's checkout has them:
+/// those initialised in the configuration every worktree shares (an
+/// `--init` here would write into it), then, inside each clone (whose
+/// configuration is the tree's own), every nested one. With the git command
+/// line (the person's configuration, credentials and transports: ssh,
+/// https) when there is one; else with libgit2 (local paths, plain http).
 fn init_submodules(repo: &Repository) -> Result<(), AgentdError> {
     let submodules = repo
         .submodules()
@@ -298,49 +345,127 @@ fn init_submodules(repo: &Repository) -> Result<(), AgentdError> {
     let dir = repo
         .workdir()
         .ok_or_else(|| AgentdError::precondition("the new worktree has no working directory"))?;
-    let mut git = std::process::Command::new("git");
     // The clones git makes for submodules do not read the repository's own
     // configuration: carry its `protocol.file.allow` (local-path
     // submodules) over, as the person's setting for this repository.
-    if let Ok(allow) = repo
+    let allow = repo
         .config()
         .and_then(|c| c.get_string("protocol.file.allow"))
-    {
-        git.arg("-c").arg(format!("protocol.file.allow={allow}"));
+        .ok();
+    let top = ["submodule", "update", "--recursive", "--quiet"];
+    let nested = [
+        "submodule",
+        "foreach",
+        "--recursive",
+        "--quiet",
+        "git submodule update --init --quiet",
+    ];
+    if run_git(dir, allow.as_deref(), &top)? {
+        run_git(dir, allow.as_deref(), &nested)?;
+        return Ok(());
     }
-    match git
-        .args(["submodule", "update", "--init", "--recursive", "--quiet"])
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-    {
-        Ok(out) if out.status.success() => return Ok(()),
-        Ok(out) => {
-            let said = String::from_utf8_lossy(&out.stderr);
-            return Err(AgentdError::precondition(format!(
-                "cannot initialise the submodules (git submodule update --init --recursive): {}",
-                said.trim().chars().take(400).collect::<String>()
-            )));
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(AgentdError::precondition(format!(
-                "cannot run git to initialise the submodules: {e}"
-            )));
-        }
-    }
+    let config = repo
+        .config()
+        .map_err(|e| git_error("cannot read the configuration", e))?;
     for mut sm in submodules {
         let name = sm.name().unwrap_or("?").to_string();
-        sm.update(true, None)
-            .map_err(|e| git_error(&format!("cannot initialise the submodule {name}"), e))?;
+        if config.get_string(&format!("submodule.{name}.url")).is_err() {
+            continue;
+        }
+        sm.update(false, None)
+            .map_err(|e| git_error(&format!("cannot check out the submodule {name}"), e))?;
     }
     Ok(())
+}
+
+/// Runs git with `args` in `dir`, with no terminal and none of the
+/// variables that would point it at another repository, for at most
+/// `SUBMODULE_TIMEOUT`. Ok(false): there is no git to run.
+fn run_git(dir: &Path, allow: Option<&str>, args: &[&str]) -> Result<bool, AgentdError> {
+    use std::io::Read as _;
+    let mut git = std::process::Command::new("git");
+    if let Some(allow) = allow {
+        git.arg("-c").arg(format!("protocol.file.allow={allow}"));
+    }
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    ] {
+        git.env_remove(var);
+    }
+    let spawned = git
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => {
+            return Err(AgentdError::precondition(format!(
+                "cannot run git to check out the submodules: {e}"
+            )));
+        }
+    };
+    let mut stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(s) = stderr.as_mut() {
+            let _ = s.take(64 * 1024).read_to_end(&mut text);
+        }
+        text
+    });
+    let deadline = std::time::Instant::now() + SUBMODULE_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(AgentdError::precondition(format!(
+                    "checking out the submodules (git {}) took more than {} s and was stopped",
+                    args.join(" "),
+                    SUBMODULE_TIMEOUT.as_secs()
+                )));
+            }
+            Err(e) => {
+                return Err(AgentdError::precondition(format!(
+                    "cannot wait for git: {e}"
+                )));
+            }
+        }
+    };
+    let said = reader.join().unwrap_or_default();
+    if status.success() {
+        return Ok(true);
+    }
+    Err(AgentdError::precondition(format!(
+        "cannot check out the submodules (git {}): {}",
+        args.join(" "),
+        String::from_utf8_lossy(&said)
+            .trim()
+            .chars()
+            .take(400)
+            .collect::<String>()
+    )))
 }
 
 /// Adds `.agentd/` to `<common dir>/info/exclude` unless it is there, so the
 /// person's checkout stays clean. Never touches a tracked file.
 fn exclude_agentd_dir(common_dir: &Path) -> Result<(), AgentdError> {
+    // Trees are made concurrently: one reads and appends at a time.
+    static EXCLUDE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = EXCLUDE.lock().unwrap_or_else(|p| p.into_inner());
     let info = common_dir.join("info");
     let exclude = info.join("exclude");
     let current = std::fs::read(&exclude).unwrap_or_default();

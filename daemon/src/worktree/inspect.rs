@@ -58,7 +58,8 @@ pub fn work_in(
             paths.push(String::from_utf8_lossy(entry.path_bytes()).into_owned());
         }
     }
-    submodule_work(&repo, "", &mut work, &mut paths, 0)?;
+    let pinned = base_gitlinks(&repo, base_commit);
+    submodule_work(&repo, "", &pinned, &mut work, &mut paths, 0)?;
     work.ahead = work
         .ahead
         .saturating_add(commits_ahead(&repo, branch, base, base_commit)?);
@@ -86,6 +87,7 @@ pub fn work_in(
 fn submodule_work(
     repo: &Repository,
     prefix: &str,
+    pinned: &[Oid],
     work: &mut WorkSummary,
     paths: &mut Vec<String>,
     depth: u32,
@@ -128,14 +130,40 @@ fn submodule_work(
         if let Ok(branches) = sub.branches(Some(BranchType::Local)) {
             tips.extend(branches.flatten().filter_map(|(b, _)| b.get().target()));
         }
-        work.ahead = work.ahead.saturating_add(unpublished(&sub, &tips)?);
-        submodule_work(&sub, &format!("{full}/"), work, paths, depth + 1)?;
+        work.ahead = work.ahead.saturating_add(unpublished(&sub, &tips, pinned)?);
+        submodule_work(&sub, &format!("{full}/"), pinned, work, paths, depth + 1)?;
     }
     Ok(())
 }
 
-/// Commits reachable from `tips` that no remote-tracking branch reaches.
-fn unpublished(repo: &Repository, tips: &[Oid]) -> Result<u32, AgentdError> {
+/// The submodule commits `base_commit`'s tree records (at any depth of the
+/// tree): where the submodules stood when the tree was made, which came
+/// from elsewhere and are nobody's work here.
+pub(super) fn base_gitlinks(repo: &Repository, base_commit: &str) -> Vec<Oid> {
+    let mut out = Vec::new();
+    let Some(tree) = Oid::from_str(base_commit)
+        .ok()
+        .and_then(|oid| repo.find_commit(oid).ok())
+        .and_then(|c| c.tree().ok())
+    else {
+        return out;
+    };
+    let _ = tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        if entry.kind() == Some(git2::ObjectType::Commit) {
+            out.push(entry.id());
+        }
+        git2::TreeWalkResult::Ok
+    });
+    out
+}
+
+/// Commits reachable from `tips` that no remote-tracking branch reaches,
+/// nor any of `pinned` (the commits the base records for submodules).
+pub(super) fn unpublished(
+    repo: &Repository,
+    tips: &[Oid],
+    pinned: &[Oid],
+) -> Result<u32, AgentdError> {
     if tips.is_empty() {
         return Ok(0);
     }
@@ -151,6 +179,11 @@ fn unpublished(repo: &Repository, tips: &[Oid]) -> Result<u32, AgentdError> {
     {
         if let Ok(c) = r.peel_to_commit() {
             walk.hide(c.id()).map_err(walk_err)?;
+        }
+    }
+    for oid in pinned {
+        if repo.find_commit(*oid).is_ok() {
+            walk.hide(*oid).map_err(walk_err)?;
         }
     }
     let mut n = 0u32;

@@ -23,7 +23,7 @@ pub struct Found {
     pub exists: bool,
     /// agentd's marker: the base and base commit it was made from. None:
     /// not made by agentd (never removed as an orphan).
-    pub marker: Option<(String, String)>,
+    pub marker: Option<super::Marker>,
 }
 
 /// agentd's worktrees of the repository whose common git directory is

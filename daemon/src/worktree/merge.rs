@@ -40,6 +40,13 @@ pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, Ag
             wt.checkout.display()
         )));
     }
+    if repo.state() != git2::RepositoryState::Clean {
+        return Err(AgentdError::precondition(format!(
+            "{} is in the middle of another operation ({:?}); finish or abort it first",
+            wt.checkout.display(),
+            repo.state()
+        )));
+    }
     let branch_ref = head.name().unwrap_or_default().to_string();
     let branch_name = head.shorthand().unwrap_or_default().to_string();
     let dirty = tracked_changes(&repo)?;
@@ -180,14 +187,16 @@ fn update_checkout(
             "the checkout's branch moved while merging; nothing was changed, merge again",
         )
     };
-    if repo.head().ok().and_then(|h| h.target()) != Some(expected) {
-        return Err(moved());
+    match repo.head() {
+        Ok(h) if h.name() == Some(branch_ref) && h.target() == Some(expected) => {}
+        _ => return Err(moved()),
     }
     let tree = commit
         .tree()
         .map_err(|e| git_error("cannot read the tree", e))?;
     let mut checkout = CheckoutBuilder::new();
-    checkout.safe();
+    // Not even an ignored file (a person's .env) is written over.
+    checkout.safe().overwrite_ignored(false);
     repo.checkout_tree(tree.as_object(), Some(&mut checkout))
         .map_err(|e| {
             AgentdError::precondition(if e.code() == git2::ErrorCode::Conflict {

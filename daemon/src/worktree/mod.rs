@@ -35,6 +35,7 @@ pub use list::{Found, agentd_worktrees, common_dir_of, pinned};
 pub use merge::{Merged, merge};
 pub use remove::{Settled, Target, discard, remove_if_clean, would_remove};
 
+use crate::domain::AgentWorktree;
 use crate::error::AgentdError;
 
 /// Where agentd's worktrees live inside a checkout.
@@ -91,33 +92,62 @@ pub fn checkout_of(path: &Path) -> Option<PathBuf> {
     path.parent()?.parent()?.parent().map(Path::to_path_buf)
 }
 
-/// Writes the marker of the worktree `name`: agentd's, with this base.
+/// What agentd writes into git's record of a tree it makes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Marker {
+    pub base: String,
+    pub base_commit: String,
+    /// The store (`Store::instance_id`) whose agent the tree is: another
+    /// daemon's trees are never this one's orphans.
+    pub store: String,
+}
+
+/// Writes the marker of the worktree `name`.
 pub(crate) fn write_marker(
     common_dir: &Path,
     name: &str,
-    base: &str,
-    base_commit: &str,
+    marker: &Marker,
 ) -> Result<(), AgentdError> {
     let file = common_dir.join("worktrees").join(name).join(MARKER_FILE);
-    std::fs::write(&file, format!("base {base}\ncommit {base_commit}\n"))
+    let text = format!(
+        "base {}\ncommit {}\nstore {}\n",
+        marker.base, marker.base_commit, marker.store
+    );
+    std::fs::write(&file, text)
         .map_err(|e| AgentdError::precondition(format!("cannot write {}: {e}", file.display())))
 }
 
-/// The base and base commit in the marker of the worktree `name`; None
-/// when it has none (not agentd's).
-pub fn read_marker(common_dir: &Path, name: &str) -> Option<(String, String)> {
+/// The marker of the worktree `name`; None when it has none (not
+/// agentd's).
+pub fn read_marker(common_dir: &Path, name: &str) -> Option<Marker> {
     let file = common_dir.join("worktrees").join(name).join(MARKER_FILE);
     let text = std::fs::read_to_string(file).ok()?;
-    let mut base = None;
-    let mut commit = None;
+    let mut marker = Marker::default();
+    let (mut has_base, mut has_commit) = (false, false);
     for line in text.lines() {
         if let Some(b) = line.strip_prefix("base ") {
-            base = Some(b.to_string());
+            marker.base = b.to_string();
+            has_base = true;
         } else if let Some(c) = line.strip_prefix("commit ") {
-            commit = Some(c.to_string());
+            marker.base_commit = c.to_string();
+            has_commit = true;
+        } else if let Some(s) = line.strip_prefix("store ") {
+            marker.store = s.to_string();
         }
     }
-    Some((base?, commit?))
+    (has_base && has_commit).then_some(marker)
+}
+
+/// The checkout to open the repository of an agent's tree through: the
+/// main checkout its tree lives in (it outlasts the checkout the tree was
+/// made from, which may be another agent's tree, removed since).
+pub fn repo_dir(wt: &AgentWorktree) -> PathBuf {
+    if wt.owned
+        && let Some(main) = checkout_of(&wt.path).filter(|m| m.is_dir())
+    {
+        return main;
+    }
+    wt.checkout.clone()
 }
 
 /// Whether `reason` is a lock agentd may lift to remove the tree `name`:

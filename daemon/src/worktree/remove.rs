@@ -92,7 +92,9 @@ pub fn would_remove(target: &Target) -> Result<bool, AgentdError> {
         return Ok(false);
     }
     if !target.path.exists() {
-        return branch_clean();
+        return Ok(
+            vanished_work(&repo, &target.name, &target.base_commit)? == 0 && branch_clean()?,
+        );
     }
     let held = work_in(
         &target.path,
@@ -146,7 +148,20 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
     if !target.path.exists() {
         // The directory went some other way (or a removal was cut short
         // after its rename): git's record of it goes, but what is committed
-        // on its branch must not go with it.
+        // on its branch must not go with it, nor what only the record
+        // holds (a detached HEAD's commits, submodule clones).
+        let held = vanished_work(&repo, &target.name, &target.base_commit)?;
+        if held > 0 && !discard {
+            let _ = wt.unlock();
+            return Ok(Settled::Kept(Inspection {
+                work: WorkSummary {
+                    ahead: held,
+                    ..Default::default()
+                },
+                locked: None,
+                paths: Vec::new(),
+            }));
+        }
         let mut prune = WorktreePruneOptions::new();
         prune.locked(true);
         wt.prune(Some(&mut prune))
@@ -198,6 +213,66 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
             .map_err(|e| git_error("cannot delete the branch", e))?;
     }
     Ok(Settled::Removed(inspection))
+}
+
+/// Commits that only git's record of the vanished tree `name` keeps: its
+/// HEAD's when detached (no ref reaches them), and those of the submodule
+/// clones under it that no remote branch has and the base did not pin.
+pub(super) fn vanished_work(
+    repo: &Repository,
+    name: &str,
+    base_commit: &str,
+) -> Result<u32, AgentdError> {
+    let admin = repo.commondir().join("worktrees").join(name);
+    let walk_err = |e| git_error("cannot walk the history", e);
+    let mut held = 0u32;
+    if let Ok(head) = std::fs::read_to_string(admin.join("HEAD"))
+        && let Ok(oid) = git2::Oid::from_str(head.trim())
+        && repo.find_commit(oid).is_ok()
+    {
+        let mut walk = repo.revwalk().map_err(walk_err)?;
+        walk.push(oid).map_err(walk_err)?;
+        for r in repo.references().map_err(walk_err)?.flatten() {
+            if let Ok(c) = r.peel_to_commit() {
+                walk.hide(c.id()).map_err(walk_err)?;
+            }
+        }
+        for oid in walk {
+            oid.map_err(walk_err)?;
+            held = held.saturating_add(1);
+        }
+    }
+    let pinned = super::inspect::base_gitlinks(repo, base_commit);
+    let mut dirs = vec![(admin.join("modules"), 0u32)];
+    while let Some((dir, depth)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !path.is_dir() || depth > 16 {
+                continue;
+            }
+            if path.join("HEAD").is_file() && path.join("objects").is_dir() {
+                if let Ok(sub) = Repository::open_bare(&path) {
+                    let mut tips = Vec::new();
+                    if let Ok(h) = sub.head()
+                        && let Some(oid) = h.target()
+                    {
+                        tips.push(oid);
+                    }
+                    if let Ok(branches) = sub.branches(Some(BranchType::Local)) {
+                        tips.extend(branches.flatten().filter_map(|(b, _)| b.get().target()));
+                    }
+                    held = held.saturating_add(super::inspect::unpublished(&sub, &tips, &pinned)?);
+                }
+                dirs.push((path.join("modules"), depth + 1));
+            } else {
+                dirs.push((path, depth + 1));
+            }
+        }
+    }
+    Ok(held)
 }
 
 /// A registered worktree other than `name` inside `path`, if any.

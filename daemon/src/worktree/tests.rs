@@ -8,8 +8,11 @@ use super::testrepo::{TestRepo, git};
 use super::*;
 use crate::domain::AgentWorktree;
 
+/// The store id the tests' trees are marked with.
+const STORE: &str = "test-store";
+
 fn make(repo: &TestRepo, short: &str) -> (Plan, AgentWorktree) {
-    let plan = plan(&repo.root, None, short).expect("plan");
+    let plan = plan(&repo.root, None, short, STORE).expect("plan");
     create(&plan, &running_reason(short, "")).expect("create");
     let record = plan.record();
     (plan, record)
@@ -72,27 +75,27 @@ fn a_tree_on_its_own_branch_locked_and_excluded_leaving_the_checkout_alone() {
 #[test]
 fn the_agent_cwd_is_its_directory_inside_the_tree() {
     let repo = TestRepo::new();
-    let p = plan(&repo.root.join("src"), None, "11112222").expect("plan");
+    let p = plan(&repo.root.join("src"), None, "11112222", STORE).expect("plan");
     assert_eq!(p.cwd, p.path.join("src"));
     repo.write("build/out.txt", "x");
-    let err = plan(&repo.root.join("build"), None, "11112223").unwrap_err();
+    let err = plan(&repo.root.join("build"), None, "11112223", STORE).unwrap_err();
     assert!(err.to_string().contains("is not part of main"), "{err}");
 }
 
 #[test]
 fn no_repository_a_bare_one_or_a_bad_base_is_a_clear_error_and_makes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let err = plan(dir.path(), None, "aaaa0000").unwrap_err();
+    let err = plan(dir.path(), None, "aaaa0000", STORE).unwrap_err();
     assert!(err.to_string().contains("not inside one"), "{err}");
     let bare = dir.path().join("bare.git");
     git(
         dir.path(),
         &["init", "-q", "--bare", bare.to_str().expect("utf8")],
     );
-    let err = plan(&bare, None, "aaaa0001").unwrap_err();
+    let err = plan(&bare, None, "aaaa0001", STORE).unwrap_err();
     assert!(err.to_string().contains("bare repository"), "{err}");
     let repo = TestRepo::new();
-    let err = plan(&repo.root, Some("no-such-ref"), "aaaa0002").unwrap_err();
+    let err = plan(&repo.root, Some("no-such-ref"), "aaaa0002", STORE).unwrap_err();
     assert!(
         matches!(err, crate::error::AgentdError::InvalidArgument(_)),
         "{err}"
@@ -108,13 +111,13 @@ fn base_names_a_ref_fully_or_a_commit() {
     repo.git(&["tag", "v1"]);
     repo.write("README", "two\n");
     repo.git(&["commit", "-qam", "second"]);
-    let p = plan(&repo.root, Some("v1"), "bbbb0000").expect("plan");
+    let p = plan(&repo.root, Some("v1"), "bbbb0000", STORE).expect("plan");
     assert_eq!(p.base, "refs/tags/v1");
-    let p = plan(&repo.root, Some("main~1"), "bbbb0001").expect("plan");
+    let p = plan(&repo.root, Some("main~1"), "bbbb0001", STORE).expect("plan");
     assert_eq!(p.base, repo.git(&["rev-parse", "main~1"]).trim());
     // "HEAD" is the checkout's branch, never a name that would mean the
     // worktree's own HEAD later.
-    let p = plan(&repo.root, Some("HEAD"), "bbbb0002").expect("plan");
+    let p = plan(&repo.root, Some("HEAD"), "bbbb0002", STORE).expect("plan");
     assert_eq!(p.base, "refs/heads/main");
 }
 
@@ -474,7 +477,7 @@ fn a_removed_tree_is_made_again_for_a_revived_agent() {
         remove_if_clean(&target(&wt, "78900000")).expect("settle"),
         Settled::Removed(_)
     ));
-    recreate(&wt, "78900000", &running_reason("78900000", "")).expect("recreate");
+    recreate(&wt, "78900000", &running_reason("78900000", ""), STORE).expect("recreate");
     assert!(wt.path.join("README").exists());
     assert_eq!(
         git(&wt.path, &["symbolic-ref", "--short", "HEAD"]).trim(),
@@ -515,7 +518,7 @@ fn a_vanished_tree_never_takes_its_committed_branch_with_it() {
         "agentd/9a000001"
     );
     // Continuing the agent checks the branch out again, commits and all.
-    recreate(&wt, "9a000001", &running_reason("9a000001", "")).expect("recreate");
+    recreate(&wt, "9a000001", &running_reason("9a000001", ""), STORE).expect("recreate");
     assert_eq!(
         std::fs::read_to_string(wt.path.join("a.txt")).expect("read"),
         "a\n"
@@ -527,7 +530,7 @@ fn trees_never_nest_and_a_tree_holding_another_is_not_removed() {
     let repo = TestRepo::new();
     let (_, outer) = make(&repo, "9b000001");
     // An agent started inside the outer tree gets its tree beside it.
-    let inner = plan(&outer.path.join("src"), None, "9b000002").expect("plan");
+    let inner = plan(&outer.path.join("src"), None, "9b000002", STORE).expect("plan");
     assert_eq!(inner.path, repo.root.join(".agentd/worktrees/9b000002"));
     assert_eq!(
         inner.checkout, outer.path,
@@ -650,13 +653,19 @@ fn an_orphan_is_judged_by_its_marker_and_only_its_own_branch_can_go() {
     let common = repo.root.join(".git");
     assert_eq!(
         read_marker(&common, "9f000001"),
-        Some(("refs/heads/main".to_string(), wt.base_commit.clone()))
+        Some(Marker {
+            base: "refs/heads/main".to_string(),
+            base_commit: wt.base_commit.clone(),
+            store: STORE.to_string(),
+        })
     );
     // Commits a tag (or a pushed branch) reaches are still not on the base.
     std::fs::write(wt.path.join("README"), "tagged work\n").expect("write");
     git(&wt.path, &["commit", "-qam", "work"]);
     repo.git(&["tag", "pushed", "agentd/9f000001"]);
-    let (base, base_commit) = read_marker(&common, "9f000001").expect("marker");
+    let Marker {
+        base, base_commit, ..
+    } = read_marker(&common, "9f000001").expect("marker");
     let orphan = Target {
         base,
         base_commit,
@@ -708,5 +717,149 @@ fn working_dir_may_not_be_another_agents_tree() {
     assert!(
         err.to_string().contains("inside another agent's worktree"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_tree_made_from_a_removed_tree_is_still_reachable() {
+    let repo = TestRepo::new();
+    let (_, outer) = make(&repo, "a2000001");
+    let inner_plan = plan(&outer.path, None, "a2000002", STORE).expect("plan");
+    create(&inner_plan, &running_reason("a2000002", "")).expect("create");
+    let inner = inner_plan.record();
+    assert!(matches!(
+        remove_if_clean(&target(&outer, "a2000001")).expect("outer"),
+        Settled::Removed(_)
+    ));
+    assert!(!inner.checkout.exists(), "the tree it came from is gone");
+    assert_eq!(repo_dir(&inner), repo.root);
+    lock(
+        &repo_dir(&inner),
+        "a2000002",
+        &running_reason("a2000002", "x"),
+    )
+    .expect("lock");
+    let t = Target {
+        checkout: repo_dir(&inner),
+        ..target(&inner, "a2000002")
+    };
+    assert!(matches!(
+        remove_if_clean(&t).expect("inner"),
+        Settled::Removed(_)
+    ));
+}
+
+#[test]
+fn a_submodule_pinned_where_no_remote_branch_reaches_is_not_work() {
+    let sub = TestRepo::new();
+    sub.git(&["switch", "-q", "-c", "side"]);
+    sub.write("side.txt", "s\n");
+    sub.git(&["add", "side.txt"]);
+    sub.git(&["commit", "-qm", "side"]);
+    sub.git(&["tag", "pinned"]);
+    sub.git(&["switch", "-q", "main"]);
+    sub.git(&["branch", "-q", "-D", "side"]);
+    let repo = TestRepo::new();
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        sub.root.to_str().expect("utf8"),
+        "vendor/sub",
+    ]);
+    git(&repo.root.join("vendor/sub"), &["checkout", "-q", "pinned"]);
+    repo.git(&["add", "vendor/sub"]);
+    repo.git(&["commit", "-qm", "pin a tag-only commit"]);
+    repo.git(&["config", "protocol.file.allow", "always"]);
+    let (_, wt) = make(&repo, "a3000001");
+    assert!(wt.path.join("vendor/sub/side.txt").exists());
+    let i = inspect(&wt).expect("inspect");
+    assert!(i.work.is_empty(), "an untouched tree is clean: {i:?}");
+}
+
+#[test]
+fn a_vanished_trees_record_keeps_what_only_it_holds() {
+    // A submodule commit: its clone lives in git's record of the tree.
+    let (_sub, repo, wt) = with_submodule("a4000001", None);
+    let sub = wt.path.join("vendor/sub");
+    std::fs::write(sub.join("README"), "only here\n").expect("write");
+    git(&sub, &["commit", "-qam", "in the submodule"]);
+    std::fs::remove_dir_all(&wt.path).expect("a person deletes the tree");
+    let settled = remove_if_clean(&target(&wt, "a4000001")).expect("settle");
+    assert!(
+        matches!(settled, Settled::Kept(ref i) if i.work.ahead >= 1),
+        "{settled:?}"
+    );
+    assert!(repo.root.join(".git/worktrees/a4000001/modules").exists());
+    let err = recreate(&wt, "a4000001", &running_reason("a4000001", ""), STORE).unwrap_err();
+    assert!(err.to_string().contains("exist nowhere else"), "{err}");
+
+    // Commits on a detached HEAD.
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "a4000002");
+    git(&wt.path, &["switch", "-q", "--detach"]);
+    std::fs::write(wt.path.join("README"), "detached\n").expect("write");
+    git(&wt.path, &["commit", "-qam", "detached work"]);
+    std::fs::remove_dir_all(&wt.path).expect("a person deletes the tree");
+    let settled = remove_if_clean(&target(&wt, "a4000002")).expect("settle");
+    assert!(
+        matches!(settled, Settled::Kept(ref i) if i.work.ahead == 1),
+        "{settled:?}"
+    );
+}
+
+#[test]
+fn making_a_tree_again_never_lifts_a_persons_lock() {
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "a5000001");
+    let path = wt.path.to_str().expect("utf8").to_string();
+    repo.git(&["worktree", "unlock", &path]);
+    repo.git(&["worktree", "lock", "--reason", "mine, on a usb disk", &path]);
+    std::fs::remove_dir_all(&wt.path).expect("the disk is away");
+    let err = recreate(&wt, "a5000001", &running_reason("a5000001", ""), STORE).unwrap_err();
+    assert!(err.to_string().contains("locked by someone else"), "{err}");
+    assert!(
+        repo.git(&["worktree", "list", "--porcelain"])
+            .contains("mine, on a usb disk")
+    );
+}
+
+#[test]
+fn making_a_tree_leaves_the_persons_submodule_configuration_alone() {
+    let (_sub, repo, _wt) = with_submodule("a6000001", None);
+    repo.git(&["submodule", "deinit", "-q", "vendor/sub"]);
+    let before = std::fs::read_to_string(repo.root.join(".git/config")).expect("config");
+    let (_, wt) = make(&repo, "a6000002");
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join(".git/config")).expect("config"),
+        before
+    );
+    assert!(
+        !wt.path.join("vendor/sub/README").exists(),
+        "as in the person's checkout: not checked out"
+    );
+}
+
+#[test]
+fn merge_never_writes_over_an_ignored_file() {
+    let repo = TestRepo::new();
+    repo.write(".gitignore", "secret.env\n");
+    repo.git(&["add", ".gitignore"]);
+    repo.git(&["commit", "-qm", "ignore"]);
+    let wt = committed_tree(&repo, "a7000001", "placeholder", "x");
+    std::fs::write(wt.path.join("secret.env"), "agent's\n").expect("write");
+    git(&wt.path, &["add", "-f", "secret.env"]);
+    git(
+        &wt.path,
+        &["commit", "-qm", "adds a file the person ignores"],
+    );
+    repo.write("secret.env", "the person's key\n");
+    let err = merge(&wt, false, "agent").unwrap_err();
+    assert!(err.to_string().contains("nothing was changed"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("secret.env")).expect("read"),
+        "the person's key\n"
     );
 }

@@ -95,7 +95,7 @@ fn build_repo(files: usize, dirs: usize) -> Repo {
 /// One agentd round: (plan, plan + create, remove).
 fn agentd_round(repo: &Repo, short_id: &str) -> (Duration, Duration, Duration) {
     let started = Instant::now();
-    let plan = worktree::plan(&repo.root, None, short_id).expect("a worktree plan");
+    let plan = worktree::plan(&repo.root, None, short_id, "bench").expect("a worktree plan");
     let planned = started.elapsed();
     worktree::create(&plan, &worktree::running_reason(short_id, "")).expect("a worktree");
     let created = started.elapsed();
