@@ -337,7 +337,7 @@ fn a_fork_in_a_worktree_keeps_its_parents_bytes_and_gets_the_notice_after_its_di
 }
 
 #[test]
-fn a_tree_stays_while_a_child_started_in_it_still_runs() {
+fn a_tree_stays_while_a_child_started_in_it_runs_and_is_settled_when_it_ends() {
     let mock = MockServer::start();
     let (env, repo) = world(&mock);
     parent_calls_agent(
@@ -386,8 +386,20 @@ fn a_tree_stays_while_a_child_started_in_it_still_runs() {
     assert!(out.stderr.contains("works in agent"), "{}", out.stderr);
     env.ctl(&["wait", child["id"].as_str().unwrap()])
         .expect_code(0);
-    assert!(tree.exists());
-    let _ = repo;
+    // The child's notification wakes the parent, which runs again in its
+    // tree; when it has ended again with nobody else in the tree, the tree
+    // holds nothing and is removed with its branch.
+    wait_until(
+        "the parent read its child's report",
+        Duration::from_secs(30),
+        || {
+            all_text(&transcript(&env, &parent)).contains(NOTE)
+                && agent_named(&env, &parent)["status"] == "completed"
+        },
+    );
+    assert!(!tree.exists(), "{}", env.daemon_log_text());
+    assert!(agentd_branches(&repo).is_empty());
+    assert_eq!(agent_named(&env, &parent)["worktree"]["state"], "removed");
 }
 
 #[test]
@@ -456,4 +468,50 @@ fn a_worktree_agents_isolated_child_gets_a_tree_beside_it_not_inside() {
         std::fs::read_to_string(Path::new(&inner).join("inner.txt")).unwrap(),
         "inner work\n"
     );
+}
+
+#[test]
+fn a_tree_kept_for_a_persons_fork_is_settled_when_the_fork_ends() {
+    let mock = MockServer::start();
+    let (env, repo) = world(&mock);
+    mock.when(
+        |r| agentd_e2e::forking::last_text(r).contains(TAG),
+        Reply::Message(MockMessage::text("FORK done").delay_start(Duration::from_millis(2_000))),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("PARENT done").delay_start(Duration::from_millis(700))),
+    );
+    let _daemon = env.start_daemon();
+    let parent = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--worktree",
+            "--model",
+            MODEL,
+            "--name",
+            "boss",
+            "PARENT look",
+        ])
+        .stdout
+        .trim()
+        .to_string();
+    // Forked while the parent still runs: the fork works in the parent's
+    // tree (it has no tree of its own) and never reports to the parent.
+    let out = env.ctl(&["fork", "boss", "--background", "FORK-P look too"]);
+    out.expect_code(0);
+    let fork = out.stdout.trim().to_string();
+    env.ctl(&["wait", &parent]).expect_code(0);
+    let p = agent_named(&env, &parent);
+    let tree = PathBuf::from(p["worktree"]["path"].as_str().unwrap());
+    assert_eq!(
+        p["worktree"]["state"], "kept",
+        "kept while the fork works in it"
+    );
+    assert!(tree.exists());
+    env.ctl(&["wait", &fork]).expect_code(0);
+    assert!(!tree.exists(), "settled when the last agent in it ended");
+    assert!(agentd_branches(&repo).is_empty());
+    assert_eq!(agent_named(&env, &parent)["worktree"]["state"], "removed");
 }
