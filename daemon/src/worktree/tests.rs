@@ -863,3 +863,22 @@ fn merge_never_writes_over_an_ignored_file() {
         "the person's key\n"
     );
 }
+
+#[test]
+fn no_rm_rf_fallback_for_a_tree_git_does_not_know() {
+    // Claude Code #58885: a tree removal that fell back to deleting the
+    // directory. agentd deletes only a tree git lists where agentd put it.
+    let repo = TestRepo::new();
+    let (_, wt) = make(&repo, "a8000001");
+    std::fs::remove_dir_all(repo.root.join(".git/worktrees/a8000001")).expect("drop git's record");
+    for settled in [
+        remove_if_clean(&target(&wt, "a8000001")).expect("settle"),
+        discard(&target(&wt, "a8000001")).expect("discard"),
+    ] {
+        assert!(
+            matches!(settled, Settled::Untouchable(ref why) if why.contains("not a worktree git knows")),
+            "{settled:?}"
+        );
+    }
+    assert!(wt.path.join("README").exists());
+}
