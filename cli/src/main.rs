@@ -8,6 +8,7 @@ mod exit;
 mod follow;
 mod permission_prompt;
 mod render;
+mod sandbox_view;
 mod terminal;
 mod transcript_view;
 mod tree;

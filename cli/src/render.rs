@@ -150,6 +150,8 @@ pub struct AgentJson<'a> {
     pub transcript_len: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree: Option<crate::worktree_view::AgentWorktreeJson<'a>>,
+    pub sandbox: &'static str,
+    pub no_network: bool,
 }
 
 impl<'a> AgentJson<'a> {
@@ -183,6 +185,13 @@ impl<'a> AgentJson<'a> {
                 .worktree
                 .as_ref()
                 .map(crate::worktree_view::AgentWorktreeJson::of),
+            sandbox: match pb::SandboxMode::try_from(a.sandbox).unwrap_or_default() {
+                pb::SandboxMode::WorkspaceWrite => "workspace-write",
+                pb::SandboxMode::ReadOnly => "read-only",
+                pb::SandboxMode::Off => "off",
+                pb::SandboxMode::Unspecified => "unknown",
+            },
+            no_network: a.no_network,
         }
     }
 }

@@ -71,6 +71,11 @@ pub struct Config {
     /// Writes are refused (and agents wait) when less than this many MiB
     /// are free where the data directory is.
     pub store_min_free_mb: u64,
+    /// How tools are confined unless an agent asks for another mode
+    /// (DESIGN §14): "workspace-write", "read-only" or "off".
+    pub sandbox: crate::domain::SandboxMode,
+    /// false: tools may not open TCP connections or listen.
+    pub network: bool,
     pub anthropic: ProviderConfig,
     pub openai: ProviderConfig,
     pub retry: RetryPolicy,
@@ -116,6 +121,8 @@ impl Default for Config {
             implicit_fork: false,
             auto_background_secs: 120,
             store_min_free_mb: 64,
+            sandbox: crate::domain::SandboxMode::WorkspaceWrite,
+            network: true,
             secrets: SecretsConfig::default(),
             anthropic: ProviderConfig::default(),
             openai: ProviderConfig::default(),

@@ -11,6 +11,7 @@ pub mod domain;
 pub mod error;
 pub mod model;
 pub mod pricing;
+pub mod sandbox;
 pub mod server;
 pub mod store;
 pub mod supervisor;

@@ -9,6 +9,7 @@ use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
 use crate::follow::{Follower, follow};
 use crate::permission_prompt::Mode;
+use crate::sandbox_view::Sandbox;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -31,6 +32,12 @@ pub struct Args {
     /// (only Bash asks), plan (read-only), bypass (nothing asks).
     #[arg(long, value_enum, default_value = "bypass")]
     permission_mode: Mode,
+    /// How its tools are confined [default: the daemon's, workspace-write].
+    #[arg(long, value_enum)]
+    sandbox: Option<Sandbox>,
+    /// Deny its tools TCP connections and listening (Landlock ABI 4).
+    #[arg(long)]
+    no_network: bool,
     /// Work in a new git worktree of the current checkout, on branch agentd/<short id>.
     #[arg(long)]
     worktree: bool,
@@ -78,6 +85,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 pb::Isolation::Unspecified
             } as i32,
             base: args.base.unwrap_or_default(),
+            sandbox: args
+                .sandbox
+                .map_or(pb::SandboxMode::Unspecified, Sandbox::wire) as i32,
+            no_network: args.no_network,
             ..Default::default()
         })
         .await?

@@ -95,6 +95,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         ("status", render::status_name(a.status).to_string()),
         ("model", a.model.clone()),
         ("cwd", a.cwd.clone()),
+        ("sandbox", crate::sandbox_view::line(&a)),
         (
             "worktree",
             a.worktree

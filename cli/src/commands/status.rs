@@ -39,6 +39,8 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "agents_total": s.agents_total,
                 "corrupt_records": s.corrupt_records,
                 "disk_full": s.disk_full,
+                "landlock_abi": s.landlock_abi,
+                "default_sandbox": crate::sandbox_view::name(s.default_sandbox),
             })
         );
         return Ok(SUCCESS);
@@ -59,6 +61,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         } else {
             format!(" ({})", summary.join(", "))
         }
+    );
+    println!(
+        "sandbox:  {} by default; Landlock {}",
+        crate::sandbox_view::name(s.default_sandbox),
+        crate::sandbox_view::landlock_line(s.landlock_abi)
     );
     if s.disk_full {
         println!("disk:     FULL — writes wait until space is freed in the data directory");

@@ -317,6 +317,7 @@ impl TurnLoop {
                 .as_ref()
                 .filter(|w| w.owned)
                 .map(|w| (w.checkout.clone(), w.path.clone())),
+            sandbox: crate::sandbox::Policy::for_agent(&self.record),
         };
         tools::run_tool(tool, &call.input, &ctx).await
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::domain::{Isolation, PermissionMode, ToolName};
+use crate::domain::{Isolation, PermissionMode, SandboxMode, ToolName};
 
 /// The type used when `subagent_type` is omitted.
 pub const DEFAULT_TYPE: &str = "general-purpose";
@@ -32,6 +32,9 @@ pub struct AgentType {
     pub permission_mode: Option<PermissionMode>,
     /// Where agents of this type work (front matter `isolation: worktree`).
     pub isolation: Isolation,
+    /// A stricter sandbox for agents of this type (front matter `sandbox`);
+    /// never looser than the parent's.
+    pub sandbox: Option<SandboxMode>,
     /// The type's own instructions, placed before the environment section.
     pub instructions: String,
 }
@@ -47,6 +50,7 @@ fn builtin(name: &str) -> Option<AgentType> {
             background: false,
             permission_mode: None,
             isolation: Isolation::None,
+            sandbox: None,
             instructions: "You are a general-purpose agent working on a task delegated by \
 another agent. Complete it autonomously with the tools you have, then answer with a concise \
 report of what you did and found: your final message is all the delegating agent sees."
@@ -62,6 +66,7 @@ questions; never changes anything"
             background: false,
             permission_mode: None,
             isolation: Isolation::None,
+            sandbox: None,
             instructions: "You are a read-only exploration agent. Find files with Glob, search \
 contents with Grep, read with Read. You cannot and must not modify anything. Answer with the \
 facts you found, citing file paths and line numbers."
@@ -85,6 +90,8 @@ struct FrontMatter {
     background: bool,
     #[serde(default)]
     isolation: Option<String>,
+    #[serde(default)]
+    sandbox: Option<String>,
     #[serde(default, rename = "permissionMode", alias = "permission_mode")]
     permission_mode: Option<String>,
 }
@@ -124,6 +131,15 @@ pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
                 crate::error::quote(other)
             ));
         }
+    };
+    let sandbox = match fm.sandbox.as_deref() {
+        None => None,
+        Some(text) => Some(SandboxMode::parse(text).ok_or_else(|| {
+            format!(
+                "{where_}: sandbox '{}' is not one of: workspace-write, read-only, off",
+                crate::error::quote(text)
+            )
+        })?),
     };
     if body.is_empty() {
         return Err(format!(
@@ -169,6 +185,7 @@ pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
         background: fm.background,
         permission_mode,
         isolation,
+        sandbox,
         instructions: body.to_string(),
     })
 }

@@ -1,6 +1,6 @@
 //! An agent's registry record and the closed sets of values it holds.
 
-use super::AgentWorktree;
+use super::{AgentWorktree, SandboxMode};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -237,6 +237,10 @@ pub struct AgentRecord {
     pub tool_uses: u32,
     /// The git worktree it works in (its own, or a pinned one).
     pub worktree: Option<AgentWorktree>,
+    /// How its tools are confined (`plan` mode makes it read-only).
+    pub sandbox: SandboxMode,
+    /// Tools may not open TCP connections or listen (Landlock, ABI ≥ 4).
+    pub no_network: bool,
     /// 0 for agents a client started; a child is its parent's depth + 1.
     pub depth: u32,
     /// Tools the user allowed "always" for this agent.
@@ -276,9 +280,21 @@ impl AgentRecord {
             max_turns: 0,
             tool_uses: 0,
             worktree: None,
+            sandbox: SandboxMode::default(),
+            no_network: false,
             depth: 0,
             always_allowed: Vec::new(),
             transcript_len: 0,
+        }
+    }
+
+    /// The confinement its tools run under: `plan` mode is read-only
+    /// whatever the sandbox says.
+    pub fn effective_sandbox(&self) -> SandboxMode {
+        if self.permission_mode == PermissionMode::Plan {
+            self.sandbox.stricter(SandboxMode::ReadOnly)
+        } else {
+            self.sandbox
         }
     }
 

@@ -10,6 +10,7 @@ mod fork;
 mod id;
 mod inbox;
 mod prompt;
+mod sandbox;
 mod tool;
 mod transcript;
 mod worktree;
@@ -22,6 +23,7 @@ pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTurns, QuerySource, parse_tool_all
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};
 pub use prompt::PromptContext;
+pub use sandbox::SandboxMode;
 pub use tool::ToolName;
 pub use transcript::{Role, StopReason, TranscriptEntry, json_bytes};
 pub use worktree::{AgentWorktree, WorkSummary, WorktreeState};

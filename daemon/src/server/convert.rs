@@ -9,7 +9,7 @@ use crate::agent::lifecycle::{Lifecycle, LifecycleKind, TaskNotice};
 use crate::agent::permission::{Answer, PermissionAsk};
 use crate::domain::{
     AgentRecord, AgentWorktree, Isolation, PermissionMode, ReleaseReason, ResumeBlockedReason,
-    Role, Status, StopReason, TranscriptEntry, Usage, WorkSummary, WorktreeState,
+    Role, SandboxMode, Status, StopReason, TranscriptEntry, Usage, WorkSummary, WorktreeState,
 };
 use crate::error::AgentdError;
 use crate::model::StreamDelta;
@@ -45,6 +45,26 @@ pub fn isolation_from_wire(i: i32) -> Result<Isolation, AgentdError> {
     match pb::Isolation::try_from(i).map_err(|_| unknown("isolation", i))? {
         pb::Isolation::Unspecified => Ok(Isolation::None),
         pb::Isolation::Worktree => Ok(Isolation::Worktree),
+    }
+}
+
+/// None: the default (config, or the parent's).
+pub fn sandbox_from_wire(i: i32) -> Result<Option<SandboxMode>, AgentdError> {
+    Ok(
+        match pb::SandboxMode::try_from(i).map_err(|_| unknown("sandbox", i))? {
+            pb::SandboxMode::Unspecified => None,
+            pb::SandboxMode::WorkspaceWrite => Some(SandboxMode::WorkspaceWrite),
+            pb::SandboxMode::ReadOnly => Some(SandboxMode::ReadOnly),
+            pb::SandboxMode::Off => Some(SandboxMode::Off),
+        },
+    )
+}
+
+pub fn sandbox(m: SandboxMode) -> pb::SandboxMode {
+    match m {
+        SandboxMode::WorkspaceWrite => pb::SandboxMode::WorkspaceWrite,
+        SandboxMode::ReadOnly => pb::SandboxMode::ReadOnly,
+        SandboxMode::Off => pb::SandboxMode::Off,
     }
 }
 
@@ -205,6 +225,8 @@ pub fn agent(r: AgentRecord, transcript_len: u64, waiting_for: Option<String>) -
             .map(|w| w.branch.clone())
             .unwrap_or_default(),
         worktree: r.worktree.as_ref().map(agent_worktree),
+        sandbox: sandbox(r.sandbox) as i32,
+        no_network: r.no_network,
         waiting_for: waiting_for.unwrap_or_default(),
         resume_blocked_reason: resume_blocked_reason as i32,
         resume_blocked_detail,

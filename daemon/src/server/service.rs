@@ -61,6 +61,8 @@ impl AgentService for AgentApi {
         let store = self.sup.store();
         Ok(Response::new(pb::DaemonStatus {
             corrupt_records: store.corrupt_count(),
+            landlock_abi: crate::sandbox::kernel_abi(),
+            default_sandbox: convert::sandbox(self.sup.default_sandbox()) as i32,
             disk_full: store.is_full(),
             version: agentd_shared::VERSION.to_string(),
             socket: info.socket.display().to_string(),
@@ -97,6 +99,8 @@ impl AgentService for AgentApi {
                 max_turns: r.max_turns,
                 subagent_type: r.subagent_type,
                 base: r.base,
+                sandbox: convert::sandbox_from_wire(r.sandbox)?,
+                no_network: r.no_network,
                 working_dir: String::new(),
                 parent_tool_use_id: String::new(),
             })

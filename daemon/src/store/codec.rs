@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use prost::Message;
 
+use crate::domain::SandboxMode;
 use crate::domain::{
     AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, PermissionMode, PromptContext,
     QuerySource, ResumeBlocked, ResumeBlockedReason, Role, ShortId, Status, StopReason, ToolName,
@@ -98,6 +99,12 @@ struct StoredAgent {
     query_source: i32,
     #[prost(message, optional, tag = "31")]
     worktree: Option<StoredWorktree>,
+    /// 0 (written before sandboxes) and 1 workspace-write, 2 read-only,
+    /// 3 off.
+    #[prost(int32, tag = "32")]
+    sandbox: i32,
+    #[prost(bool, tag = "33")]
+    no_network: bool,
 }
 
 /// Paths are kept as their bytes: a path that is not UTF-8 must still name
@@ -335,6 +342,12 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
         max_turns: r.max_turns,
         tool_uses: r.tool_uses,
         worktree: r.worktree.as_ref().map(stored_worktree),
+        sandbox: match r.sandbox {
+            SandboxMode::WorkspaceWrite => 1,
+            SandboxMode::ReadOnly => 2,
+            SandboxMode::Off => 3,
+        },
+        no_network: r.no_network,
         depth: r.depth,
         started_at_ms: r.started_at_ms,
         always_allowed: tool_names(&r.always_allowed),
@@ -404,6 +417,14 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         max_turns: s.max_turns,
         tool_uses: s.tool_uses,
         worktree: s.worktree.map(worktree_of).transpose()?,
+        // A record from before sandboxes gets the default, which confines.
+        sandbox: match s.sandbox {
+            0 | 1 => SandboxMode::WorkspaceWrite,
+            2 => SandboxMode::ReadOnly,
+            3 => SandboxMode::Off,
+            _ => return Err(Corrupt::Field("sandbox")),
+        },
+        no_network: s.no_network,
         depth: s.depth,
         always_allowed: tools_of(&s.always_allowed),
         transcript_len: s.transcript_len,

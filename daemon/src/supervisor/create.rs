@@ -13,8 +13,8 @@ use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::types::AgentType;
 use crate::agent::{FanOutRole, Foreground, WaitEnd, context, worktree_notice};
 use crate::domain::{
-    AgentRecord, Isolation, PermissionMode, PromptContext, QuerySource, Role, TranscriptEntry,
-    json_bytes, now_ms,
+    AgentRecord, Isolation, PermissionMode, PromptContext, QuerySource, Role, SandboxMode,
+    TranscriptEntry, json_bytes, now_ms,
 };
 use crate::error::{AgentdError, quote};
 use crate::model::{ModelSpec, Provider};
@@ -47,6 +47,10 @@ pub struct NewAgent {
     pub working_dir: String,
     /// The parent's `Agent` call that asks for this agent.
     pub parent_tool_use_id: String,
+    /// None: the config's (a child: its parent's).
+    pub sandbox: Option<SandboxMode>,
+    /// Deny its tools TCP (a child of such an agent is denied too).
+    pub no_network: bool,
 }
 
 /// A validated new agent, not yet stored.
@@ -151,6 +155,17 @@ impl Supervisor {
             (None, None) => PermissionMode::Bypass,
         };
         record.depth = parent.map_or(0, |p| p.depth + 1);
+        // A child never gets a looser sandbox than its parent's; its type
+        // may make it stricter.
+        record.sandbox = match parent {
+            Some(p) => p
+                .sandbox
+                .stricter(agent_type.and_then(|t| t.sandbox).unwrap_or(p.sandbox)),
+            None => req.sandbox.unwrap_or(self.config.sandbox),
+        };
+        record.no_network =
+            req.no_network || !self.config.network || parent.is_some_and(|p| p.no_network);
+        self.sandbox_admits(&record)?;
         let prompt = context::render(&cwd, now, agent_type);
         let mut content_json = json_bytes(&json!([{"type": "text", "text": req.prompt}]));
         if let Some(wt) = record.worktree.as_ref().filter(|w| w.owned) {
@@ -278,6 +293,30 @@ impl Supervisor {
         Err(AgentdError::invalid(
             "no model given: pass --model, set AGENTD_MODEL, or set default_model in config.toml",
         ))
+    }
+
+    /// Refuses an agent whose sandbox cannot be enforced here (fail
+    /// closed: never a silent downgrade).
+    pub(super) fn sandbox_admits(&self, record: &AgentRecord) -> Result<(), AgentdError> {
+        let workspace = record
+            .worktree
+            .as_ref()
+            .filter(|w| w.owned)
+            .map_or(record.cwd.as_path(), |w| w.path.as_path());
+        match crate::sandbox::refusal(
+            record.effective_sandbox(),
+            record.no_network,
+            workspace,
+            &self.tool_env.protected,
+        ) {
+            Some(why) => Err(AgentdError::precondition(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// The sandbox agents get unless they ask for another.
+    pub fn default_sandbox(&self) -> SandboxMode {
+        self.config.sandbox
     }
 
     /// A name is unique among agents that have not ended (an index lookup).

@@ -198,6 +198,9 @@ impl Supervisor {
         record.max_turns = FORK_MAX_TURNS;
         record.permission_mode = parent.permission_mode;
         record.depth = parent.depth + 1;
+        record.sandbox = parent.sandbox;
+        record.no_network = parent.no_network;
+        self.sandbox_admits(&record)?;
 
         let note = json!([{
             "type": "agentd_note",

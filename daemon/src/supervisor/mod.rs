@@ -111,6 +111,14 @@ impl Supervisor {
                 crate::tools::reap::MARKER_VAR.to_string(),
                 store.instance_id().to_string(),
             )),
+            protected: [
+                Some(info.data_dir.clone()),
+                info.socket.parent().map(PathBuf::from),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|p| p.canonicalize().unwrap_or(p))
+            .collect(),
         });
         Arc::new(Supervisor {
             store,

@@ -32,7 +32,7 @@ fn world_with(config: Config) -> World {
         config,
         models,
         DaemonInfo {
-            socket: dir.path().join("s.sock"),
+            socket: dir.path().join("run/s.sock"),
             data_dir: data,
         },
     );
@@ -47,11 +47,19 @@ impl World {
         format!("scripted:{}", path.display())
     }
 
+    /// Where agents work: beside the daemon's directories, never around
+    /// them (the sandbox refuses that).
+    fn project(&self) -> std::path::PathBuf {
+        let p = self.dir.path().join("project");
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
     fn new_agent(&self, model: &str, prompt: &str) -> NewAgent {
         NewAgent {
             prompt: prompt.into(),
             model: model.into(),
-            cwd: self.dir.path().display().to_string(),
+            cwd: self.project().display().to_string(),
             background: true,
             ..Default::default()
         }

@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
@@ -16,6 +17,7 @@ use tokio::time::Instant;
 use super::paths::{optional_u64, required_str};
 use super::spool::SpoolWriter;
 use super::{ToolContext, ToolEnv, ToolOutput, ToolSpec};
+use crate::sandbox::{Confinement, Policy};
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -109,8 +111,31 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
         ));
     }
 
-    let mut child = spawn(command, &ctx.cwd, &ctx.env)
-        .map_err(|e| ToolOutput::error(format!("Failed to start the shell: {e}")))?;
+    let confinement = match &ctx.sandbox {
+        Some(policy) => {
+            if let Some(why) = crate::sandbox::refusal(
+                policy.mode,
+                policy.no_network,
+                &policy.workspace,
+                &ctx.env.protected,
+            ) {
+                return Err(ToolOutput::error(format!(
+                    "The command was not run: {why}."
+                )));
+            }
+            let built = Confinement::build(policy)
+                .map_err(|e| ToolOutput::error(format!("The command was not run: {e}.")))?;
+            Some((policy, Arc::new(built)))
+        }
+        None => None,
+    };
+    let mut child = spawn(
+        command,
+        &ctx.cwd,
+        &ctx.env,
+        confinement.as_ref().map(|(p, c)| (*p, c)),
+    )
+    .map_err(|e| ToolOutput::error(format!("Failed to start the shell: {e}")))?;
     // Kills the whole group if this future is dropped before the shell exits.
     let mut group = ProcessGroup::of(&child);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
@@ -211,7 +236,12 @@ enum Outcome {
 /// Starts `bash -c command`, or `sh -c command` where bash is not installed,
 /// in its own process group, without the secrets in its environment, and
 /// marked so that whatever it leaves behind can be reaped (`reap`).
-fn spawn(command: &str, cwd: &Path, env: &ToolEnv) -> std::io::Result<Child> {
+fn spawn(
+    command: &str,
+    cwd: &Path,
+    env: &ToolEnv,
+    sandbox: Option<(&Policy, &Arc<Confinement>)>,
+) -> std::io::Result<Child> {
     let daemon = nix::unistd::getpid();
     let build = |shell: &str| {
         let mut cmd = Command::new(shell);
@@ -229,7 +259,12 @@ fn spawn(command: &str, cwd: &Path, env: &ToolEnv) -> std::io::Result<Child> {
         if let Some((name, value)) = &env.marker {
             cmd.env(name, value);
         }
-        die_with_parent(&mut cmd, daemon);
+        if let Some((policy, _)) = sandbox {
+            for var in ["TMPDIR", "TMP", "TEMP"] {
+                cmd.env(var, &policy.tmpdir);
+            }
+        }
+        in_child(&mut cmd, daemon, sandbox.map(|(_, c)| c.clone()));
         cmd
     };
     match build("bash").spawn() {
@@ -238,18 +273,24 @@ fn spawn(command: &str, cwd: &Path, env: &ToolEnv) -> std::io::Result<Child> {
     }
 }
 
-/// The shell is killed when the daemon dies, so a killed daemon does not
-/// leave it running a command whose result nobody will record.
+/// In the child, before exec: the shell is killed when the daemon dies (so
+/// a killed daemon does not leave it running a command whose result nobody
+/// will record), and it is confined by the sandbox, which everything it
+/// starts inherits.
 #[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut Command, daemon: Pid) {
+fn in_child(cmd: &mut Command, daemon: Pid, confinement: Option<Arc<Confinement>>) {
     // SAFETY: the closure runs in the child between fork and exec and makes
-    // only async-signal-safe system calls (prctl, getppid, kill).
+    // only async-signal-safe system calls (prctl, getppid, kill,
+    // landlock_restrict_self); it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
             // The daemon died between fork and prctl: nothing will kill us.
             if nix::unistd::getppid() != daemon {
                 let _ = nix::sys::signal::raise(Signal::SIGKILL);
+            }
+            if let Some(c) = &confinement {
+                c.apply_in_child()?;
             }
             Ok(())
         });

@@ -39,6 +39,8 @@ pub struct ToolContext {
     /// from, the worktree's root), to tell a model that reaches into the
     /// checkout where the same file is in its tree.
     pub worktree_of: Option<(PathBuf, PathBuf)>,
+    /// How the processes tools start are confined; None: not at all.
+    pub sandbox: Option<crate::sandbox::Policy>,
 }
 
 impl ToolContext {
@@ -49,6 +51,7 @@ impl ToolContext {
             spool: None,
             env: Arc::default(),
             worktree_of: None,
+            sandbox: None,
         }
     }
 
@@ -82,6 +85,8 @@ pub struct ToolEnv {
     /// starts), so processes left behind by a killed daemon can be found
     /// and reaped when it starts again (`reap`).
     pub marker: Option<(String, String)>,
+    /// The daemon's data and socket directories: never writable by tools.
+    pub protected: Vec<PathBuf>,
 }
 
 /// The result of one tool call, as it goes back to the model.
@@ -131,6 +136,16 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
 /// error, never a panic. The tools that reach other agents are the
 /// supervisor's and are not run here.
 pub async fn run_tool(tool: ToolName, input: &Value, ctx: &ToolContext) -> ToolOutput {
+    if matches!(tool, ToolName::Write | ToolName::Edit)
+        && ctx
+            .sandbox
+            .as_ref()
+            .is_some_and(|p| p.mode == crate::domain::SandboxMode::ReadOnly)
+    {
+        return ToolOutput::error(format!(
+            "{tool} refused: read-only file system (this agent's sandbox is read-only; it may read anything and write nothing)."
+        ));
+    }
     match tool {
         ToolName::Bash => bash::run(input, ctx).await,
         ToolName::Read => read::run(input, ctx).await,

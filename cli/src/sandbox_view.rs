@@ -1,0 +1,58 @@
+//! `--sandbox` values and how a sandbox reads (`run`, `show`, `status`).
+
+use agentd_shared::proto as pb;
+
+/// `--sandbox` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Sandbox {
+    /// Tools write only beneath the working directory (or worktree) and a private TMPDIR.
+    WorkspaceWrite,
+    /// Tools write nothing; Write and Edit are refused.
+    ReadOnly,
+    /// No confinement.
+    Off,
+}
+
+impl Sandbox {
+    pub fn wire(self) -> pb::SandboxMode {
+        match self {
+            Sandbox::WorkspaceWrite => pb::SandboxMode::WorkspaceWrite,
+            Sandbox::ReadOnly => pb::SandboxMode::ReadOnly,
+            Sandbox::Off => pb::SandboxMode::Off,
+        }
+    }
+}
+
+pub fn name(mode: i32) -> &'static str {
+    match pb::SandboxMode::try_from(mode).unwrap_or_default() {
+        pb::SandboxMode::Unspecified => "unknown",
+        pb::SandboxMode::WorkspaceWrite => "workspace-write",
+        pb::SandboxMode::ReadOnly => "read-only",
+        pb::SandboxMode::Off => "off (unconfined)",
+    }
+}
+
+/// What an agent's tools may do, in a line.
+pub fn line(a: &pb::Agent) -> String {
+    let mode = if a.permission_mode == pb::PermissionMode::Plan as i32 {
+        "read-only (plan mode)"
+    } else {
+        name(a.sandbox)
+    };
+    if a.no_network {
+        format!("{mode}, no network")
+    } else {
+        mode.to_string()
+    }
+}
+
+/// The kernel's Landlock, in a line.
+pub fn landlock_line(abi: i32) -> String {
+    if abi <= 0 {
+        "none: sandboxed agents are refused (run them with --sandbox off)".to_string()
+    } else if abi < 4 {
+        format!("ABI {abi} (write confinement; --no-network needs ABI 4)")
+    } else {
+        format!("ABI {abi} (write confinement and TCP rules)")
+    }
+}

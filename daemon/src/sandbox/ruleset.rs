@@ -1,0 +1,103 @@
+//! A policy made into a Landlock ruleset in the daemon, applied in the
+//! tool's child process between fork and exec.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, path_beneath_rules,
+};
+
+use super::Policy;
+use crate::domain::SandboxMode;
+
+/// The file-system rights handled (and so denied unless a rule grants
+/// them): all of them up to ABI 5 — on an older kernel, those it knows.
+const FS_ABI: ABI = ABI::V5;
+
+/// Devices any process may write: the null sink, terminals, randomness.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// A ruleset made for one tool process, to be applied in the child.
+#[derive(Debug)]
+pub struct Confinement {
+    fd: OwnedFd,
+}
+
+impl Confinement {
+    /// Builds the ruleset of `policy` (which must not be `off`): reading
+    /// and executing everywhere; writing beneath the workspace and the temp
+    /// dir (workspace-write) and to the usual devices; with `no_network`, no
+    /// TCP bind or connect at all.
+    pub fn build(policy: &Policy) -> Result<Confinement, String> {
+        let err = |e: landlock::RulesetError| format!("cannot build the sandbox: {e}");
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(FS_ABI))
+            .map_err(err)?;
+        if policy.no_network {
+            ruleset = ruleset
+                .set_compatibility(CompatLevel::HardRequirement)
+                .handle_access(AccessNet::from_all(ABI::V4))
+                .map_err(err)?;
+        }
+        let mut created = ruleset
+            .create()
+            .map_err(err)?
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(FS_ABI)))
+            .map_err(err)?;
+        let devices: Vec<&Path> = DEVICES
+            .iter()
+            .map(Path::new)
+            .filter(|p| p.exists())
+            .collect();
+        created = created
+            .add_rules(path_beneath_rules(devices, AccessFs::from_all(FS_ABI)))
+            .map_err(err)?;
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            let writable = [&policy.workspace, &policy.tmpdir]
+                .into_iter()
+                .chain(policy.git_dirs.iter());
+            created = created
+                .add_rules(path_beneath_rules(writable, AccessFs::from_all(FS_ABI)))
+                .map_err(err)?;
+        }
+        let fd: Option<OwnedFd> = created.into();
+        let fd = fd.ok_or_else(|| {
+            "this kernel offers no Landlock, so the sandbox cannot be enforced; run the agent with --sandbox off".to_string()
+        })?;
+        Ok(Confinement { fd })
+    }
+
+    /// Confines the calling process for good: no new privileges, then the
+    /// ruleset. Only for a child between fork and exec: it makes two
+    /// system calls and allocates nothing.
+    #[allow(unsafe_code)]
+    pub fn apply_in_child(&self) -> std::io::Result<()> {
+        nix::sys::prctl::set_no_new_privs()?;
+        // SAFETY: landlock_restrict_self(fd, 0) takes an open ruleset fd and
+        // flags; it reads no memory of ours.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                self.fd.as_raw_fd(),
+                0 as libc::c_uint,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+}
