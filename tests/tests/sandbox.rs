@@ -1,0 +1,305 @@
+//! The tool sandbox (DESIGN §14), by escape attempts: the real daemon on
+//! this machine's kernel (Landlock) running the commands a model asks for.
+//! Every attempt must fail without leaving a file outside the agent's
+//! working directory.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::path::{Path, PathBuf};
+
+use agentd_e2e::Env;
+use agentd_e2e::script::{script, text, tool, turn};
+use serde_json::{Value, json};
+
+/// A scripted model running each command as one Bash call, then "done".
+fn bash_model(env: &Env, name: &str, commands: &[String]) -> String {
+    let mut turns: Vec<Value> = commands
+        .iter()
+        .map(|c| turn(vec![tool("Bash", json!({"command": c}))]))
+        .collect();
+    turns.push(turn(vec![text("done")]));
+    env.script(name, &script(turns))
+}
+
+/// The tool results of an agent's transcript, in order.
+fn results(env: &Env, id: &str) -> Vec<(bool, String)> {
+    let log = env.ctl(&["log", id, "--json"]).expect_code(0).json();
+    let mut out = Vec::new();
+    for e in log.as_array().unwrap() {
+        for b in e["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_result" {
+                let text = agentd_e2e::mock::text_of(&b["content"]);
+                out.push((b["is_error"] == true, text));
+            }
+        }
+    }
+    out
+}
+
+fn run(env: &Env, model: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", "--background", "--model", model];
+    args.extend_from_slice(extra);
+    args.push("work");
+    let id = env.ctl(&args).expect_code(0).stdout.trim().to_string();
+    env.ctl(&["wait", &id]).expect_code(0);
+    id
+}
+
+/// A directory beside the project, which the agent may not write to.
+fn outside(env: &Env) -> PathBuf {
+    let dir = env.root.path().join("outside");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn bash_cannot_write_outside_its_working_directory() {
+    let env = Env::new();
+    let out = outside(&env);
+    let o = out.display().to_string();
+    let data = env.data_dir().display().to_string();
+    let project = env.project();
+    std::fs::write(project.join("README"), "readme\n").unwrap();
+    let commands = vec![
+        format!("echo x > {o}/redirect.txt"),
+        format!("cp README {o}/cp.txt"),
+        format!("echo m > moved.txt && mv moved.txt {o}/mv.txt"),
+        format!("ln README {o}/hardlink.txt"),
+        format!(
+            "ln -s {project}/README {o}/symlink.txt",
+            project = project.display()
+        ),
+        format!("cd {o} && touch touched.txt"),
+        format!("ln -s {o} escape && echo x > escape/through-a-link.txt"),
+        format!("printf 'echo x > {o}/child.txt\\n' > child.sh && sh child.sh"),
+        format!("python3 -c \"open('{o}/python.txt', 'w').write('x')\""),
+        format!("echo x > {data}/planted"),
+        "echo x > /tmp/agentd-sandbox-escape-$$".to_string(),
+        // What it may do: its directory, its TMPDIR.
+        "echo ok > inside.txt && echo ok > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && echo \"$TMPDIR\""
+            .to_string(),
+    ];
+    let _daemon = env.start_daemon();
+    let model = bash_model(&env, "escape.json", &commands);
+    let id = run(&env, &model, &[]);
+    let got = results(&env, &id);
+    assert_eq!(got.len(), commands.len(), "{got:?}");
+    for (i, (is_error, text)) in got.iter().enumerate().take(commands.len() - 1) {
+        assert!(
+            *is_error && (text.contains("Permission denied") || text.contains("PermissionError")),
+            "attempt {i} ({}) must be refused: {text}",
+            commands[i]
+        );
+    }
+    assert!(
+        files_in(&out).is_empty(),
+        "nothing was left outside: {:?}",
+        files_in(&out)
+    );
+    assert!(!env.data_dir().join("planted").exists());
+    let (is_error, last) = &got[commands.len() - 1];
+    assert!(!is_error, "{last}");
+    assert_eq!(
+        std::fs::read_to_string(project.join("inside.txt")).unwrap(),
+        "ok\n"
+    );
+    let short = env.ctl(&["show", &id, "--json"]).expect_code(0).json()["short_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        last.contains(&format!("-tmp/{short}")),
+        "a private TMPDIR: {last}"
+    );
+    let shown = env.ctl(&["show", &id]).expect_code(0).stdout.clone();
+    assert!(
+        shown.contains("sandbox:") && shown.contains("workspace-write"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn one_agents_tmpdir_is_not_anothers() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let first = bash_model(
+        &env,
+        "a.json",
+        &["echo \"$TMPDIR\" > where.txt".to_string()],
+    );
+    let a = run(&env, &first, &[]);
+    assert!(!results(&env, &a)[0].0);
+    let a_tmp = std::fs::read_to_string(env.project().join("where.txt")).unwrap();
+    let second = bash_model(
+        &env,
+        "b.json",
+        &[format!("echo x > {}/stolen", a_tmp.trim())],
+    );
+    let b = run(&env, &second, &[]);
+    let (is_error, text) = &results(&env, &b)[0];
+    assert!(*is_error && text.contains("Permission denied"), "{text}");
+    assert!(!Path::new(a_tmp.trim()).join("stolen").exists());
+}
+
+#[test]
+fn sandbox_off_lifts_it_and_says_so() {
+    let env = Env::new();
+    let out = outside(&env);
+    let _daemon = env.start_daemon();
+    let model = bash_model(
+        &env,
+        "off.json",
+        &[format!("echo x > {}/allowed.txt", out.display())],
+    );
+    let id = run(&env, &model, &["--sandbox", "off"]);
+    assert!(!results(&env, &id)[0].0);
+    assert!(out.join("allowed.txt").exists());
+    let shown = env.ctl(&["show", &id]).expect_code(0).stdout.clone();
+    assert!(shown.contains("off (unconfined)"), "{shown}");
+}
+
+#[test]
+fn read_only_and_plan_write_nothing() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let model = env.script(
+        "ro.json",
+        &script(vec![
+            turn(vec![tool(
+                "Bash",
+                json!({"command": "echo x > inside.txt"}),
+            )]),
+            turn(vec![tool(
+                "Write",
+                json!({"file_path": "written.txt", "content": "x"}),
+            )]),
+            turn(vec![text("done")]),
+        ]),
+    );
+    let id = run(&env, &model, &["--sandbox", "read-only"]);
+    let got = results(&env, &id);
+    assert!(
+        got[0].0 && got[0].1.contains("Permission denied"),
+        "{got:?}"
+    );
+    assert!(
+        got[1].0 && got[1].1.contains("read-only file system"),
+        "{got:?}"
+    );
+    assert!(!env.project().join("inside.txt").exists());
+    assert!(!env.project().join("written.txt").exists());
+    let plan = env.ctl(&[
+        "run",
+        "--background",
+        "--permission-mode",
+        "plan",
+        "--model",
+        &model,
+        "x",
+    ]);
+    plan.expect_code(0);
+    let shown = env
+        .ctl(&["show", plan.stdout.trim()])
+        .expect_code(0)
+        .stdout
+        .clone();
+    assert!(shown.contains("read-only (plan mode)"), "{shown}");
+}
+
+#[test]
+fn no_network_refuses_a_tcp_connect_to_a_local_listener() {
+    let env = Env::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _daemon = env.start_daemon();
+    let connect = format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' && echo connected");
+    let model = bash_model(&env, "net.json", std::slice::from_ref(&connect));
+    let denied = run(&env, &model, &["--no-network"]);
+    let (is_error, text) = &results(&env, &denied)[0];
+    assert!(*is_error && text.contains("Permission denied"), "{text}");
+    let allowed = run(&env, &model, &[]);
+    let (is_error, text) = &results(&env, &allowed)[0];
+    assert!(!is_error && text.contains("connected"), "{text}");
+}
+
+#[test]
+fn the_provider_key_is_not_in_the_tools_environment() {
+    let env = Env::new();
+    env.set_daemon_env("ANTHROPIC_API_KEY", "sk-ant-secret-in-the-daemon");
+    let _daemon = env.start_daemon();
+    let model = bash_model(&env, "env.json", &["env > env.txt".to_string()]);
+    run(&env, &model, &[]);
+    let seen = std::fs::read_to_string(env.project().join("env.txt")).unwrap();
+    assert!(!seen.contains("sk-ant-secret-in-the-daemon"), "{seen}");
+    assert!(seen.contains("TMPDIR="), "{seen}");
+}
+
+#[test]
+fn without_landlock_a_sandboxed_agent_is_refused_and_off_still_runs() {
+    let env = Env::new();
+    env.set_daemon_env("AGENTD_LANDLOCK_ABI", "0");
+    let _daemon = env.start_daemon();
+    let model = bash_model(&env, "x.json", &["true".to_string()]);
+    let out = env.ctl(&["run", "--background", "--model", &model, "x"]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("no Landlock") && out.stderr.contains("--sandbox off"),
+        "{}",
+        out.stderr
+    );
+    let list = env.ctl(&["list", "--json"]).expect_code(0).json();
+    assert!(
+        list.as_array().unwrap().is_empty(),
+        "nothing was stored: {list}"
+    );
+    run(&env, &model, &["--sandbox", "off"]);
+    let status = env.ctl(&["status", "--json"]).expect_code(0).json();
+    assert_eq!(status["landlock_abi"], 0);
+}
+
+#[test]
+fn no_network_on_an_old_landlock_is_refused() {
+    let env = Env::new();
+    env.set_daemon_env("AGENTD_LANDLOCK_ABI", "3");
+    let _daemon = env.start_daemon();
+    let model = bash_model(&env, "x.json", &["true".to_string()]);
+    let out = env.ctl(&[
+        "run",
+        "--background",
+        "--no-network",
+        "--model",
+        &model,
+        "x",
+    ]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("ABI 4"), "{}", out.stderr);
+}
+
+#[test]
+fn an_agent_whose_directory_holds_the_daemons_data_is_refused() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let model = bash_model(&env, "x.json", &["true".to_string()]);
+    let root = env.root.path().display().to_string();
+    let out = env.ctl(&[
+        "run",
+        "--background",
+        "--cwd",
+        &root,
+        "--model",
+        &model,
+        "x",
+    ]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("overlap"), "{}", out.stderr);
+}
