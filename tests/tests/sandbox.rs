@@ -303,3 +303,55 @@ fn an_agent_whose_directory_holds_the_daemons_data_is_refused() {
     out.expect_code(1);
     assert!(out.stderr.contains("overlap"), "{}", out.stderr);
 }
+
+#[test]
+fn write_and_edit_open_files_only_beneath_the_working_directory() {
+    let env = Env::new();
+    let out = outside(&env);
+    let o = out.display().to_string();
+    let project = env.project();
+    std::os::unix::fs::symlink(&out, project.join("planted")).unwrap();
+    std::fs::write(out.join("theirs.txt"), "theirs\n").unwrap();
+    let write = |path: &str| tool("Write", json!({"file_path": path, "content": "x"}));
+    let model = env.script(
+        "files.json",
+        &script(vec![
+            turn(vec![write(&format!("{o}/absolute.txt"))]),
+            turn(vec![write("../outside/dotdot.txt")]),
+            turn(vec![write("planted/through-a-link.txt")]),
+            turn(vec![tool(
+                "Edit",
+                json!({"file_path": "planted/theirs.txt", "old_string": "theirs", "new_string": "mine"}),
+            )]),
+            // A directory written into, then swapped for a link between calls.
+            turn(vec![write("target/f.txt")]),
+            turn(vec![tool(
+                "Bash",
+                json!({"command": format!("rm -rf target && ln -s {o} target")}),
+            )]),
+            turn(vec![write("target/f.txt")]),
+            turn(vec![tool(
+                "Edit",
+                json!({"file_path": "target/theirs.txt", "old_string": "theirs", "new_string": "mine"}),
+            )]),
+            turn(vec![text("done")]),
+        ]),
+    );
+    let _daemon = env.start_daemon();
+    let id = run(&env, &model, &[]);
+    let got = results(&env, &id);
+    assert_eq!(got.len(), 8, "{got:?}");
+    for i in [0, 1, 2, 3, 6, 7] {
+        assert!(
+            got[i].0 && got[i].1.contains("outside the agent's working directory"),
+            "call {i} must be refused: {}",
+            got[i].1
+        );
+    }
+    assert!(!got[4].0 && !got[5].0, "{got:?}");
+    assert_eq!(files_in(&out), vec!["theirs.txt".to_string()]);
+    assert_eq!(
+        std::fs::read_to_string(out.join("theirs.txt")).unwrap(),
+        "theirs\n"
+    );
+}

@@ -63,16 +63,24 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
     }
     let path = ctx.resolve("file_path", file_path)?;
 
-    let bytes = tokio::fs::read(&path).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolOutput::error(format!(
-            "File does not exist: {}. Use Write to create a new file.",
-            path.display()
-        )),
-        std::io::ErrorKind::IsADirectory => {
-            ToolOutput::error(format!("{} is a directory, not a file.", path.display()))
-        }
-        _ => ToolOutput::error(format!("Cannot read {}: {e}", path.display())),
-    })?;
+    let (root, rel) = ctx.below(&path)?;
+    let (r, l) = (root.clone(), rel.clone());
+    let bytes = tokio::task::spawn_blocking(move || super::beneath::read(&r, &l))
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot read {}: {e}", path.display())))?
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ToolOutput::error(format!(
+                "File does not exist: {}. Use Write to create a new file.",
+                path.display()
+            )),
+            std::io::ErrorKind::IsADirectory => {
+                ToolOutput::error(format!("{} is a directory, not a file.", path.display()))
+            }
+            _ => ToolOutput::error(format!(
+                "Cannot read {}",
+                super::beneath::explain(&e, &path)
+            )),
+        })?;
     let content = String::from_utf8(bytes).map_err(|_| {
         ToolOutput::error(format!(
             "{} is not UTF-8 text, so Edit cannot change it.",
@@ -100,9 +108,15 @@ a single occurrence, or set `replace_all` to true to replace all {count}.",
     } else {
         content.replacen(old_string, new_string, 1)
     };
-    tokio::fs::write(&path, updated)
+    tokio::task::spawn_blocking(move || super::beneath::write(&root, &rel, updated.as_bytes()))
         .await
-        .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?;
+        .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?
+        .map_err(|e| {
+            ToolOutput::error(format!(
+                "Cannot write {}",
+                super::beneath::explain(&e, &path)
+            ))
+        })?;
 
     Ok(ToolOutput::ok(format!(
         "Edited {}: replaced {count} {}.",

@@ -6,6 +6,7 @@
 //! `is_error: true` and a message it can act on; it never fails the agent.
 
 mod bash;
+mod beneath;
 mod edit;
 mod glob;
 mod grep;
@@ -53,6 +54,31 @@ impl ToolContext {
             worktree_of: None,
             sandbox: None,
         }
+    }
+
+    /// The path of `resolved` (from `resolve`) below the working directory,
+    /// for opening it beneath it (`beneath`); with the directory itself.
+    pub(crate) fn below(
+        &self,
+        resolved: &std::path::Path,
+    ) -> Result<(PathBuf, PathBuf), ToolOutput> {
+        let root = std::fs::canonicalize(&self.cwd).map_err(|e| {
+            ToolOutput::error(format!(
+                "The agent's working directory {} cannot be resolved: {e}",
+                self.cwd.display()
+            ))
+        })?;
+        let rel = resolved
+            .strip_prefix(&root)
+            .map(PathBuf::from)
+            .map_err(|_| {
+                ToolOutput::error(format!(
+                    "{} is outside the agent's working directory {}.",
+                    resolved.display(),
+                    self.cwd.display()
+                ))
+            })?;
+        Ok((root, rel))
     }
 
     /// Resolves the path in input field `field` inside the working

@@ -55,17 +55,17 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
         Ok(_) => true,
         Err(_) => false,
     };
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent).await.map_err(|e| {
+    let (root, rel) = ctx.below(&path)?;
+    let bytes = content.as_bytes().to_vec();
+    tokio::task::spawn_blocking(move || super::beneath::write(&root, &rel, &bytes))
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?
+        .map_err(|e| {
             ToolOutput::error(format!(
-                "Cannot create the directory {}: {e}",
-                parent.display()
+                "Cannot write {}",
+                super::beneath::explain(&e, &path)
             ))
         })?;
-    }
-    tokio::fs::write(&path, content)
-        .await
-        .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?;
 
     let lines = content.lines().count();
     let verb = if existed { "Overwrote" } else { "Created" };
