@@ -76,6 +76,8 @@ enum Command {
     Usage(commands::usage::Args),
     /// Show the daemon's version, socket, data directory, uptime and agent counts.
     Status(commands::status::Args),
+    /// Check what this machine offers agentd: the daemon, Landlock (the tool sandbox), git.
+    Doctor(commands::doctor::Args),
 }
 
 /// Restores the default SIGPIPE action, so `agentctl log … | head` ends
@@ -136,6 +138,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Merge(args) => commands::merge::run(&target, args).await,
         Command::Events(args) => commands::events::run(&target, args).await,
         Command::Status(args) => commands::status::run(&target, args).await,
+        Command::Doctor(args) => commands::doctor::run(&target, args).await,
         Command::Usage(args) => commands::usage::run(&target, args).await,
     }
 }

@@ -265,6 +265,28 @@ fn without_landlock_a_sandboxed_agent_is_refused_and_off_still_runs() {
     run(&env, &model, &["--sandbox", "off"]);
     let status = env.ctl(&["status", "--json"]).expect_code(0).json();
     assert_eq!(status["landlock_abi"], 0);
+    let doctor = env.ctl(&["doctor"]);
+    doctor.expect_code(1);
+    assert!(
+        doctor.stdout.contains("agents will be refused"),
+        "{}",
+        doctor.stdout
+    );
+}
+
+#[test]
+fn status_and_doctor_show_the_kernels_landlock() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let status = env.ctl(&["status", "--json"]).expect_code(0).json();
+    let abi = status["landlock_abi"].as_i64().unwrap();
+    assert!(abi >= 1, "this machine's kernel offers Landlock: {status}");
+    assert_eq!(status["default_sandbox"], "workspace-write");
+    let doctor = env.ctl(&["doctor", "--json"]).expect_code(0).json();
+    assert_eq!(doctor["landlock_abi"], abi);
+    assert_eq!(doctor["ok"], true);
+    let text = env.ctl(&["status"]).expect_code(0).stdout.clone();
+    assert!(text.contains(&format!("Landlock ABI {abi}")), "{text}");
 }
 
 #[test]

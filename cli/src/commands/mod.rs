@@ -3,6 +3,7 @@
 pub mod attach;
 pub mod bg;
 pub mod diff;
+pub mod doctor;
 pub mod events;
 pub mod fork;
 pub mod list;

@@ -13,12 +13,14 @@
 //! cargo run --release -p agentd-e2e --bin bench -- resolve [--agents 10000] [--runs 300]
 //! cargo run --release -p agentd-e2e --bin bench -- fanout [--forks 5,10,20] [--file-bytes 41300]
 //! cargo run --release -p agentd-e2e --bin bench -- worktree [--runs N] [--files 10000]
+//! cargo run --release -p agentd-e2e --bin bench -- sandbox [--runs 300] [--files 1000]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 mod fanout;
+mod sandbox;
 mod worktree;
 
 use std::io::Write;
@@ -812,9 +814,10 @@ fn main() {
         Some("restart") => bench_restart(&args),
         Some("fanout") => fanout::bench_fanout(&args),
         Some("worktree") => worktree::bench_worktree(&args),
+        Some("sandbox") => sandbox::bench_sandbox(&args),
         _ => {
             eprintln!(
-                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree [options] (see the source's header)"
+                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox [options] (see the source's header)"
             );
             std::process::exit(2);
         }
