@@ -102,6 +102,13 @@ fn bash_cannot_write_outside_its_working_directory() {
         );
     }
     assert!(
+        got[0]
+            .1
+            .contains("agentd: this agent's sandbox lets commands write only beneath"),
+        "the model is told what the sandbox allows: {}",
+        got[0].1
+    );
+    assert!(
         files_in(&out).is_empty(),
         "nothing was left outside: {:?}",
         files_in(&out)

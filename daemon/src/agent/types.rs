@@ -277,6 +277,24 @@ mod tests {
     }
 
     #[test]
+    fn a_type_can_ask_for_a_worktree_and_a_stricter_sandbox() {
+        let p = Path::new("x.md");
+        let t = parse_type_file(
+            p,
+            "---\nname: a\ndescription: d\nisolation: worktree\nsandbox: read-only\n---\nbody",
+        )
+        .unwrap();
+        assert_eq!(t.isolation, Isolation::Worktree);
+        assert_eq!(t.sandbox, Some(SandboxMode::ReadOnly));
+        let err = parse_type_file(p, "---\nname: a\ndescription: d\nsandbox: yolo\n---\nbody")
+            .unwrap_err();
+        assert!(err.contains("sandbox 'yolo' is not one of"), "{err}");
+        let err = parse_type_file(p, "---\nname: a\ndescription: d\nisolation: vm\n---\nbody")
+            .unwrap_err();
+        assert!(err.contains("isolation 'vm' is not one of"), "{err}");
+    }
+
+    #[test]
     fn malformed_type_files_are_clear_errors() {
         let p = Path::new("x.md");
         assert!(

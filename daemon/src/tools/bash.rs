@@ -187,7 +187,10 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             let output = pipes.render();
             Ok(match (status.code(), status.signal()) {
                 (Some(0), _) => ToolOutput::ok(output),
-                (Some(code), _) => ToolOutput::error(format!("Exit code {code}\n{output}")),
+                (Some(code), _) => ToolOutput::error(format!(
+                    "Exit code {code}\n{output}{}",
+                    sandbox_hint(ctx.sandbox.as_ref(), &output)
+                )),
                 (None, Some(signal)) => ToolOutput::error(format!(
                     "Killed by signal {signal}{}\n{output}",
                     signal_name(signal)
@@ -224,6 +227,39 @@ Output before cancellation:\n{}",
             )))
         }
     }
+}
+
+/// For a failed command that hit the sandbox: what it allows, so the model
+/// can act on it rather than retry.
+fn sandbox_hint(policy: Option<&Policy>, output: &str) -> String {
+    let Some(policy) = policy else {
+        return String::new();
+    };
+    let denied = [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ];
+    if !denied.iter().any(|d| output.contains(d)) {
+        return String::new();
+    }
+    let writes = match policy.mode {
+        crate::domain::SandboxMode::ReadOnly => {
+            "this agent's sandbox is read-only: its commands may read anything and write nothing"
+                .to_string()
+        }
+        _ => format!(
+            "this agent's sandbox lets commands write only beneath {} and its TMPDIR {}; writing elsewhere is outside the agent's working directory and refused",
+            policy.workspace.display(),
+            policy.tmpdir.display()
+        ),
+    };
+    let net = if policy.no_network {
+        "; TCP connections and listening are refused"
+    } else {
+        ""
+    };
+    format!("\n(agentd: {writes}{net}.)")
 }
 
 enum Outcome {
