@@ -287,7 +287,6 @@ fn spawn(
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
         for name in &env.secrets {
             cmd.env_remove(name);
@@ -320,6 +319,10 @@ fn in_child(cmd: &mut Command, daemon: Pid, confinement: Option<Arc<Confinement>
     // landlock_restrict_self); it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
+            // A session of its own: its own process group (killed as one),
+            // and no controlling terminal — nothing it runs can type into
+            // the person's terminal (TIOCSTI) through /dev/tty.
+            nix::unistd::setsid()?;
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
             // The daemon died between fork and prctl: nothing will kill us.
             if nix::unistd::getppid() != daemon {
@@ -587,6 +590,21 @@ mod tests {
         std::fs::write(dir.path().join("marker.txt"), "").unwrap();
         let out = bash(&ctx(dir.path()), "ls").await;
         assert_eq!(out, ToolOutput::ok("marker.txt"));
+    }
+
+    #[tokio::test]
+    async fn the_shell_leads_a_session_of_its_own_with_no_terminal() {
+        let dir = tempfile::tempdir().unwrap();
+        // Field 6 of /proc/<pid>/stat is the session id; field 7 the tty.
+        let out = bash(
+            &ctx(dir.path()),
+            "set -- $(sed 's/^.*) //' /proc/$$/stat); echo \"$$ $4 $5\"",
+        )
+        .await;
+        let fields: Vec<String> = out.content.split_whitespace().map(String::from).collect();
+        assert_eq!(fields.len(), 3, "{out:?}");
+        assert_eq!(fields[0], fields[1], "session leader: {out:?}");
+        assert_eq!(fields[2], "0", "no controlling terminal: {out:?}");
     }
 
     #[tokio::test]
