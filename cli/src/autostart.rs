@@ -19,6 +19,29 @@ use tonic::transport::Channel;
 
 use crate::exit::{Failure, UNREACHABLE};
 
+/// Starting the daemon in a session of its own.
+trait SpawnDetached {
+    fn spawn_detached(&mut self) -> std::io::Result<tokio::process::Child>;
+}
+
+impl SpawnDetached for tokio::process::Command {
+    /// A session of its own: a Ctrl-C aimed at this agentctl never reaches
+    /// the daemon, and the daemon (with every process it starts) has no
+    /// controlling terminal to write to or type into.
+    #[allow(unsafe_code)]
+    fn spawn_detached(&mut self) -> std::io::Result<tokio::process::Child> {
+        // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+        unsafe {
+            self.pre_exec(|| {
+                nix::unistd::setsid()
+                    .map(drop)
+                    .map_err(std::io::Error::from)
+            });
+        }
+        self.spawn()
+    }
+}
+
 /// How long a starting daemon may take to report ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -94,10 +117,7 @@ impl Target {
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log_err))
-            // Its own process group: a Ctrl-C aimed at this agentctl must not
-            // reach the daemon.
-            .process_group(0)
-            .spawn()
+            .spawn_detached()
             .map_err(|e| {
                 unreachable(format!(
                     "no agentd answers on {} and starting {} failed: {e}",

@@ -50,6 +50,10 @@ pub fn line(a: &pb::Agent) -> String {
 pub fn landlock_line(abi: i32) -> String {
     if abi <= 0 {
         "none: sandboxed agents are refused (run them with --sandbox off)".to_string()
+    } else if abi < 3 {
+        format!(
+            "ABI {abi}, too old to stop truncation: sandboxed agents are refused (ABI 3, Linux 6.2, is needed; or --sandbox off)"
+        )
     } else if abi < 4 {
         format!("ABI {abi} (write confinement; --no-network needs ABI 4)")
     } else {

@@ -150,7 +150,7 @@ fn one_agents_tmpdir_is_not_anothers() {
     let second = bash_model(
         &env,
         "b.json",
-        &[format!("echo x > {}/stolen", a_tmp.trim())],
+        &[format!("mkdir -p {0} && echo x > {0}/stolen", a_tmp.trim())],
     );
     let b = run(&env, &second, &[]);
     let (is_error, text) = &results(&env, &b)[0];
@@ -312,6 +312,56 @@ fn no_network_on_an_old_landlock_is_refused() {
     ]);
     out.expect_code(1);
     assert!(out.stderr.contains("ABI 4"), "{}", out.stderr);
+}
+
+#[test]
+fn a_landlock_too_old_to_stop_truncation_is_refused() {
+    let env = Env::new();
+    env.set_daemon_env("AGENTD_LANDLOCK_ABI", "2");
+    let _daemon = env.start_daemon();
+    let model = bash_model(&env, "x.json", &["true".to_string()]);
+    let out = env.ctl(&["run", "--background", "--model", &model, "x"]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("cannot stop truncation") && out.stderr.contains("--sandbox off"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_agents_tools_cannot_use_the_daemons_socket() {
+    let env = Env::new();
+    let out = outside(&env);
+    let _daemon = env.start_daemon();
+    let ctl = agentd_e2e::agentctl_bin().display().to_string();
+    let sock = env.socket().display().to_string();
+    // A confined agent trying to start an unconfined one that writes outside.
+    let evil = bash_model(
+        &env,
+        "evil.json",
+        &[format!("echo x > {}/escaped.txt", out.display())],
+    );
+    let attempt = format!(
+        "{ctl} --no-autostart --socket {sock} run --background --sandbox off --model {evil} go; {ctl} --no-autostart --socket {sock} list"
+    );
+    let model = bash_model(&env, "caller.json", &[attempt]);
+    let id = run(&env, &model, &[]);
+    let (is_error, text) = &results(&env, &id)[0];
+    assert!(*is_error, "{text}");
+    assert_eq!(
+        text.matches("does not take requests from its agents' own tools")
+            .count(),
+        2,
+        "{text}"
+    );
+    let list = env.ctl(&["list", "--json"]).expect_code(0).json();
+    assert_eq!(
+        list.as_array().unwrap().len(),
+        1,
+        "only the caller exists: {list}"
+    );
+    assert!(files_in(&out).is_empty());
 }
 
 #[test]

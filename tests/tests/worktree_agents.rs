@@ -236,7 +236,32 @@ fn working_dir_pins_a_persons_worktree_which_agentd_never_removes() {
     );
     mock.when(|r| prompt_of(r).contains("STRAY"), Reply::text("ok"));
     let _daemon = env.start_daemon();
-    let parent = env.run_background(MODEL, "boss", "PARENT pin");
+    // A sandboxed parent may not pin a child outside its own workspace.
+    let confined = env.run_background(MODEL, "confined", "PARENT confined pin");
+    env.ctl(&["wait", &confined]).expect_code(0);
+    let reqs = requests_of(&mock, "PARENT confined");
+    let refused = results_in(reqs.last().unwrap()).join("\n");
+    assert!(
+        refused.contains("outside this agent's sandbox"),
+        "{refused}"
+    );
+    assert!(requests_of(&mock, "CHILD").is_empty());
+    // An unconfined parent may.
+    let parent = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--sandbox",
+            "off",
+            "--model",
+            MODEL,
+            "--name",
+            "boss",
+            "PARENT pin",
+        ])
+        .stdout
+        .trim()
+        .to_string();
     env.ctl(&["wait", &parent]).expect_code(0);
     let first = &requests_of(&mock, "CHILD")[0];
     assert!(system_text(first).contains(&format!(

@@ -33,20 +33,21 @@ fn model(env: &Env, name: &str, calls: Vec<Value>) -> String {
 }
 
 fn run_worktree(env: &Env, model: &str, name: &str) -> String {
-    env.ctl(&[
-        "run",
-        "--background",
-        "--worktree",
-        "--model",
-        model,
-        "--name",
-        name,
-        "work in your tree",
-    ])
-    .expect_code(0)
-    .stdout
-    .trim()
-    .to_string()
+    start_worktree(env, model, name, &[])
+}
+
+/// For an agent that commits: the sandbox keeps a worktree agent out of
+/// the repository's shared git directory (objects, refs), so committing
+/// needs it off.
+fn run_worktree_committing(env: &Env, model: &str, name: &str) -> String {
+    start_worktree(env, model, name, &["--sandbox", "off"])
+}
+
+fn start_worktree(env: &Env, model: &str, name: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", "--background", "--worktree"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--model", model, "--name", name, "work in your tree"]);
+    env.ctl(&args).expect_code(0).stdout.trim().to_string()
 }
 
 fn show(env: &Env, id: &str) -> Value {
@@ -236,7 +237,7 @@ fn work_survives_the_end_the_startup_sweep_prune_and_rm() {
     let mut trees = Vec::new();
     for (kind, calls) in work_kinds() {
         let m = model(&env, &format!("{kind}.json"), calls);
-        let id = run_worktree(&env, &m, kind);
+        let id = run_worktree_committing(&env, &m, kind);
         let a = wait_ended(&env, &id);
         assert_eq!(a["worktree"]["state"], "kept", "{kind}: {a}");
         let path = PathBuf::from(a["worktree"]["path"].as_str().unwrap());
@@ -295,7 +296,7 @@ fn a_squash_merged_branch_is_still_unmerged_work() {
     let _daemon = env.start_daemon();
     let (_, calls) = work_kinds().remove(2);
     let m = model(&env, "c.json", calls);
-    let id = run_worktree(&env, &m, "squashed");
+    let id = run_worktree_committing(&env, &m, "squashed");
     let a = wait_ended(&env, &id);
     let branch = a["worktree"]["branch"].as_str().unwrap().to_string();
     let path = PathBuf::from(a["worktree"]["path"].as_str().unwrap());
@@ -554,7 +555,7 @@ fn diff_shows_new_changed_untracked_and_committed_files() {
             ),
         ],
     );
-    let id = run_worktree(&env, &m, "differ");
+    let id = run_worktree_committing(&env, &m, "differ");
     wait_ended(&env, &id);
     let patch = env.ctl(&["diff", &id]).expect_code(0).stdout.clone();
     assert!(patch.contains("+++ b/committed.txt"), "{patch}");
@@ -588,7 +589,7 @@ fn merge_succeeds_refuses_a_dirty_checkout_and_a_conflict_changes_nothing() {
         )
     };
     // Success: a new file, merged while the person also committed.
-    let id = run_worktree(
+    let id = run_worktree_committing(
         &env,
         &model(&env, "m1.json", vec![commit("feature.txt", "f\\n")]),
         "feature",
@@ -612,7 +613,7 @@ fn merge_succeeds_refuses_a_dirty_checkout_and_a_conflict_changes_nothing() {
     );
 
     // Refused on a dirty checkout: nothing changes.
-    let id = run_worktree(
+    let id = run_worktree_committing(
         &env,
         &model(&env, "m2.json", vec![commit("README", "agent\\n")]),
         "readme",
@@ -766,4 +767,27 @@ fn a_repository_with_a_submodule() {
     );
     assert_eq!(a["worktree"]["untracked"], 1);
     assert!(git_out(&repo, &["status", "--porcelain"]).stdout.is_empty());
+}
+
+#[test]
+fn a_sandboxed_worktree_agent_cannot_touch_the_shared_git_directory() {
+    let (env, repo) = repo_world();
+    let _daemon = env.start_daemon();
+    let m = model(
+        &env,
+        "c.json",
+        vec![tool(
+            "Bash",
+            json!({"command": "echo c > c.txt && git add c.txt && git -c user.name=A -c user.email=a@x commit -qm work"}),
+        )],
+    );
+    let id = run_worktree(&env, &m, "confined");
+    let a = wait_ended(&env, &id);
+    let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
+    let result = log.as_array().unwrap()[2]["content"][0].clone();
+    assert_eq!(result["is_error"], true, "{result}");
+    // Its work is still there, uncommitted, and kept; the person's
+    // repository gained no object or ref from it.
+    assert_eq!(a["worktree"]["state"], "kept");
+    assert_eq!(git(&repo, &["rev-list", "--all", "--count"]).trim(), "1");
 }

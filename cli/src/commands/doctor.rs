@@ -29,7 +29,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     let default_off = s.default_sandbox == pb::SandboxMode::Off as i32;
-    let sandbox_ok = default_off || s.landlock_abi >= 1;
+    let sandbox_ok = default_off || s.landlock_abi >= 3;
     if args.json {
         println!(
             "{}",
@@ -37,7 +37,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "version": s.version,
                 "landlock_abi": s.landlock_abi,
                 "default_sandbox": sandbox_view::name(s.default_sandbox),
-                "sandbox_enforceable": s.landlock_abi >= 1,
+                "sandbox_enforceable": s.landlock_abi >= 3,
                 "network_rules": s.landlock_abi >= 4,
                 "git": git,
                 "ok": sandbox_ok,

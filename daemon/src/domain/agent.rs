@@ -75,6 +75,22 @@ pub enum PermissionMode {
 }
 
 impl PermissionMode {
+    /// The one of two modes that lets less run unasked: plan, then
+    /// default, then accept-edits, then bypass.
+    pub fn stricter(self, other: PermissionMode) -> PermissionMode {
+        let rank = |m: PermissionMode| match m {
+            PermissionMode::Plan => 3,
+            PermissionMode::Default => 2,
+            PermissionMode::AcceptEdits => 1,
+            PermissionMode::Bypass => 0,
+        };
+        if rank(self) >= rank(other) {
+            self
+        } else {
+            other
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             PermissionMode::Default => "default",

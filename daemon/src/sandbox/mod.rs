@@ -16,8 +16,9 @@ pub use ruleset::Confinement;
 
 use crate::domain::{AgentRecord, SandboxMode};
 
-/// The Landlock ABI that confines writes (ABI 1, Linux 5.13).
-pub const MIN_FS_ABI: i32 = 1;
+/// The Landlock ABI that confines writes fully: ABI 3 (Linux 6.2) adds
+/// truncation, without which any writable-by-you file could be emptied.
+pub const MIN_FS_ABI: i32 = 3;
 /// The Landlock ABI that controls TCP bind and connect (Linux 6.7).
 pub const MIN_NET_ABI: i32 = 4;
 
@@ -30,9 +31,6 @@ pub struct Policy {
     pub workspace: PathBuf,
     /// The agent's private temp dir (exported as TMPDIR).
     pub tmpdir: PathBuf,
-    /// Also writable: for an agent in an agentd worktree, what git writes
-    /// to commit on its branch (see `tree_git_dirs`).
-    pub git_dirs: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -50,58 +48,17 @@ impl Policy {
             .filter(|w| w.owned)
             .map_or_else(|| record.cwd.clone(), |w| w.path.clone());
         let root = tmp_root();
+        // A temp dir that cannot be made private is never granted: writes
+        // there then fail, and the model is told where it may write.
         let tmpdir = tmpdir(&root, record.short_id.as_str())
-            .unwrap_or_else(|_| root.join(record.short_id.as_str()));
-        let git_dirs = tree_git_dirs(&workspace);
+            .unwrap_or_else(|_| record.cwd.join(".agentd-no-tmpdir"));
         Some(Policy {
             mode,
             no_network: record.no_network,
             workspace,
             tmpdir,
-            git_dirs,
         })
     }
-}
-
-/// For a workspace inside an agentd worktree (`.agentd/worktrees/<name>`):
-/// the parts of the repository's git directory that committing on
-/// `agentd/<name>` writes — new objects, the `agentd/` branches and their
-/// logs, and git's record of that tree (its HEAD and index). Never the
-/// person's branches, hooks or configuration.
-pub fn tree_git_dirs(workspace: &Path) -> Vec<PathBuf> {
-    let Some((tree, name)) = workspace.ancestors().find_map(|d| {
-        let name = d.file_name()?.to_str()?;
-        crate::worktree::is_agentd_tree(d, name).then(|| (d.to_path_buf(), name.to_string()))
-    }) else {
-        return Vec::new();
-    };
-    let Ok(link) = std::fs::read_to_string(tree.join(".git")) else {
-        return Vec::new();
-    };
-    let Some(admin) = link
-        .trim()
-        .strip_prefix("gitdir:")
-        .map(|p| PathBuf::from(p.trim()))
-    else {
-        return Vec::new();
-    };
-    if admin.file_name().and_then(|n| n.to_str()) != Some(name.as_str()) {
-        return Vec::new();
-    }
-    let Some(common) = admin.parent().and_then(Path::parent) else {
-        return Vec::new();
-    };
-    let logs = common.join("logs/refs/heads/agentd");
-    let _ = std::fs::create_dir_all(&logs);
-    vec![
-        common.join("objects"),
-        common.join("refs/heads/agentd"),
-        logs,
-        admin,
-    ]
-    .into_iter()
-    .filter(|p| p.is_dir())
-    .collect()
 }
 
 /// Why an agent cannot run sandboxed here, in words that say what to do;
@@ -120,8 +77,15 @@ pub fn refusal(
     }
     let abi = kernel_abi();
     if abi < MIN_FS_ABI {
+        let has = if abi == 0 {
+            "no Landlock".to_string()
+        } else {
+            format!(
+                "Landlock ABI {abi}, which cannot stop truncation (ABI {MIN_FS_ABI}, Linux 6.2, can)"
+            )
+        };
         return Some(format!(
-            "this kernel offers no Landlock (ABI {abi}), so the {mode} sandbox cannot be enforced; start the agent with --sandbox off (or sandbox = \"off\" in config.toml) to run it unconfined"
+            "this kernel offers {has}, so the {mode} sandbox cannot be enforced; start the agent with --sandbox off (or sandbox = \"off\" in config.toml) to run it unconfined"
         ));
     }
     if no_network && abi < MIN_NET_ABI {
@@ -144,19 +108,49 @@ pub fn refusal(
 }
 
 /// The private temp dir of the agent `short_id`, under `root` (made 0700).
+/// Refuses a root or a directory that is a symlink, not ours, or open to
+/// others: on a shared machine someone else could have made them first.
 pub fn tmpdir(root: &Path, short_id: &str) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    private_dir(root)?;
     let dir = root.join(short_id);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)?;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    private_dir(&dir)?;
     Ok(dir)
 }
 
-/// Where agents' temp dirs live: `$TMPDIR/agentd-<uid>-tmp`, never inside
-/// the daemon's data or socket directories.
+/// Makes `dir` (0700) unless it exists; then checks it is a real directory
+/// of ours that nobody else can write.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    let ours = meta.uid() == nix::unistd::getuid().as_raw();
+    if !meta.file_type().is_dir() || !ours || meta.mode() & 0o022 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} is not a private directory of this user (a link, someone else's, or writable by others); remove it",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Removes the temp dir of the agent `short_id` (at its end).
+pub fn remove_tmpdir(short_id: &str) {
+    let dir = tmp_root().join(short_id);
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_dir()) {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Where agents' temp dirs live: `$XDG_RUNTIME_DIR/agentd-tmp` (a private
+/// per-user directory) when there is one, else `$TMPDIR/agentd-<uid>-tmp`;
+/// never inside the daemon's data or socket directories.
 pub fn tmp_root() -> PathBuf {
-    std::env::temp_dir().join(format!("agentd-{}-tmp", nix::unistd::getuid()))
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(run) => PathBuf::from(run).join("agentd-tmp"),
+        None => std::env::temp_dir().join(format!("agentd-{}-tmp", nix::unistd::getuid())),
+    }
 }

@@ -5,8 +5,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 
 use super::Policy;
@@ -16,17 +16,23 @@ use crate::domain::SandboxMode;
 /// them): all of them up to ABI 5 — on an older kernel, those it knows.
 const FS_ABI: ABI = ABI::V5;
 
-/// Devices any process may write: the null sink, terminals, randomness.
+/// Devices any process may read and write (no ioctls): the null sink and
+/// randomness. Never terminals: nothing confined may write to, or type
+/// into, the person's.
 const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
 ];
+
+/// What a confined process may do beneath a writable directory: everything
+/// but making device nodes (a block device made there would reach any disk
+/// or loop file) and device ioctls.
+fn writable() -> BitFlags<AccessFs> {
+    AccessFs::from_all(FS_ABI) & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
+}
 
 /// A ruleset made for one tool process, to be applied in the child.
 #[derive(Debug)]
@@ -44,6 +50,10 @@ impl Confinement {
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(FS_ABI))
+            .map_err(err)?
+            // ABI 6: no signals to processes outside (the daemon, other
+            // agents, the person's) and no abstract Unix sockets of theirs.
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
             .map_err(err)?;
         if policy.no_network {
             ruleset = ruleset
@@ -62,14 +72,17 @@ impl Confinement {
             .filter(|p| p.exists())
             .collect();
         created = created
-            .add_rules(path_beneath_rules(devices, AccessFs::from_all(FS_ABI)))
+            .add_rules(path_beneath_rules(
+                devices,
+                AccessFs::ReadFile | AccessFs::WriteFile,
+            ))
             .map_err(err)?;
         if policy.mode == SandboxMode::WorkspaceWrite {
-            let writable = [&policy.workspace, &policy.tmpdir]
-                .into_iter()
-                .chain(policy.git_dirs.iter());
             created = created
-                .add_rules(path_beneath_rules(writable, AccessFs::from_all(FS_ABI)))
+                .add_rules(path_beneath_rules(
+                    [&policy.workspace, &policy.tmpdir],
+                    writable(),
+                ))
                 .map_err(err)?;
         }
         let fd: Option<OwnedFd> = created.into();

@@ -38,6 +38,35 @@ pub struct PeerUid<S> {
     uid: u32,
 }
 
+/// Why the process `pid` looks like one an agent's tool started: the
+/// daemon is among its ancestors, or it carries the marker every tool
+/// process gets (`tools::reap::MARKER_VAR`) in its environment. A process
+/// that both leaves the daemon's descent (a double fork) and clears its
+/// environment is not caught here.
+fn from_a_tool(pid: i32) -> Option<&'static str> {
+    let daemon = std::process::id() as i32;
+    let mut current = pid;
+    for _ in 0..64 {
+        if current <= 1 {
+            break;
+        }
+        if current == daemon {
+            return Some("the daemon is its ancestor");
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{current}/stat")).ok()?;
+        // The command name may hold spaces and parentheses: fields start
+        // after the last ')'.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        current = rest.split_whitespace().nth(1)?.parse().ok()?;
+    }
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let marker = format!("{}=", crate::tools::reap::MARKER_VAR);
+    environ
+        .split(|b| *b == 0)
+        .any(|v| v.starts_with(marker.as_bytes()))
+        .then_some("it carries the tool marker")
+}
+
 type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 
 impl<S, B> Service<http::Request<B>> for PeerUid<S>
@@ -59,7 +88,18 @@ where
             .get::<UdsConnectInfo>()
             .and_then(|info| info.peer_cred);
         match cred {
-            Some(cred) if cred.uid() == self.uid => Box::pin(self.inner.call(req)),
+            Some(cred) if cred.uid() == self.uid => {
+                if let Some(pid) = cred.pid()
+                    && let Some(why) = from_a_tool(pid)
+                {
+                    tracing::warn!(peer_pid = pid, method = %req.uri().path(), why, "refused a request from an agent's tool");
+                    let status = Status::permission_denied(
+                        "agentd does not take requests from its agents' own tools: a sandboxed agent must not start, steer or answer for agents through the socket",
+                    );
+                    return Box::pin(async move { Ok(status.into_http()) });
+                }
+                Box::pin(self.inner.call(req))
+            }
             other => {
                 let (uid, pid) = match other {
                     Some(c) => (Some(c.uid()), c.pid()),

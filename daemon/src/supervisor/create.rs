@@ -149,8 +149,10 @@ impl Supervisor {
         };
         // Children inherit their parent's mode; a client's agent gets the
         // one asked for (bypass when none).
+        // A child never asks less than its parent (a type may ask more).
         record.permission_mode = match (req.permission_mode, parent) {
-            (Some(mode), _) => mode,
+            (Some(mode), Some(p)) => mode.stricter(p.permission_mode),
+            (Some(mode), None) => mode,
             (None, Some(p)) => p.permission_mode,
             (None, None) => PermissionMode::Bypass,
         };
@@ -158,11 +160,17 @@ impl Supervisor {
         // A child never gets a looser sandbox than its parent's; its type
         // may make it stricter.
         record.sandbox = match parent {
-            Some(p) => p
-                .sandbox
-                .stricter(agent_type.and_then(|t| t.sandbox).unwrap_or(p.sandbox)),
+            Some(p) => {
+                let inherited = p.effective_sandbox();
+                agent_type
+                    .and_then(|t| t.sandbox)
+                    .map_or(inherited, |t| inherited.stricter(t))
+            }
             None => req.sandbox.unwrap_or(self.config.sandbox),
         };
+        if let Some(p) = parent {
+            self.child_stays_within(p, &record)?;
+        }
         record.no_network =
             req.no_network || !self.config.network || parent.is_some_and(|p| p.no_network);
         self.sandbox_admits(&record)?;
@@ -311,6 +319,41 @@ impl Supervisor {
         ) {
             Some(why) => Err(AgentdError::precondition(why)),
             None => Ok(()),
+        }
+    }
+
+    /// A sandboxed parent's child works nowhere its parent could not write:
+    /// a read-only parent gets no tree and pins none; a workspace-write
+    /// parent may pin only a directory beneath its own workspace (a new
+    /// tree of its own is fresh, nobody's work, and allowed).
+    fn child_stays_within(
+        &self,
+        parent: &AgentRecord,
+        child: &AgentRecord,
+    ) -> Result<(), AgentdError> {
+        let Some(wt) = child.worktree.as_ref() else {
+            return Ok(());
+        };
+        match parent.effective_sandbox() {
+            SandboxMode::Off => Ok(()),
+            SandboxMode::ReadOnly => Err(AgentdError::precondition(
+                "a read-only agent cannot start agents in worktrees (isolation or working_dir): they would write",
+            )),
+            SandboxMode::WorkspaceWrite if wt.owned => Ok(()),
+            SandboxMode::WorkspaceWrite => {
+                let workspace = crate::sandbox::Policy::for_agent(parent)
+                    .map(|p| p.workspace)
+                    .unwrap_or_else(|| parent.cwd.clone());
+                if child.cwd.starts_with(&workspace) {
+                    Ok(())
+                } else {
+                    Err(AgentdError::precondition(format!(
+                        "working_dir {} is outside this agent's sandbox ({}); a child may work only where its parent may write",
+                        child.cwd.display(),
+                        workspace.display()
+                    )))
+                }
+            }
         }
     }
 

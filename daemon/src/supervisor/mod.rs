@@ -114,6 +114,8 @@ impl Supervisor {
             protected: [
                 Some(info.data_dir.clone()),
                 info.socket.parent().map(PathBuf::from),
+                Some(crate::sandbox::tmp_root()),
+                Some(agentd_shared::paths::config_dir()),
             ]
             .into_iter()
             .flatten()

@@ -155,6 +155,7 @@ impl Supervisor {
         *handle.run() = None;
         if record.status.is_terminal() {
             Spool::new(&self.info.data_dir, id).remove();
+            crate::sandbox::remove_tmpdir(record.short_id.as_str());
         }
         if self.shutdown.is_cancelled() {
             return;

@@ -87,23 +87,39 @@ pub fn write(root: &Path, rel: &Path, content: &[u8]) -> std::io::Result<()> {
     if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
         make_dirs(&dir, parent)?;
     }
+    // Not blocking (a FIFO must not hang the call) and not truncating
+    // before the file is known to be a regular one.
     let fd = openat2(
         &dir,
         rel,
-        how(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC, 0o644),
+        how(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_NONBLOCK, 0o644),
     )
     .map_err(io)?;
-    File::from(fd).write_all(content)
+    let file = regular(File::from(fd))?;
+    file.set_len(0)?;
+    let mut file = file;
+    file.write_all(content)
 }
 
 /// Reads `rel` beneath `root`.
 pub fn read(root: &Path, rel: &Path) -> std::io::Result<Vec<u8>> {
     check_relative(rel)?;
     let dir = open_root(root)?;
-    let fd = openat2(&dir, rel, how(OFlag::O_RDONLY, 0)).map_err(io)?;
+    let fd = openat2(&dir, rel, how(OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0)).map_err(io)?;
     let mut out = Vec::new();
-    File::from(fd).read_to_end(&mut out)?;
+    regular(File::from(fd))?.read_to_end(&mut out)?;
     Ok(out)
+}
+
+/// `file` if it is a regular file (not a FIFO, device or directory).
+fn regular(file: File) -> std::io::Result<File> {
+    if file.metadata()?.file_type().is_file() {
+        Ok(file)
+    } else {
+        Err(std::io::Error::other(
+            "not a regular file (a FIFO, device or directory); Write and Edit only handle files",
+        ))
+    }
 }
 
 /// Why an open beneath the working directory failed, for the model.
@@ -115,6 +131,10 @@ pub fn explain(e: &std::io::Error, path: &Path) -> String {
         ),
         Some(libc::ENOSYS) => "this kernel has no openat2 (Linux 5.6), so files cannot be opened safely beneath the working directory".to_string(),
         Some(libc::ELOOP) => format!("{}: too many symlinks", path.display()),
+        Some(libc::ENXIO) => format!(
+            "{} is not a regular file (a FIFO or a device); Write and Edit only handle files",
+            path.display()
+        ),
         _ => format!("{}: {e}", path.display()),
     }
 }
@@ -142,6 +162,16 @@ mod tests {
         assert!(check_relative(Path::new("../x")).is_err());
         assert!(check_relative(Path::new("/etc/passwd")).is_err());
         assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+        // A FIFO is refused at once, never waited on.
+        nix::unistd::mkfifo(&root.join("fifo"), Mode::from_bits_truncate(0o644)).unwrap();
+        let e = write(&root, Path::new("fifo"), b"x").unwrap_err();
+        assert_eq!(
+            e.raw_os_error(),
+            Some(libc::ENXIO),
+            "no reader: refused at once: {e}"
+        );
+        let e = read(&root, Path::new("fifo")).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
         // A link that stays inside is followed.
         std::os::unix::fs::symlink("a/b", root.join("inner")).unwrap();
         write(&root, Path::new("inner/d.txt"), b"in").unwrap();

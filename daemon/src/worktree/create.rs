@@ -352,14 +352,35 @@ fn init_submodules(repo: &Repository) -> Result<(), AgentdError> {
         .config()
         .and_then(|c| c.get_string("protocol.file.allow"))
         .ok();
-    let top = ["submodule", "update", "--recursive", "--quiet"];
-    let nested = [
+    // The repository's configuration may have been written by an agent
+    // (its own checkout is its workspace): git here runs unconfined, so no
+    // hook, fsmonitor or `update = !command` of that configuration runs.
+    let mut safe: Vec<String> = vec![
+        "-c".into(),
+        "core.hooksPath=/dev/null".into(),
+        "-c".into(),
+        "core.fsmonitor=".into(),
+    ];
+    for sm in &submodules {
+        if let Some(name) = sm.name() {
+            safe.push("-c".into());
+            safe.push(format!("submodule.{name}.update=checkout"));
+        }
+    }
+    let with = |args: &[&str]| -> Vec<String> {
+        safe.iter()
+            .cloned()
+            .chain(args.iter().map(|a| a.to_string()))
+            .collect()
+    };
+    let top = with(&["submodule", "update", "--recursive", "--quiet"]);
+    let nested = with(&[
         "submodule",
         "foreach",
         "--recursive",
         "--quiet",
         "git submodule update --init --quiet",
-    ];
+    ]);
     if run_git(dir, allow.as_deref(), &top)? {
         run_git(dir, allow.as_deref(), &nested)?;
         return Ok(());
@@ -381,7 +402,7 @@ fn init_submodules(repo: &Repository) -> Result<(), AgentdError> {
 /// Runs git with `args` in `dir`, with no terminal and none of the
 /// variables that would point it at another repository, for at most
 /// `SUBMODULE_TIMEOUT`. Ok(false): there is no git to run.
-fn run_git(dir: &Path, allow: Option<&str>, args: &[&str]) -> Result<bool, AgentdError> {
+fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, AgentdError> {
     use std::io::Read as _;
     let mut git = std::process::Command::new("git");
     if let Some(allow) = allow {

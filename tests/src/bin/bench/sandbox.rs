@@ -33,7 +33,6 @@ pub fn bench_sandbox(args: &[String]) {
         no_network: false,
         workspace: project.clone(),
         tmpdir: tmp,
-        git_dirs: Vec::new(),
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
