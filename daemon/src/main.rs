@@ -73,6 +73,10 @@ fn forget_secrets(names: &[String]) {
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
         tracing::warn!(error = %e, "cannot make agentd non-dumpable");
     }
+    // Tools' processes stay the daemon's descendants (see tools::adopt).
+    if let Err(e) = agentd::tools::adopt::become_subreaper() {
+        tracing::warn!(error = %e, "cannot become the subreaper of tool processes");
+    }
 }
 
 fn main() -> ExitCode {

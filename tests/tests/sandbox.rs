@@ -434,3 +434,48 @@ fn write_and_edit_open_files_only_beneath_the_working_directory() {
         "theirs\n"
     );
 }
+
+#[test]
+fn a_tool_that_double_forks_and_clears_its_environment_is_still_refused() {
+    let env = Env::new();
+    let daemon = env.start_daemon();
+    let ctl = agentd_e2e::agentctl_bin().display().to_string();
+    let sock = env.socket().display().to_string();
+    // Leaves the daemon's process tree (it would be init's without the
+    // subreaper), starts a session of its own, and drops the tool marker.
+    let attempt = format!(
+        "(setsid env -i {ctl} --no-autostart --socket {sock} list > escaped.txt 2>&1 &) ; sleep 2; cat escaped.txt"
+    );
+    let model = bash_model(&env, "fork.json", &[attempt]);
+    let id = run(&env, &model, &[]);
+    let seen = std::fs::read_to_string(env.project().join("escaped.txt")).unwrap();
+    assert!(
+        seen.contains("does not take requests from its agents' own tools"),
+        "{seen}"
+    );
+    let _ = id;
+    // The orphans it adopted are reaped: no zombie children are left.
+    let zombies = || {
+        let mut n = 0;
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", daemon.pid())).unwrap();
+        for task in tasks.flatten() {
+            let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for pid in list.split_whitespace() {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                if stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+                {
+                    n += 1;
+                }
+            }
+        }
+        n
+    };
+    agentd_e2e::wait_until(
+        "adopted orphans reaped",
+        std::time::Duration::from_secs(5),
+        || zombies() == 0,
+    );
+}

@@ -14,6 +14,24 @@ impl Supervisor {
     /// Starts the timers; they end with the daemon.
     pub fn start_housekeeping(self: &Arc<Self>) {
         let sup = self.clone();
+        // Orphans of tool processes, adopted as the subreaper, are reaped.
+        self.tasks.spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        let reaped = tokio::task::spawn_blocking(crate::tools::adopt::reap_adopted)
+                            .await
+                            .unwrap_or(0);
+                        if reaped > 0 {
+                            tracing::debug!(reaped, "reaped adopted tool processes");
+                        }
+                    }
+                    _ = sup.shutdown.cancelled() => return,
+                }
+            }
+        });
+        let sup = self.clone();
         self.tasks.spawn(async move {
             let mut tick = tokio::time::interval(SWEEP_EVERY);
             tick.tick().await;

@@ -302,10 +302,15 @@ fn spawn(
         in_child(&mut cmd, daemon, sandbox.map(|(_, c)| c.clone()));
         cmd
     };
-    match build("bash").spawn() {
+    let _spawning = super::adopt::spawning();
+    let child = match build("bash").spawn() {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => build("sh").spawn(),
         result => result,
+    }?;
+    if let Some(pid) = child.id() {
+        super::adopt::own(pid);
     }
+    Ok(child)
 }
 
 /// In the child, before exec: the shell is killed when the daemon dies (so

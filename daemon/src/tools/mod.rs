@@ -5,6 +5,7 @@
 //! Code's). A tool error is returned to the model as a `tool_result` with
 //! `is_error: true` and a message it can act on; it never fails the agent.
 
+pub mod adopt;
 mod bash;
 mod beneath;
 mod edit;

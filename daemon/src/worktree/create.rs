@@ -418,6 +418,7 @@ fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, Age
     ] {
         git.env_remove(var);
     }
+    let _spawning = crate::tools::adopt::spawning();
     let spawned = git
         .args(args)
         .current_dir(dir)
@@ -427,7 +428,11 @@ fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, Age
         .stderr(std::process::Stdio::piped())
         .spawn();
     let mut child = match spawned {
-        Ok(c) => c,
+        Ok(c) => {
+            crate::tools::adopt::own(c.id());
+            drop(_spawning);
+            c
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => {
             return Err(AgentdError::precondition(format!(
