@@ -39,12 +39,18 @@ pub struct PeerUid<S> {
 }
 
 /// Why the process `pid` looks like one an agent's tool started: the
-/// daemon is among its ancestors, or it carries the marker every tool
-/// process gets (`tools::reap::MARKER_VAR`) in its environment. A process
-/// that both leaves the daemon's descent (a double fork) and clears its
-/// environment is not caught here.
+/// daemon is among its ancestors (it is the subreaper of its tools'
+/// processes, so a double fork does not leave its descent: `tools::adopt`),
+/// or it carries the marker every tool process gets
+/// (`tools::reap::MARKER_VAR`) in its environment. A process another
+/// service starts on a tool's behalf (`systemd-run --user`, `at`) is not
+/// caught.
 fn from_a_tool(pid: i32) -> Option<&'static str> {
     let daemon = std::process::id() as i32;
+    // Fail closed: a peer whose process cannot be looked at is refused.
+    if std::fs::metadata(format!("/proc/{pid}/stat")).is_err() {
+        return Some("its process cannot be inspected");
+    }
     let mut current = pid;
     for _ in 0..64 {
         if current <= 1 {
