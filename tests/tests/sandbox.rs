@@ -479,3 +479,22 @@ fn a_tool_that_double_forks_and_clears_its_environment_is_still_refused() {
         || zombies() == 0,
     );
 }
+
+#[test]
+fn a_tool_nested_deeper_than_any_bound_is_still_refused() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let ctl = agentd_e2e::agentctl_bin().display().to_string();
+    let sock = env.socket().display().to_string();
+    let nest = format!(
+        "printf '%s\\n' 'if [ \"$1\" -gt 0 ]; then sh ./nest.sh $(($1 - 1)); else env -i {ctl} --no-autostart --socket {sock} list; fi' > nest.sh && sh ./nest.sh 80"
+    );
+    let model = bash_model(&env, "nest.json", &[nest]);
+    let id = run(&env, &model, &[]);
+    let (is_error, text) = &results(&env, &id)[0];
+    assert!(*is_error, "{text}");
+    assert!(
+        text.contains("does not take requests from its agents' own tools"),
+        "{text}"
+    );
+}

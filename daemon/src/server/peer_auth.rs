@@ -47,25 +47,42 @@ pub struct PeerUid<S> {
 /// caught.
 fn from_a_tool(pid: i32) -> Option<&'static str> {
     let daemon = std::process::id() as i32;
-    // Fail closed: a peer whose process cannot be looked at is refused.
-    if std::fs::metadata(format!("/proc/{pid}/stat")).is_err() {
-        return Some("its process cannot be inspected");
-    }
-    let mut current = pid;
-    for _ in 0..64 {
-        if current <= 1 {
-            break;
-        }
-        if current == daemon {
-            return Some("the daemon is its ancestor");
-        }
-        let stat = std::fs::read_to_string(format!("/proc/{current}/stat")).ok()?;
+    let parent_of = |p: i32| -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
         // The command name may hold spaces and parentheses: fields start
         // after the last ')'.
         let rest = &stat[stat.rfind(')')? + 1..];
-        current = rest.split_whitespace().nth(1)?.parse().ok()?;
+        rest.split_whitespace().nth(1)?.parse().ok()
+    };
+    // Fail closed: a peer whose process cannot be looked at (gone, so the
+    // connection is held by some other process now) is refused.
+    let Some(mut current) = parent_of(pid) else {
+        return Some("its process cannot be inspected");
+    };
+    if pid == daemon {
+        return Some("it is the daemon itself");
     }
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    // Up to init, however deep (a tool could nest shells to outrun a
+    // bound); a cycle or an absurd depth is refused. An ancestor that cannot
+    // be read is not the daemon's kin: only a chain through the daemon
+    // (same user, readable) can make a peer a tool's.
+    let mut steps = 0u32;
+    while current > 1 {
+        if current == daemon {
+            return Some("the daemon is its ancestor");
+        }
+        steps += 1;
+        if steps > 1_000_000 {
+            return Some("its ancestry cannot be followed");
+        }
+        match parent_of(current) {
+            Some(p) => current = p,
+            None => break,
+        }
+    }
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return Some("its process cannot be inspected");
+    };
     let marker = format!("{}=", crate::tools::reap::MARKER_VAR);
     environ
         .split(|b| *b == 0)
