@@ -336,7 +336,9 @@ fn an_agents_tools_cannot_use_the_daemons_socket() {
     let _daemon = env.start_daemon();
     let ctl = agentd_e2e::agentctl_bin().display().to_string();
     let sock = env.socket().display().to_string();
-    // A confined agent trying to start an unconfined one that writes outside.
+    // The daemon refuses its tools' requests whatever their sandbox (a
+    // confined tool cannot even make the socket: see below); here an
+    // unconfined agent's tool tries to start another agent.
     let evil = bash_model(
         &env,
         "evil.json",
@@ -346,7 +348,7 @@ fn an_agents_tools_cannot_use_the_daemons_socket() {
         "{ctl} --no-autostart --socket {sock} run --background --sandbox off --model {evil} go; {ctl} --no-autostart --socket {sock} list"
     );
     let model = bash_model(&env, "caller.json", &[attempt]);
-    let id = run(&env, &model, &[]);
+    let id = run(&env, &model, &["--sandbox", "off"]);
     let (is_error, text) = &results(&env, &id)[0];
     assert!(*is_error, "{text}");
     assert_eq!(
@@ -447,7 +449,7 @@ fn a_tool_that_double_forks_and_clears_its_environment_is_still_refused() {
         "(setsid env -i {ctl} --no-autostart --socket {sock} list > escaped.txt 2>&1 &) ; sleep 2; cat escaped.txt"
     );
     let model = bash_model(&env, "fork.json", &[attempt]);
-    let id = run(&env, &model, &[]);
+    let id = run(&env, &model, &["--sandbox", "off"]);
     let seen = std::fs::read_to_string(env.project().join("escaped.txt")).unwrap();
     assert!(
         seen.contains("does not take requests from its agents' own tools"),
@@ -490,11 +492,41 @@ fn a_tool_nested_deeper_than_any_bound_is_still_refused() {
         "printf '%s\\n' 'if [ \"$1\" -gt 0 ]; then sh ./nest.sh $(($1 - 1)); else env -i {ctl} --no-autostart --socket {sock} list; fi' > nest.sh && sh ./nest.sh 80"
     );
     let model = bash_model(&env, "nest.json", &[nest]);
-    let id = run(&env, &model, &[]);
+    let id = run(&env, &model, &["--sandbox", "off"]);
     let (is_error, text) = &results(&env, &id)[0];
     assert!(*is_error, "{text}");
     assert!(
         text.contains("does not take requests from its agents' own tools"),
         "{text}"
     );
+}
+
+#[test]
+fn confined_tools_cannot_open_unix_sockets() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let ctl = agentd_e2e::agentctl_bin().display().to_string();
+    let sock = env.socket().display().to_string();
+    let commands = vec![
+        format!("{ctl} --no-autostart --socket {sock} list"),
+        format!("python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{sock}')\""),
+        // A socket pair names no path: it stays allowed.
+        "python3 -c \"import socket; a, b = socket.socketpair(); a.send(b'ok'); print(b.recv(2).decode())\"".to_string(),
+    ];
+    let model = bash_model(&env, "unix.json", &commands);
+    let id = run(&env, &model, &[]);
+    let got = results(&env, &id);
+    assert!(
+        got[0].0 && got[0].1.contains("ermission denied"),
+        "{}",
+        got[0].1
+    );
+    assert!(
+        got[1].0 && got[1].1.contains("PermissionError"),
+        "{}",
+        got[1].1
+    );
+    assert!(!got[2].0 && got[2].1.contains("ok"), "{}", got[2].1);
+    let list = env.ctl(&["list", "--json"]).expect_code(0).json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
 }

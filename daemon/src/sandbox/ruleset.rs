@@ -38,6 +38,46 @@ fn writable() -> BitFlags<AccessFs> {
 #[derive(Debug)]
 pub struct Confinement {
     fd: OwnedFd,
+    /// Refuses `socket(AF_UNIX, …)`: Landlock does not control connecting
+    /// to a path-named Unix socket, and those lead to services that run
+    /// commands unconfined (the daemon's own socket, `systemd --user`,
+    /// tmux, X11, container engines).
+    unix_sockets: seccompiler::BpfProgram,
+}
+
+/// The seccomp program that refuses new Unix-domain sockets with EACCES
+/// (`socketpair`, which names no path, stays allowed).
+fn no_unix_sockets() -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    };
+    let err =
+        |e: seccompiler::BackendError| format!("cannot build the sandbox's seccomp filter: {e}");
+    let unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::AF_UNIX as u64,
+    )
+    .map_err(err)?;
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| err(e))?;
+    let filter = SeccompFilter::new(
+        [(
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![unix]).map_err(err)?],
+        )]
+        .into_iter()
+        .collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EACCES as u32),
+        arch,
+    )
+    .map_err(err)?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| err(e))
 }
 
 impl Confinement {
@@ -89,7 +129,10 @@ impl Confinement {
         let fd = fd.ok_or_else(|| {
             "this kernel offers no Landlock, so the sandbox cannot be enforced; run the agent with --sandbox off".to_string()
         })?;
-        Ok(Confinement { fd })
+        Ok(Confinement {
+            fd,
+            unix_sockets: no_unix_sockets()?,
+        })
     }
 
     /// Confines the calling process for good: no new privileges, then the
@@ -107,10 +150,12 @@ impl Confinement {
                 0 as libc::c_uint,
             )
         };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
         }
+        // No allocation on the error path either: the child must not call
+        // malloc between fork and exec.
+        seccompiler::apply_filter(&self.unix_sockets)
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))
     }
 }
