@@ -42,8 +42,12 @@ pub struct Confinement {
     /// to a path-named Unix socket, and those lead to services that run
     /// commands unconfined (the daemon's own socket, `systemd --user`,
     /// tmux, X11, container engines).
-    unix_sockets: seccompiler::BpfProgram,
+    unix_sockets: &'static seccompiler::BpfProgram,
 }
+
+/// Built once: the same program confines every tool process.
+static NO_UNIX_SOCKETS: std::sync::OnceLock<Result<seccompiler::BpfProgram, String>> =
+    std::sync::OnceLock::new();
 
 /// The seccomp program that refuses new Unix-domain sockets with EACCES
 /// (`socketpair`, which names no path, stays allowed).
@@ -129,10 +133,11 @@ impl Confinement {
         let fd = fd.ok_or_else(|| {
             "this kernel offers no Landlock, so the sandbox cannot be enforced; run the agent with --sandbox off".to_string()
         })?;
-        Ok(Confinement {
-            fd,
-            unix_sockets: no_unix_sockets()?,
-        })
+        let unix_sockets = NO_UNIX_SOCKETS
+            .get_or_init(no_unix_sockets)
+            .as_ref()
+            .map_err(Clone::clone)?;
+        Ok(Confinement { fd, unix_sockets })
     }
 
     /// Confines the calling process for good: no new privileges, then the
@@ -155,7 +160,7 @@ impl Confinement {
         }
         // No allocation on the error path either: the child must not call
         // malloc between fork and exec.
-        seccompiler::apply_filter(&self.unix_sockets)
+        seccompiler::apply_filter(self.unix_sockets)
             .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))
     }
 }
