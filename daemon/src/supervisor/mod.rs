@@ -17,7 +17,8 @@
 //! - `housekeeping`: timers (idle handles, healing after a full disk)
 //! - `fork`: forking an agent, and `fanout`: forks launched together
 //! - `usage`: what agents cost
-//! - `worktrees`: agents' git worktrees, from creation to removal
+//! - `worktrees`: agents' git worktrees through their lives, and
+//!   `worktree_admin`: listing, pruning, diff, merge and `rm` of trees
 
 mod asks;
 mod children;
@@ -37,6 +38,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 mod usage;
+mod worktree_admin;
 mod worktrees;
 
 use std::path::PathBuf;
@@ -60,7 +62,7 @@ pub use create::{MAX_PROMPT_BYTES, NewAgent};
 pub use fork::ForkRequest;
 pub use registry::AgentHandle;
 pub use usage::{AgentUsage, UsageReport};
-pub use worktrees::{RemovedTree, WorktreeReport};
+pub use worktree_admin::{RemovedTree, WorktreeReport};
 
 /// Where the daemon serves, for `status`.
 #[derive(Debug, Clone)]
