@@ -862,11 +862,17 @@ fn agents_beyond_the_running_limit_wait_as_pending_and_start_in_order() {
     let mock = MockServer::start();
     let env = world(&mock, "max_running_agents = 2\n");
     let _daemon = env.start_daemon();
-    for i in 0..4 {
+    // The two running jobs end well apart, so the order in which the
+    // pending ones take the freed slots shows in the requests (two slots
+    // freed at the same instant would let the later one's request win the
+    // race to the mock).
+    for i in 0..4u64 {
+        let delay = if i == 1 { 1_600 } else { 700 };
         mock.when(
             move |r| prompt_of(r) == format!("JOB-{i}"),
             Reply::Message(
-                MockMessage::text(format!("job {i} done")).delay_start(Duration::from_millis(700)),
+                MockMessage::text(format!("job {i} done"))
+                    .delay_start(Duration::from_millis(delay)),
             ),
         );
     }
