@@ -21,6 +21,7 @@ mod inspect;
 mod list;
 mod merge;
 mod remove;
+mod submodules;
 #[cfg(test)]
 pub(crate) mod testrepo;
 #[cfg(test)]
