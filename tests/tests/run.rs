@@ -388,7 +388,7 @@ fn agents_made_in_one_burst_have_distinct_short_ids_that_resolve() {
 
     // Among twenty ids two share a first hex digit: that prefix is
     // ambiguous, and the error names the candidates by short id.
-    let (a, b) = ids
+    let (a, _b) = ids
         .iter()
         .enumerate()
         .find_map(|(i, a)| {
@@ -408,10 +408,13 @@ fn agents_made_in_one_burst_have_distinct_short_ids_that_resolve() {
             .to_string()
     };
     assert!(out.stderr.contains(&short_of(a)), "{}", out.stderr);
-    // A longer prefix that tells them apart works.
-    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    // The shortest prefix of `a` that no other id shares works (a third
+    // id may share more with `a` than `b` does, so look at all of them).
+    let unique = (1..=a.len())
+        .find(|&n| ids.iter().filter(|x| x.starts_with(&a[..n])).count() == 1)
+        .expect("ids are distinct");
     let v = env
-        .ctl(&["show", &a[..=common], "--json"])
+        .ctl(&["show", &a[..unique], "--json"])
         .expect_code(0)
         .json();
     assert_eq!(v["id"].as_str(), Some(a.as_str()));
