@@ -277,6 +277,32 @@ fn health_and_reflection_are_served() {
             names.contains(&"agentd.v1.AgentService".to_string()),
             "{names:?}"
         );
+
+        // v1alpha too: Python's grpcio-reflection speaks only that one.
+        use tonic_reflection::pb::v1alpha as alpha;
+        let mut reflection = alpha::server_reflection_client::ServerReflectionClient::new(
+            agentd_shared::client::connect(&env.socket()).await.unwrap(),
+        );
+        let req = alpha::ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(
+                alpha::server_reflection_request::MessageRequest::FileContainingSymbol(
+                    "agentd.v1.AgentService".into(),
+                ),
+            ),
+        };
+        let mut stream = reflection
+            .server_reflection_info(futures::stream::iter([req]))
+            .await
+            .expect("reflection v1alpha is served")
+            .into_inner();
+        let resp = stream.message().await.unwrap().unwrap();
+        let Some(alpha::server_reflection_response::MessageResponse::FileDescriptorResponse(files)) =
+            resp.message_response
+        else {
+            panic!("unexpected v1alpha reflection answer: {resp:?}");
+        };
+        assert!(!files.file_descriptor_proto.is_empty());
     });
 }
 

@@ -88,10 +88,18 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     health
         .set_serving::<AgentServiceServer<service::AgentApi>>()
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(agentd_shared::proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    // Reflection in both versions: grpcurl and grpc-go speak v1, Python's
+    // grpcio-reflection and older tools only v1alpha.
+    let reflection_builder = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(agentd_shared::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection = reflection_builder()
         .build_v1()
+        .map_err(|e| ServeError::Reflection(e.to_string()))?;
+    let reflection_v1alpha = reflection_builder()
+        .build_v1alpha()
         .map_err(|e| ServeError::Reflection(e.to_string()))?;
     let api = AgentServiceServer::new(service::AgentApi::new(sup.clone()))
         .max_decoding_message_size(MAX_REQUEST_BYTES);
@@ -123,6 +131,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         .layer(peer_auth::PeerUidLayer::new(uid))
         .add_service(health_service)
         .add_service(reflection)
+        .add_service(reflection_v1alpha)
         .add_service(api)
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
         .await;
