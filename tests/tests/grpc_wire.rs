@@ -9,6 +9,8 @@
 //! fields (RFC 7541), because no Rust client lets a request carry an
 //! authority that is not a valid URI authority.
 
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
@@ -61,7 +63,6 @@ fn hpack_literal(out: &mut Vec<u8>, name: &str, value: &str) {
 }
 
 /// What the server did with one unary call.
-#[derive(Debug)]
 enum Outcome {
     /// The response message's bytes (gRPC framing removed).
     Answered(Vec<u8>),
@@ -138,10 +139,13 @@ fn assert_served(env: &Env, authority: &str, who: &str) {
             let status = pb::DaemonStatus::decode(bytes.as_slice()).expect("a DaemonStatus");
             assert_eq!(status.version, agentd_shared::VERSION, "{who}");
         }
-        other => panic!(
-            "{who}'s request (:authority {authority:?}) was not served: {other:?} \
+        Outcome::Reset(code) => panic!(
+            "{who}'s request (:authority {authority:?}) was reset with error code {code} \
              (PROTOCOL_ERROR is 1: is the h2 patch in third_party/h2 still applied?)"
         ),
+        Outcome::GoAway(code) => {
+            panic!("{who}'s request (:authority {authority:?}) ended the connection: GOAWAY {code}")
+        }
     }
 }
 
