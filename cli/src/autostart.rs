@@ -63,6 +63,15 @@ impl Target {
         }
     }
 
+    /// A client of the daemon if one answers now; never starts one.
+    pub async fn running_client(&self) -> Result<Option<Client>, Failure> {
+        match agent_client(&self.socket).await {
+            Ok(c) => Ok(Some(c)),
+            Err(e) if !e.is_unreachable() => Err(Failure::new(UNREACHABLE, e.to_string())),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// A connected client, starting the daemon first if needed and allowed.
     pub async fn client(&self) -> Result<Client, Failure> {
         match agent_client(&self.socket).await {
@@ -160,7 +169,7 @@ async fn wait_ready(notify: &UnixDatagram, buf: &mut [u8]) -> std::io::Result<()
 }
 
 /// `agentd` next to this executable, else on PATH.
-fn daemon_executable() -> PathBuf {
+pub fn daemon_executable() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|dir| dir.join("agentd")))

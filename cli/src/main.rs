@@ -12,6 +12,7 @@ mod sandbox_view;
 mod terminal;
 mod transcript_view;
 mod tree;
+mod units;
 mod worktree_view;
 
 use std::path::PathBuf;
@@ -78,6 +79,12 @@ enum Command {
     Status(commands::status::Args),
     /// Check what this machine offers agentd: the daemon, Landlock (the tool sandbox), git.
     Doctor(commands::doctor::Args),
+    /// The configuration in force, with where each value came from.
+    Config(commands::config::Args),
+    /// The daemon itself: stop, restart (agents resume), reload config, logs.
+    Daemon(commands::daemon::Args),
+    /// agentd as a systemd user service started by its socket: install, uninstall, status.
+    Service(commands::service::Args),
 }
 
 /// Restores the default SIGPIPE action, so `agentctl log … | head` ends
@@ -140,5 +147,8 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Status(args) => commands::status::run(&target, args).await,
         Command::Doctor(args) => commands::doctor::run(&target, args).await,
         Command::Usage(args) => commands::usage::run(&target, args).await,
+        Command::Config(args) => commands::config::run(&target, args).await,
+        Command::Daemon(args) => commands::daemon::run(&target, args).await,
+        Command::Service(args) => commands::service::run(&target, args).await,
     }
 }

@@ -82,7 +82,17 @@ fn forget_secrets(names: &[String]) {
 fn main() -> ExitCode {
     let args = Args::parse();
     init_logging();
+    // Before any thread: it takes LISTEN_* out of the environment.
+    let inherited = match agentd::server::activation::take() {
+        Ok(i) => i,
+        Err(e) => {
+            tracing::error!("socket activation: {e}");
+            eprintln!("agentd: socket activation: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let config_path = args.config.unwrap_or_else(paths::config_file);
+    let config_path = paths::absolute(&config_path);
     let config = match Config::load(&config_path) {
         Ok(c) => c,
         Err(e) => {
@@ -102,6 +112,8 @@ fn main() -> ExitCode {
     forget_secrets(&config.secret_env_names());
     let opts = ServeOptions {
         socket: paths::absolute(&paths::socket_path(args.socket.as_deref())),
+        inherited,
+        config_path,
         data_dir: paths::absolute(&paths::data_dir(args.data_dir.as_deref())),
         config,
         models,

@@ -2,6 +2,8 @@
 
 pub mod attach;
 pub mod bg;
+pub mod config;
+pub mod daemon;
 pub mod diff;
 pub mod doctor;
 pub mod events;
@@ -13,6 +15,7 @@ pub mod pause;
 pub mod rm;
 pub mod run;
 pub mod send;
+pub mod service;
 pub mod show;
 pub mod status;
 pub mod stop;

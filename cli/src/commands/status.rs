@@ -32,6 +32,8 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "version": s.version,
                 "client_version": agentd_shared::VERSION,
                 "socket": s.socket,
+                "socket_activated": s.socket_activated,
+                "config": s.config_path,
                 "data_dir": s.data_dir,
                 "pid": s.pid,
                 "uptime_secs": s.uptime_secs,
@@ -46,7 +48,16 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         return Ok(SUCCESS);
     }
     println!("agentd {} (pid {})", s.version, s.pid);
-    println!("socket:   {}", s.socket);
+    println!(
+        "socket:   {}{}",
+        s.socket,
+        if s.socket_activated {
+            " (passed by the service manager)"
+        } else {
+            ""
+        }
+    );
+    println!("config:   {}", s.config_path);
     println!("data dir: {}", s.data_dir);
     println!(
         "uptime:   {}",

@@ -2,6 +2,7 @@
 //! recovers, binds the socket, serves the v1 API plus gRPC health and
 //! reflection, and shuts down gracefully.
 
+pub mod activation;
 mod attach;
 mod convert;
 pub mod data_dir;
@@ -25,7 +26,11 @@ use crate::supervisor::{DaemonInfo, Supervisor};
 const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
 pub struct ServeOptions {
+    /// Where to bind, unless `inherited` holds a listener already.
     pub socket: PathBuf,
+    /// A listener passed by socket activation (`activation::take`).
+    pub inherited: Option<activation::Inherited>,
+    pub config_path: PathBuf,
     pub data_dir: PathBuf,
     pub config: Config,
     /// Keys and endpoints, read from the environment before the daemon
@@ -42,6 +47,8 @@ pub enum ServeError {
     DataDir(#[from] data_dir::DataDirError),
     #[error(transparent)]
     Socket(#[from] socket::SocketError),
+    #[error("socket activation: {0}")]
+    Activation(#[from] activation::ActivationError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("recovering after the last stop failed: {0}")]
@@ -60,15 +67,31 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     // Bind first: if another daemon serves this socket, say so before
     // touching the store it holds.
     let models = opts.models;
-    let listener = socket::bind(&opts.socket)?;
+    let activated = opts.inherited.is_some();
+    let (listener, socket_path) = match opts.inherited {
+        Some(inherited) => {
+            if inherited.path != opts.socket {
+                tracing::info!(passed = %inherited.path.display(), "serving the socket the service manager passed");
+            }
+            let listener = tokio::net::UnixListener::from_std(inherited.listener)
+                .map_err(|source| socket::SocketError::Io {
+                    path: inherited.path.clone(),
+                    source,
+                })?;
+            (listener, inherited.path)
+        }
+        None => (socket::bind(&opts.socket)?, opts.socket.clone()),
+    };
     let store = Store::open(&opts.data_dir, opts.config.store_options())?;
     let sup = Supervisor::new(
         store,
         opts.config,
         models,
         DaemonInfo {
-            socket: opts.socket.clone(),
+            socket: socket_path.clone(),
             data_dir: opts.data_dir.clone(),
+            config_path: opts.config_path.clone(),
+            socket_activated: activated,
         },
     );
     let interrupted = sup.recover().await?;
@@ -107,6 +130,22 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     let uid = nix::unistd::getuid().as_raw();
     let mut sigterm = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
+    let mut sighup = signal(SignalKind::hangup()).map_err(ServeError::Signals)?;
+    let reloading = sup.clone();
+    let reload_path = opts.config_path.clone();
+    tokio::spawn(async move {
+        while sighup.recv().await.is_some() {
+            // systemd's Type=notify reload protocol: RELOADING, then READY.
+            if let Ok(now) = sd_notify::NotifyState::monotonic_usec_now() {
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading, now]);
+            }
+            match reloading.reload_config(&reload_path) {
+                Ok(r) => tracing::info!(applied = ?r.applied, needs_restart = ?r.needs_restart, "SIGHUP: configuration reloaded"),
+                Err(e) => tracing::error!("SIGHUP: configuration not reloaded, the old one stays: {e}"),
+            }
+            let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+        }
+    });
     let stopping = sup.clone();
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
     let shutdown = async move {
@@ -125,7 +164,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     // Ready: the store is open and recovery has run (systemd Type=notify,
     // and agentctl's autostart, listen for this).
     let _ = sd_notify::notify(true, &[sd_notify::NotifyState::Ready]);
-    tracing::info!(socket = %opts.socket.display(), data_dir = %opts.data_dir.display(), version = agentd_shared::VERSION, "agentd ready");
+    tracing::info!(socket = %socket_path.display(), activated, data_dir = %opts.data_dir.display(), version = agentd_shared::VERSION, "agentd ready");
 
     let served = tonic::transport::Server::builder()
         .layer(peer_auth::PeerUidLayer::new(uid))
@@ -136,7 +175,10 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
         .await;
     let _ = stopped_rx.await;
-    if let Err(e) = std::fs::remove_file(&opts.socket)
+    // A passed socket belongs to the service manager, which keeps
+    // listening on it to start the next daemon.
+    if !activated
+        && let Err(e) = std::fs::remove_file(&socket_path)
         && e.kind() != std::io::ErrorKind::NotFound
     {
         tracing::warn!(error = %e, "could not remove the socket");

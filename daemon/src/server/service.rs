@@ -69,6 +69,8 @@ impl AgentService for AgentApi {
             data_dir: info.data_dir.display().to_string(),
             uptime_secs: self.sup.uptime().as_secs(),
             pid: std::process::id(),
+            socket_activated: info.socket_activated,
+            config_path: info.config_path.display().to_string(),
             agents_total: counts.values().sum(),
             agents: counts
                 .into_iter()
@@ -348,5 +350,36 @@ impl AgentService for AgentApi {
         }
         let report = self.sup.usage(&r.id, r.family)?;
         Ok(Response::new(convert::usage_report(report)))
+    }
+
+    async fn get_config(
+        &self,
+        _req: Request<pb::GetConfigRequest>,
+    ) -> Result<Response<pb::ConfigReport>, Status> {
+        let path = &self.sup.info().config_path;
+        Ok(Response::new(pb::ConfigReport {
+            path: path.display().to_string(),
+            file_exists: path.is_file(),
+            entries: crate::config::entries::entries(&self.sup.config())
+                .into_iter()
+                .map(convert::config_entry)
+                .collect(),
+        }))
+    }
+
+    async fn reload_config(
+        &self,
+        _req: Request<pb::ReloadConfigRequest>,
+    ) -> Result<Response<pb::ReloadConfigResponse>, Status> {
+        let path = self.sup.info().config_path.clone();
+        let report = self
+            .sup
+            .reload_config(&path)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        tracing::info!(applied = ?report.applied, needs_restart = ?report.needs_restart, "configuration reloaded");
+        Ok(Response::new(pb::ReloadConfigResponse {
+            applied: report.applied,
+            needs_restart: report.needs_restart,
+        }))
     }
 }

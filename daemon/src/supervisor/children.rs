@@ -82,7 +82,7 @@ impl Supervisor {
         let type_name = optional_str(input, "subagent_type")?.filter(|s| !s.is_empty());
         let forking = match type_name {
             Some(t) => t == FORK_TYPE,
-            None => self.config.implicit_fork,
+            None => self.config().implicit_fork,
         };
         if forking {
             if !working_dir.is_empty() {
@@ -245,7 +245,7 @@ impl Supervisor {
     }
 
     fn within_depth(&self, caller: &AgentRecord) -> Result<(), ToolOutput> {
-        let max_depth = self.config.max_subagent_depth;
+        let max_depth = self.config().max_subagent_depth;
         if caller.depth + 1 > max_depth {
             return Err(ToolOutput::error(format!(
                 "subagents may nest at most {max_depth} deep and this agent is at depth {}; do the work yourself",

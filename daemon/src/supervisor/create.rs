@@ -143,7 +143,7 @@ impl Supervisor {
         record.model = model;
         record.cwd = cwd.clone();
         record.max_turns = if req.max_turns == 0 {
-            self.config.max_turns
+            self.config().max_turns
         } else {
             req.max_turns
         };
@@ -166,13 +166,13 @@ impl Supervisor {
                     .and_then(|t| t.sandbox)
                     .map_or(inherited, |t| inherited.stricter(t))
             }
-            None => req.sandbox.unwrap_or(self.config.sandbox),
+            None => req.sandbox.unwrap_or(self.config().sandbox),
         };
         if let Some(p) = parent {
             self.child_stays_within(p, &record)?;
         }
         record.no_network =
-            req.no_network || !self.config.network || parent.is_some_and(|p| p.no_network);
+            req.no_network || !self.config().network || parent.is_some_and(|p| p.no_network);
         self.sandbox_admits(&record)?;
         let prompt = context::render(&cwd, now, agent_type);
         let mut content_json = json_bytes(&json!([{"type": "text", "text": req.prompt}]));
@@ -290,7 +290,7 @@ impl Supervisor {
         if !requested.is_empty() {
             return Ok(requested.to_string());
         }
-        if let Some(m) = self.config.default_model.as_ref().filter(|m| !m.is_empty()) {
+        if let Some(m) = self.config().default_model.as_ref().filter(|m| !m.is_empty()) {
             return Ok(m.clone());
         }
         if let Ok(m) = std::env::var("AGENTD_MODEL")
@@ -359,7 +359,7 @@ impl Supervisor {
 
     /// The sandbox agents get unless they ask for another.
     pub fn default_sandbox(&self) -> SandboxMode {
-        self.config.sandbox
+        self.config().sandbox
     }
 
     /// A name is unique among agents that have not ended (an index lookup).

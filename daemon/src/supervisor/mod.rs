@@ -33,6 +33,7 @@ mod queries;
 mod recovery;
 mod registry;
 mod release;
+mod reload;
 mod resolve;
 mod run;
 #[cfg(test)]
@@ -61,6 +62,7 @@ pub use control::MAX_MESSAGE_BYTES;
 pub use create::{MAX_PROMPT_BYTES, NewAgent};
 pub use fork::ForkRequest;
 pub use registry::AgentHandle;
+pub use reload::ReloadReport;
 pub use usage::{AgentUsage, UsageReport};
 pub use worktree_admin::{RemovedTree, WorktreeReport};
 
@@ -69,11 +71,16 @@ pub use worktree_admin::{RemovedTree, WorktreeReport};
 pub struct DaemonInfo {
     pub socket: PathBuf,
     pub data_dir: PathBuf,
+    /// The config file, read again on reload.
+    pub config_path: PathBuf,
+    /// The listener came from the service manager (socket activation).
+    pub socket_activated: bool,
 }
 
 pub struct Supervisor {
     store: Store,
-    config: Config,
+    /// Replaced whole by a reload (SIGHUP); readers take the current one.
+    config: std::sync::RwLock<Arc<Config>>,
     models: ModelSettings,
     info: DaemonInfo,
     started: Instant,
@@ -82,6 +89,8 @@ pub struct Supervisor {
     tasks: TaskTracker,
     /// Agents running at once; beyond it they wait as `pending`, in order.
     slots: Arc<Semaphore>,
+    /// What `slots` holds in all, so a reload can grow or shrink it.
+    slot_limit: std::sync::Mutex<u32>,
     lifecycle: broadcast::Sender<Lifecycle>,
     asks: asks::Asks,
     /// What every tool process's environment lacks and carries.
@@ -91,7 +100,7 @@ pub struct Supervisor {
     resume_later: std::sync::Mutex<Vec<crate::domain::AgentId>>,
     /// Forks launched together, until the first one's response starts.
     fan_outs: fanout::FanOuts,
-    prices: PriceTable,
+    prices: std::sync::RwLock<Arc<PriceTable>>,
     /// Held by every settlement, removal and merge of a worktree, so two
     /// never race on one tree.
     worktree_lock: tokio::sync::Mutex<()>,
@@ -138,11 +147,31 @@ impl Supervisor {
             tool_env,
             resume_later: std::sync::Mutex::new(Vec::new()),
             fan_outs: fanout::FanOuts::default(),
-            prices: PriceTable::new(&config.prices, config.anthropic.cache_ttl),
+            prices: std::sync::RwLock::new(Arc::new(PriceTable::new(
+                &config.prices,
+                config.anthropic.cache_ttl,
+            ))),
+            slot_limit: std::sync::Mutex::new(config.max_running_agents.max(1)),
             worktree_lock: tokio::sync::Mutex::new(()),
             making: std::sync::Mutex::new(std::collections::HashSet::new()),
-            config,
+            config: std::sync::RwLock::new(Arc::new(config)),
         })
+    }
+
+    /// The configuration in force now.
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The price table in force now.
+    pub fn prices(&self) -> Arc<PriceTable> {
+        self.prices
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     pub fn store(&self) -> &Store {
@@ -174,7 +203,7 @@ impl Supervisor {
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
         self.tasks.close();
-        let grace = self.config.shutdown_grace();
+        let grace = self.config().shutdown_grace();
         if tokio::time::timeout(grace, self.tasks.wait())
             .await
             .is_err()

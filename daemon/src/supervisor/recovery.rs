@@ -63,7 +63,7 @@ impl Supervisor {
         interrupted: &[AgentId],
     ) -> Result<(usize, usize), AgentdError> {
         let (mut resumed, mut blocked) = (0, 0);
-        if self.config.resume_on_start {
+        if self.config().resume_on_start {
             for id in interrupted {
                 let Some(record) = self.store.get_agent(*id)? else {
                     continue;

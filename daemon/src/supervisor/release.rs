@@ -51,7 +51,7 @@ impl Supervisor {
     /// Releases a foreground agent to the background after the configured
     /// time, unless it ended or was released before.
     pub(super) fn arm_auto_background(self: &Arc<Self>, id: AgentId) {
-        let secs = self.config.auto_background_secs();
+        let secs = self.config().auto_background_secs();
         if secs == 0 {
             return;
         }

@@ -72,7 +72,7 @@ impl Supervisor {
                 provider,
                 stops: stops.clone(),
                 tool_env: sup.tool_env.clone(),
-                max_output_tokens: sup.config.max_output_tokens,
+                max_output_tokens: sup.config().max_output_tokens,
                 fan_out,
             };
             let finished = tokio::select! {

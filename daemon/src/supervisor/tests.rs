@@ -34,6 +34,8 @@ fn world_with(config: Config) -> World {
         DaemonInfo {
             socket: dir.path().join("run/s.sock"),
             data_dir: data,
+            config_path: dir.path().join("config.toml"),
+            socket_activated: false,
         },
     );
     sup.start_housekeeping();

@@ -50,9 +50,9 @@ impl Supervisor {
             records
         };
         let mut report = UsageReport::default();
+        let prices = self.prices();
         for record in records {
-            let cost = self
-                .prices
+            let cost = prices
                 .rates(&record.model)
                 .map(|r| r.cost(&record.usage));
             match cost {

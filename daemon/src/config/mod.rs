@@ -1,5 +1,8 @@
 //! The daemon's configuration: `$XDG_CONFIG_HOME/agentd/config.toml`, all
-//! keys optional.
+//! keys optional. `entries` renders it for `agentctl config`, with where
+//! each value came from and whether a reload (SIGHUP) can change it.
+
+pub mod entries;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -85,6 +88,14 @@ pub struct Config {
     /// `input`, `output`, optional `cache_write`, `cache_read`. They
     /// override and extend the built-in list prices (`GetUsage`).
     pub prices: BTreeMap<String, Price>,
+    /// The dotted keys the file set (`anthropic.base_url`, `prices`…):
+    /// where a value came from, for `agentctl config`.
+    #[serde(skip)]
+    pub file_keys: std::collections::BTreeSet<String>,
+    /// The variables of `entries::ENV_VARS` that were set when the daemon
+    /// started (read before it forgot the secrets among them).
+    #[serde(skip)]
+    pub env_set: std::collections::BTreeSet<&'static str>,
 }
 
 /// `[secrets]`: environment variables tools never see (DESIGN §16).
@@ -128,6 +139,8 @@ impl Default for Config {
             openai: ProviderConfig::default(),
             retry: RetryPolicy::default(),
             prices: BTreeMap::new(),
+            file_keys: Default::default(),
+            env_set: entries::env_set(),
         }
     }
 }
@@ -150,14 +163,30 @@ impl Config {
                 });
             }
         };
-        toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+        let invalid = |e: toml::de::Error| ConfigError::Invalid {
             path: path.to_path_buf(),
             line: e
                 .span()
                 .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
                 .unwrap_or(0),
             message: e.message().to_string(),
-        })
+        };
+        let mut config: Config = toml::from_str(&text).map_err(invalid)?;
+        config.env_set = entries::env_set();
+        let table: toml::Table = toml::from_str(&text).map_err(invalid)?;
+        for (key, value) in &table {
+            match value {
+                toml::Value::Table(inner) if key != "prices" => {
+                    config
+                        .file_keys
+                        .extend(inner.keys().map(|k| format!("{key}.{k}")));
+                }
+                _ => {
+                    config.file_keys.insert(key.clone());
+                }
+            }
+        }
+        Ok(config)
     }
 
     /// Keys and endpoints for the real providers, the environment first.

@@ -1,0 +1,236 @@
+//! `agentctl service install [--now] [--force] | uninstall | status`:
+//! agentd as a systemd user service started by its socket. Where no user
+//! service manager runs (a container, a CI box), the files are still
+//! written and the exact commands to run are printed.
+
+use std::path::Path;
+
+use crate::autostart::{self, Target};
+use crate::exit::{FAILURE, Failure, SUCCESS};
+use crate::units;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Write agentd.socket and agentd.service to the user unit directory and enable the socket.
+    Install {
+        /// Also start the socket now (stopping an autostarted agentd first; its agents resume).
+        #[arg(long)]
+        now: bool,
+        /// Replace unit files that exist and differ.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Disable and stop the units, then remove their files.
+    Uninstall,
+    /// Whether the units are installed, enabled and active, and who serves the socket.
+    Status,
+}
+
+pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
+    match args.action {
+        Action::Install { now, force } => install(target, now, force).await,
+        Action::Uninstall => uninstall(),
+        Action::Status => status(target).await,
+    }
+}
+
+fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+    let tmp = path.with_extension("agentd-new");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Runs `systemctl --user ARGS`, printing it; a failure is the error.
+fn run_systemctl(args: &[&str]) -> Result<(), Failure> {
+    println!("$ systemctl --user {}", args.join(" "));
+    match units::systemctl(args) {
+        Some((true, _)) => Ok(()),
+        Some((false, text)) => Err(Failure::failed(format!(
+            "systemctl --user {} failed: {text}",
+            args.join(" ")
+        ))),
+        None => Err(Failure::failed("cannot run systemctl")),
+    }
+}
+
+async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure> {
+    let agentd = autostart::daemon_executable();
+    let agentd = agentd.canonicalize().map_err(|_| {
+        Failure::failed(format!(
+            "cannot find agentd ({}): install it next to agentctl or on PATH first",
+            agentd.display()
+        ))
+    })?;
+    let files = units::render(&agentd).map_err(Failure::failed)?;
+    let dir = units::user_unit_dir();
+    // Refuse before writing anything: both files or neither.
+    let mut differing = String::new();
+    let mut unchanged = 0;
+    for (name, text) in &files {
+        match std::fs::read_to_string(dir.join(name)) {
+            Ok(old) if old == *text => unchanged += 1,
+            Ok(old) => differing.push_str(&format!(
+                "--- {}\n{}",
+                dir.join(name).display(),
+                units::diff(&old, text)
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(Failure::failed(format!(
+                    "cannot read {}: {e}",
+                    dir.join(name).display()
+                )));
+            }
+        }
+    }
+    if !differing.is_empty() && !force {
+        print!("{differing}");
+        return Err(Failure::failed(format!(
+            "unit files in {} exist and differ from what would be installed (above); \
+             rerun with --force to replace them",
+            dir.display()
+        )));
+    }
+    if unchanged == files.len() {
+        println!("units already installed in {}, unchanged", dir.display());
+    } else {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Failure::failed(format!("cannot create {}: {e}", dir.display())))?;
+        for (name, text) in &files {
+            write_atomically(&dir.join(name), text)?;
+            println!("wrote {}", dir.join(name).display());
+        }
+    }
+    println!("ExecStart: {}", agentd.display());
+
+    let enable: &[&str] = if now {
+        &["enable", "--now", units::SOCKET_NAME]
+    } else {
+        &["enable", units::SOCKET_NAME]
+    };
+    if !units::manager_runs() {
+        println!("no user service manager answers here (systemctl --user); run these where one does:");
+        println!("  systemctl --user daemon-reload");
+        println!("  systemctl --user {}", enable.join(" "));
+        return Ok(SUCCESS);
+    }
+    if now {
+        // A daemon agentctl started itself holds the socket's path: stop
+        // it (its agents resume under the service) so the socket can bind.
+        if let Some(mut client) = target.running_client().await? {
+            let s = client
+                .get_status(agentd_shared::proto::GetStatusRequest {})
+                .await?
+                .into_inner();
+            if !s.socket_activated {
+                println!("stopping the agentd agentctl started (pid {}) so the socket unit can take over", s.pid);
+                super::daemon::terminate(s.pid).await?;
+            }
+        }
+    }
+    run_systemctl(&["daemon-reload"])?;
+    run_systemctl(enable)?;
+    if now {
+        println!("agentd.socket is listening; the first client starts agentd.service");
+    } else {
+        println!("agentd.socket starts at your next login (or now: systemctl --user start agentd.socket)");
+    }
+    Ok(SUCCESS)
+}
+
+fn uninstall() -> Result<u8, Failure> {
+    let dir = units::user_unit_dir();
+    let manager = units::manager_runs();
+    if manager && units::installed() {
+        run_systemctl(&["disable", "--now", units::SOCKET_NAME, units::SERVICE_NAME])?;
+    }
+    let mut removed = 0;
+    for name in [units::SOCKET_NAME, units::SERVICE_NAME] {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                println!("removed {}", path.display());
+                removed += 1;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(Failure::failed(format!(
+                    "cannot remove {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    if removed == 0 {
+        println!("no agentd units in {}", dir.display());
+    } else if manager {
+        run_systemctl(&["daemon-reload"])?;
+    } else {
+        println!("no user service manager answers here; where one runs, also run:");
+        println!(
+            "  systemctl --user disable --now {} {}",
+            units::SOCKET_NAME,
+            units::SERVICE_NAME
+        );
+        println!("  systemctl --user daemon-reload");
+    }
+    Ok(SUCCESS)
+}
+
+async fn status(target: &Target) -> Result<u8, Failure> {
+    let dir = units::user_unit_dir();
+    let installed = units::installed();
+    println!(
+        "units:    {} ({})",
+        if installed {
+            "installed"
+        } else {
+            "not installed"
+        },
+        dir.display()
+    );
+    if installed && let Ok(files) = units::render(&autostart::daemon_executable()) {
+        for (name, text) in files {
+            if std::fs::read_to_string(dir.join(name)).is_ok_and(|old| old != text) {
+                println!("          {name} differs from this agentctl's (service install --force updates it)");
+            }
+        }
+    }
+    if units::manager_runs() {
+        for unit in [units::SOCKET_NAME, units::SERVICE_NAME] {
+            println!(
+                "{unit}: {}, {}",
+                units::unit_state("is-enabled", unit),
+                units::unit_state("is-active", unit)
+            );
+        }
+    } else {
+        println!("manager:  no user service manager answers (systemctl --user)");
+    }
+    match target.running_client().await? {
+        Some(mut client) => {
+            let s = client
+                .get_status(agentd_shared::proto::GetStatusRequest {})
+                .await?
+                .into_inner();
+            println!(
+                "daemon:   running, pid {}, {}",
+                s.pid,
+                if s.socket_activated {
+                    "started by its socket unit"
+                } else {
+                    "started by agentctl or by hand"
+                }
+            );
+        }
+        None => println!("daemon:   not running"),
+    }
+    Ok(if installed { SUCCESS } else { FAILURE })
+}

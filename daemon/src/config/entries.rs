@@ -1,0 +1,205 @@
+//! The configuration as `agentctl config` shows it: every key, its value
+//! in force (keys only as set / not set), where it came from, and whether
+//! a reload can change it without a restart.
+
+use std::collections::BTreeSet;
+
+use super::Config;
+use crate::model::CacheTtl;
+
+/// Environment variables that set a configuration value.
+pub const ENV_VARS: [&str; 6] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "AGENTD_AUTO_BACKGROUND_SECS",
+    "AGENTD_MODEL",
+];
+
+/// Which of `ENV_VARS` are set (non-empty) now.
+pub fn env_set() -> BTreeSet<&'static str> {
+    ENV_VARS
+        .into_iter()
+        .filter(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()))
+        .collect()
+}
+
+/// Where a value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File,
+    Environment(&'static str),
+}
+
+/// One key of the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub key: String,
+    pub value: String,
+    pub source: Source,
+    /// A reload (SIGHUP, `agentctl daemon reload`) applies a change of it;
+    /// otherwise the daemon must restart.
+    pub reloadable: bool,
+}
+
+fn set_or_not(set: bool) -> String {
+    if set { "set" } else { "not set" }.to_string()
+}
+
+fn ttl(t: CacheTtl) -> &'static str {
+    match t {
+        CacheTtl::FiveMinutes => "5m",
+        CacheTtl::OneHour => "1h",
+    }
+}
+
+/// Every key of `config`, in a stable order. `env` says which variables
+/// win over the file for a key (the environment the daemon started with).
+pub fn entries(config: &Config) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut push = |key: &str, value: String, env: Option<&'static str>, reloadable: bool| {
+        let source = match env.filter(|v| config.env_set.contains(v)) {
+            Some(var) => Source::Environment(var),
+            None if config.file_keys.contains(key) => Source::File,
+            None => Source::Default,
+        };
+        out.push(Entry {
+            key: key.to_string(),
+            value,
+            source,
+            reloadable,
+        });
+    };
+    // default_model wins over AGENTD_MODEL, which is only a fallback.
+    let model_env = config
+        .default_model
+        .as_ref()
+        .is_none_or(|m| m.is_empty())
+        .then_some("AGENTD_MODEL");
+    let model = match (&config.default_model, model_env) {
+        (Some(m), _) if !m.is_empty() => m.clone(),
+        (_, Some(var)) if config.env_set.contains(var) => {
+            std::env::var(var).unwrap_or_default().trim().to_string()
+        }
+        _ => "(none)".to_string(),
+    };
+    push("default_model", model, model_env, true);
+    push("max_turns", config.max_turns.to_string(), None, true);
+    push(
+        "max_running_agents",
+        config.max_running_agents.to_string(),
+        None,
+        true,
+    );
+    push(
+        "max_subagent_depth",
+        config.max_subagent_depth.to_string(),
+        None,
+        true,
+    );
+    push(
+        "max_output_tokens",
+        config.max_output_tokens.to_string(),
+        None,
+        true,
+    );
+    push(
+        "shutdown_grace_secs",
+        config.shutdown_grace_secs.to_string(),
+        None,
+        true,
+    );
+    push(
+        "auto_background_secs",
+        config.auto_background_secs().to_string(),
+        Some("AGENTD_AUTO_BACKGROUND_SECS"),
+        true,
+    );
+    push(
+        "resume_on_start",
+        config.resume_on_start.to_string(),
+        None,
+        true,
+    );
+    push("implicit_fork", config.implicit_fork.to_string(), None, true);
+    push("sandbox", config.sandbox.to_string(), None, true);
+    push("network", config.network.to_string(), None, true);
+    push(
+        "stream_idle_timeout_secs",
+        config.stream_idle_timeout_secs.to_string(),
+        None,
+        false,
+    );
+    push(
+        "store_min_free_mb",
+        config.store_min_free_mb.to_string(),
+        None,
+        false,
+    );
+    for (name, p, key_var, url_var) in [
+        (
+            "anthropic",
+            &config.anthropic,
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+        ),
+        ("openai", &config.openai, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    ] {
+        let key_set = p.api_key.is_some() || config.env_set.contains(key_var);
+        push(
+            &format!("{name}.api_key"),
+            set_or_not(key_set),
+            Some(key_var),
+            false,
+        );
+        let url = if config.env_set.contains(url_var) {
+            std::env::var(url_var).unwrap_or_default()
+        } else {
+            p.base_url.clone().unwrap_or_else(|| "(provider default)".to_string())
+        };
+        push(&format!("{name}.base_url"), url, Some(url_var), false);
+    }
+    push(
+        "anthropic.cache_ttl",
+        ttl(config.anthropic.cache_ttl).to_string(),
+        None,
+        false,
+    );
+    push(
+        "retry.max_attempts",
+        config.retry.max_attempts.to_string(),
+        None,
+        false,
+    );
+    push(
+        "retry.initial_backoff_ms",
+        config.retry.initial_backoff_ms.to_string(),
+        None,
+        false,
+    );
+    push(
+        "retry.max_backoff_ms",
+        config.retry.max_backoff_ms.to_string(),
+        None,
+        false,
+    );
+    push("secrets.env", config.secrets.env.join(","), None, false);
+    for (model, p) in &config.prices {
+        let mut value = format!("input {} output {}", p.input, p.output);
+        if let Some(w) = p.cache_write {
+            value.push_str(&format!(" cache_write {w}"));
+        }
+        if let Some(r) = p.cache_read {
+            value.push_str(&format!(" cache_read {r}"));
+        }
+        out.push(Entry {
+            key: format!("prices.{model}"),
+            value,
+            source: Source::File,
+            reloadable: true,
+        });
+    }
+    out
+}
