@@ -44,7 +44,10 @@ pub fn render(agentd: &Path) -> Result<[(&'static str, String); 2], String> {
     let exec = format!("ExecStart={}", exec_word(agentd)?);
     Ok([
         (SOCKET_NAME, SOCKET_UNIT.to_string()),
-        (SERVICE_NAME, SERVICE_UNIT.replace(SHIPPED_EXEC_START, &exec)),
+        (
+            SERVICE_NAME,
+            SERVICE_UNIT.replace(SHIPPED_EXEC_START, &exec),
+        ),
     ])
 }
 

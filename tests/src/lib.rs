@@ -128,6 +128,18 @@ impl Env {
         cmd
     }
 
+    /// An `agentd` command in this world (its environment, none of the
+    /// harness's readiness plumbing), for tests that start it their way.
+    pub fn agentd_command(&self) -> Command {
+        let mut cmd = Command::new(agentd_bin());
+        self.apply(&mut cmd);
+        for (k, v) in self.daemon_env.lock().expect("daemon env").iter() {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null());
+        cmd
+    }
+
     /// Runs `agentctl` (never autostarting: the test owns the daemon).
     pub fn ctl(&self, args: &[&str]) -> Out {
         let mut full = vec!["--no-autostart"];

@@ -72,7 +72,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             e.key,
             e.value,
             source(e),
-            if e.reloadable { "" } else { " (restart to change)" }
+            if e.reloadable {
+                ""
+            } else {
+                " (restart to change)"
+            }
         );
     }
     Ok(SUCCESS)

@@ -66,6 +66,22 @@ fn under_systemd(s: &pb::DaemonStatus) -> bool {
     s.socket_activated && units::manager_runs()
 }
 
+/// The process exists and has not exited (a zombie waiting for its parent
+/// to reap it has stopped serving).
+fn alive(pid: Pid) -> bool {
+    if kill(pid, None).is_err() {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_none_or(|state| state != "Z"),
+        Err(_) => false,
+    }
+}
+
 /// Sends SIGTERM to the daemon `pid` and waits until it is gone and its
 /// socket no longer answers.
 pub async fn terminate(pid: u32) -> Result<(), Failure> {
@@ -82,7 +98,7 @@ pub async fn terminate(pid: u32) -> Result<(), Failure> {
         }
     }
     let start = Instant::now();
-    while kill(pid, None).is_ok() {
+    while alive(pid) {
         if start.elapsed() > STOP_TIMEOUT {
             return Err(Failure::failed(format!(
                 "agentd (pid {pid}) did not stop within {}s; `kill -9 {pid}` ends it (its agents resume at the next start)",

@@ -116,7 +116,9 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
         &["enable", units::SOCKET_NAME]
     };
     if !units::manager_runs() {
-        println!("no user service manager answers here (systemctl --user); run these where one does:");
+        println!(
+            "no user service manager answers here (systemctl --user); run these where one does:"
+        );
         println!("  systemctl --user daemon-reload");
         println!("  systemctl --user {}", enable.join(" "));
         return Ok(SUCCESS);
@@ -130,7 +132,10 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
                 .await?
                 .into_inner();
             if !s.socket_activated {
-                println!("stopping the agentd agentctl started (pid {}) so the socket unit can take over", s.pid);
+                println!(
+                    "stopping the agentd agentctl started (pid {}) so the socket unit can take over",
+                    s.pid
+                );
                 super::daemon::terminate(s.pid).await?;
             }
         }
@@ -140,7 +145,9 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
     if now {
         println!("agentd.socket is listening; the first client starts agentd.service");
     } else {
-        println!("agentd.socket starts at your next login (or now: systemctl --user start agentd.socket)");
+        println!(
+            "agentd.socket starts at your next login (or now: systemctl --user start agentd.socket)"
+        );
     }
     Ok(SUCCESS)
 }
@@ -199,7 +206,9 @@ async fn status(target: &Target) -> Result<u8, Failure> {
     if installed && let Ok(files) = units::render(&autostart::daemon_executable()) {
         for (name, text) in files {
             if std::fs::read_to_string(dir.join(name)).is_ok_and(|old| old != text) {
-                println!("          {name} differs from this agentctl's (service install --force updates it)");
+                println!(
+                    "          {name} differs from this agentctl's (service install --force updates it)"
+                );
             }
         }
     }

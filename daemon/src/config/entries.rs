@@ -123,7 +123,12 @@ pub fn entries(config: &Config) -> Vec<Entry> {
         None,
         true,
     );
-    push("implicit_fork", config.implicit_fork.to_string(), None, true);
+    push(
+        "implicit_fork",
+        config.implicit_fork.to_string(),
+        None,
+        true,
+    );
     push("sandbox", config.sandbox.to_string(), None, true);
     push("network", config.network.to_string(), None, true);
     push(
@@ -145,7 +150,12 @@ pub fn entries(config: &Config) -> Vec<Entry> {
             "ANTHROPIC_API_KEY",
             "ANTHROPIC_BASE_URL",
         ),
-        ("openai", &config.openai, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        (
+            "openai",
+            &config.openai,
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+        ),
     ] {
         let key_set = p.api_key.is_some() || config.env_set.contains(key_var);
         push(
@@ -157,7 +167,9 @@ pub fn entries(config: &Config) -> Vec<Entry> {
         let url = if config.env_set.contains(url_var) {
             std::env::var(url_var).unwrap_or_default()
         } else {
-            p.base_url.clone().unwrap_or_else(|| "(provider default)".to_string())
+            p.base_url
+                .clone()
+                .unwrap_or_else(|| "(provider default)".to_string())
         };
         push(&format!("{name}.base_url"), url, Some(url_var), false);
     }

@@ -73,10 +73,12 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
             if inherited.path != opts.socket {
                 tracing::info!(passed = %inherited.path.display(), "serving the socket the service manager passed");
             }
-            let listener = tokio::net::UnixListener::from_std(inherited.listener)
-                .map_err(|source| socket::SocketError::Io {
-                    path: inherited.path.clone(),
-                    source,
+            let listener =
+                tokio::net::UnixListener::from_std(inherited.listener).map_err(|source| {
+                    socket::SocketError::Io {
+                        path: inherited.path.clone(),
+                        source,
+                    }
                 })?;
             (listener, inherited.path)
         }
@@ -140,8 +142,12 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
                 let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading, now]);
             }
             match reloading.reload_config(&reload_path) {
-                Ok(r) => tracing::info!(applied = ?r.applied, needs_restart = ?r.needs_restart, "SIGHUP: configuration reloaded"),
-                Err(e) => tracing::error!("SIGHUP: configuration not reloaded, the old one stays: {e}"),
+                Ok(r) => {
+                    tracing::info!(applied = ?r.applied, needs_restart = ?r.needs_restart, "SIGHUP: configuration reloaded")
+                }
+                Err(e) => {
+                    tracing::error!("SIGHUP: configuration not reloaded, the old one stays: {e}")
+                }
             }
             let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
         }

@@ -290,7 +290,12 @@ impl Supervisor {
         if !requested.is_empty() {
             return Ok(requested.to_string());
         }
-        if let Some(m) = self.config().default_model.as_ref().filter(|m| !m.is_empty()) {
+        if let Some(m) = self
+            .config()
+            .default_model
+            .as_ref()
+            .filter(|m| !m.is_empty())
+        {
             return Ok(m.clone());
         }
         if let Ok(m) = std::env::var("AGENTD_MODEL")

@@ -52,9 +52,7 @@ impl Supervisor {
         let mut report = UsageReport::default();
         let prices = self.prices();
         for record in records {
-            let cost = prices
-                .rates(&record.model)
-                .map(|r| r.cost(&record.usage));
+            let cost = prices.rates(&record.model).map(|r| r.cost(&record.usage));
             match cost {
                 Some(c) => report.cost.add(c),
                 None => {
