@@ -14,7 +14,7 @@ use agentd_e2e::script::{script, text, turn};
 use agentd_e2e::{Env, agentd_bin, wait_until};
 
 fn tool(name: &str) -> PathBuf {
-    let found = std::env::var_os("PATH")
+    std::env::var_os("PATH")
         .and_then(|p| {
             std::env::split_paths(&p)
                 .map(|d| d.join(name))
@@ -22,8 +22,7 @@ fn tool(name: &str) -> PathBuf {
         })
         .unwrap_or_else(|| {
             panic!("{name} is not installed: it comes with systemd (apt-get install systemd)")
-        });
-    found
+        })
 }
 
 fn unit_dir(env: &Env) -> PathBuf {
@@ -390,7 +389,13 @@ fn daemon_restart_and_stop_and_logs() {
     // Gone (or a zombie its new parent has not reaped yet).
     let state = std::fs::read_to_string(format!("/proc/{after}/stat")).unwrap_or_default();
     assert!(
-        state.is_empty() || state.rsplit_once(')').unwrap().1.trim_start().starts_with('Z'),
+        state.is_empty()
+            || state
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .trim_start()
+                .starts_with('Z'),
         "{state}"
     );
     let again = env.ctl(&["daemon", "stop"]);

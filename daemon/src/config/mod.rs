@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn the_readmes_example_config_is_valid() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../../README.md");
         let at = readme.find("Example config.toml:").unwrap();
         let block = &readme[at..];
         let start = block.find("```toml\n").unwrap() + "```toml\n".len();

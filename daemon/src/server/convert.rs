@@ -424,6 +424,22 @@ pub fn status_change(s: &StatusSnapshot) -> pb::StatusChange {
     }
 }
 
+pub fn config_entry(e: crate::config::entries::Entry) -> pb::ConfigEntry {
+    use crate::config::entries::Source;
+    let (source, env_var) = match e.source {
+        Source::Default => (pb::ConfigSource::Default, String::new()),
+        Source::File => (pb::ConfigSource::File, String::new()),
+        Source::Environment(var) => (pb::ConfigSource::Environment, var.to_string()),
+    };
+    pb::ConfigEntry {
+        key: e.key,
+        value: e.value,
+        source: source as i32,
+        env_var,
+        reloadable: e.reloadable,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,21 +476,5 @@ mod tests {
         assert!(answer_from_wire(&answer(42)).is_err());
         assert!(answer_from_wire(&answer(0)).is_err());
         assert_eq!(answer_from_wire(&answer(1)).unwrap(), Answer::AllowOnce);
-    }
-}
-
-pub fn config_entry(e: crate::config::entries::Entry) -> pb::ConfigEntry {
-    use crate::config::entries::Source;
-    let (source, env_var) = match e.source {
-        Source::Default => (pb::ConfigSource::Default, String::new()),
-        Source::File => (pb::ConfigSource::File, String::new()),
-        Source::Environment(var) => (pb::ConfigSource::Environment, var.to_string()),
-    };
-    pb::ConfigEntry {
-        key: e.key,
-        value: e.value,
-        source: source as i32,
-        env_var,
-        reloadable: e.reloadable,
     }
 }
