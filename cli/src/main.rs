@@ -2,6 +2,7 @@
 //! API; every decision about agents is the daemon's.
 
 mod autostart;
+mod color;
 mod commands;
 mod cost;
 mod exit;
@@ -35,6 +36,9 @@ pub struct Cli {
     /// Fail with exit code 3 instead of starting agentd when none answers.
     #[arg(long, global = true)]
     no_autostart: bool,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = color::ColorChoice::Auto)]
+    color: color::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -85,6 +89,10 @@ enum Command {
     Daemon(commands::daemon::Args),
     /// agentd as a systemd user service started by its socket: install, uninstall, status.
     Service(commands::service::Args),
+    /// Print a shell completion script (bash, zsh, fish).
+    Completions(commands::completions::Args),
+    /// Print the manual page (roff), or write one per command with --dir.
+    Man(commands::man::Args),
 }
 
 /// Restores the default SIGPIPE action, so `agentctl log … | head` ends
@@ -100,6 +108,7 @@ fn default_sigpipe() {
 fn main() -> ExitCode {
     default_sigpipe();
     let cli = Cli::parse();
+    color::init(cli.color);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -122,6 +131,12 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> Result<u8, Failure> {
+    // These need no daemon.
+    match cli.command {
+        Command::Completions(args) => return commands::completions::run(args),
+        Command::Man(args) => return commands::man::run(args),
+        _ => {}
+    }
     let target = autostart::Target::new(
         cli.socket.as_deref(),
         cli.data_dir.as_deref(),
@@ -150,5 +165,6 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Config(args) => commands::config::run(&target, args).await,
         Command::Daemon(args) => commands::daemon::run(&target, args).await,
         Command::Service(args) => commands::service::run(&target, args).await,
+        Command::Completions(_) | Command::Man(_) => unreachable!("dispatched above"),
     }
 }

@@ -268,10 +268,11 @@ pub fn clip(s: &str, max: usize) -> String {
 
 /// Prints rows as left-aligned columns; the last column is not padded.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let width = crate::color::visible_width;
+    let mut widths: Vec<usize> = header.iter().map(|h| width(h)).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(width(cell));
         }
     }
     let mut out = String::new();
@@ -282,7 +283,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
                 out.push_str(cell);
             } else {
                 out.push_str(cell);
-                out.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+                out.push_str(&" ".repeat(widths[i] - width(cell) + 2));
             }
         }
         out.push('\n');

@@ -973,6 +973,62 @@ fn agent_tools_list_message_and_stop_the_callers_subagents() {
 }
 
 #[test]
+fn claude_code_agent_files_define_types_unchanged() {
+    let mock = MockServer::start();
+    let env = world(&mock, "");
+    let dir = env.project().join(".claude/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(env.project().join(".git")).unwrap();
+    // Claude Code's format: comma tools (one agentd lacks), a model alias,
+    // a UI colour.
+    std::fs::write(
+        dir.join("code-reviewer.md"),
+        "---\nname: code-reviewer\ndescription: Expert code reviewer\ntools: Read, Grep, Glob, WebFetch\nmodel: haiku\ncolor: purple\n---\n\nYou are CC-REVIEWER.\n",
+    )
+    .unwrap();
+    let _daemon = env.start_daemon();
+    mock.when(
+        |r| prompt_of(r).contains("CC-TASK"),
+        Reply::Message(MockMessage::text("reviewed")),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        Reply::Message(MockMessage::text("delegating").with(Block::ToolUse {
+            id: String::new(),
+            name: "Agent".into(),
+            input: json!({"description": "review", "prompt": "CC-TASK now", "subagent_type": "code-reviewer"}),
+        })),
+    );
+    mock.when(
+        |r| prompt_of(r).contains("PARENT"),
+        Reply::Message(MockMessage::text("done")),
+    );
+    env.ctl(&["run", "--model", MODEL, "PARENT go"])
+        .expect_code(0);
+    let reqs = mock.requests();
+    let child = reqs
+        .iter()
+        .find(|r| prompt_of(r).contains("CC-TASK"))
+        .expect("the child asked the model");
+    assert_eq!(child.json["model"], "claude-haiku-4-5");
+    assert!(
+        child.json["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are CC-REVIEWER."),
+        "{}",
+        child.json["system"]
+    );
+    let names: Vec<&str> = child.json["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Read", "Glob", "Grep"]);
+}
+
+#[test]
 fn custom_and_explore_types_shape_the_childs_prompt_and_tools() {
     let mock = MockServer::start();
     let env = world(&mock, "");

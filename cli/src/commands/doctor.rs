@@ -1,13 +1,18 @@
-//! `agentctl doctor`: what this machine can do for agentd — the daemon,
-//! the kernel's Landlock (the tool sandbox), git (worktrees' submodules).
-//! Exit 1 when agents started with the defaults would be refused.
+//! `agentctl doctor`: is this machine set up for agentd? One line per
+//! check — ok, warn or fail — with what to do about anything not ok: the
+//! daemon and its version, the socket and directories (owner, mode), the
+//! provider keys (never shown), git, the kernel's Landlock (the tool
+//! sandbox), the systemd user units. Exit 1 when any check fails.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
 
 use agentd_shared::proto as pb;
 use serde_json::json;
 
 use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, SUCCESS};
-use crate::sandbox_view;
+use crate::{color, sandbox_view, units};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -16,51 +21,276 @@ pub struct Args {
     json: bool,
 }
 
-pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
-    let mut client = target.client().await?;
-    let s = client
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+struct Check {
+    name: &'static str,
+    level: Level,
+    detail: String,
+    /// What to do; empty when ok.
+    fix: String,
+}
+
+fn check(name: &'static str, level: Level, detail: String, fix: &str) -> Check {
+    Check {
+        name,
+        level,
+        detail,
+        fix: fix.to_string(),
+    }
+}
+
+/// A private path of this user: owned by us, no access for others
+/// beyond `allowed` mode bits.
+fn ownership(name: &'static str, path: &Path, want: u32, what_to_do: &str) -> Check {
+    let me = nix::unistd::getuid().as_raw();
+    match std::fs::metadata(path) {
+        Ok(meta) => {
+            let mode = meta.permissions().mode() & 0o777;
+            let detail = format!("{} (uid {}, mode {mode:o})", path.display(), meta.uid());
+            if meta.uid() != me {
+                check(name, Level::Fail, detail, what_to_do)
+            } else if mode & 0o077 & !want != 0 {
+                check(
+                    name,
+                    Level::Warn,
+                    detail,
+                    &format!("chmod {want:o} {}", path.display()),
+                )
+            } else {
+                check(name, Level::Ok, detail, "")
+            }
+        }
+        Err(e) => check(
+            name,
+            Level::Warn,
+            format!("{}: {e}", path.display()),
+            "it is created when agentd first starts",
+        ),
+    }
+}
+
+async fn daemon_checks(target: &Target, checks: &mut Vec<Check>) -> Option<pb::DaemonStatus> {
+    let mut client = match target.client().await {
+        Ok(c) => c,
+        Err(e) => {
+            checks.push(check(
+                "daemon",
+                Level::Fail,
+                e.message,
+                "agentctl daemon logs shows why; agentd --help lists its options",
+            ));
+            return None;
+        }
+    };
+    let status = client
         .get_status(pb::GetStatusRequest {})
-        .await?
+        .await
+        .ok()?
         .into_inner();
+    let mine = agentd_shared::VERSION;
+    checks.push(if status.version == mine {
+        check(
+            "daemon",
+            Level::Ok,
+            format!("agentd {} running (pid {})", status.version, status.pid),
+            "",
+        )
+    } else {
+        check(
+            "daemon",
+            Level::Warn,
+            format!(
+                "agentd {} running (pid {}), agentctl is {mine}",
+                status.version, status.pid
+            ),
+            "agentctl daemon restart (running agents resume)",
+        )
+    });
+    if let Ok(config) = client.get_config(pb::GetConfigRequest {}).await {
+        let config = config.into_inner();
+        let keys: Vec<String> = config
+            .entries
+            .iter()
+            .filter(|e| e.key.ends_with(".api_key") && e.value == "set")
+            .map(|e| e.key.trim_end_matches(".api_key").to_string())
+            .collect();
+        checks.push(if keys.is_empty() {
+            check(
+                "provider keys",
+                Level::Warn,
+                "none set (only scripted models work)".into(),
+                "export ANTHROPIC_API_KEY or OPENAI_API_KEY, then agentctl daemon restart \
+                 (under systemd: put them in ~/.config/agentd/env)",
+            )
+        } else {
+            check(
+                "provider keys",
+                Level::Ok,
+                format!("set for {}", keys.join(", ")),
+                "",
+            )
+        });
+    }
+    Some(status)
+}
+
+pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
+    let mut checks = Vec::new();
+    let status = daemon_checks(target, &mut checks).await;
+    let socket = status
+        .as_ref()
+        .map(|s| std::path::PathBuf::from(&s.socket))
+        .unwrap_or_else(|| target.socket.clone());
+    checks.push(ownership(
+        "socket",
+        &socket,
+        0o600,
+        "another user owns the socket: agentctl refuses it; use a socket path of your own (--socket)",
+    ));
+    if let Some(dir) = socket.parent() {
+        checks.push(ownership(
+            "socket dir",
+            dir,
+            0o700,
+            "another user owns the directory: use a socket path of your own (--socket)",
+        ));
+    }
+    let data_dir = status
+        .as_ref()
+        .map(|s| std::path::PathBuf::from(&s.data_dir))
+        .unwrap_or_else(|| target.data_dir.clone());
+    checks.push(ownership(
+        "data dir",
+        &data_dir,
+        0o700,
+        "another user owns the data directory: use one of your own (AGENTD_DATA_DIR)",
+    ));
+
     let git = std::process::Command::new("git")
         .arg("--version")
         .output()
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let default_off = s.default_sandbox == pb::SandboxMode::Off as i32;
-    let sandbox_ok = default_off || s.landlock_abi >= 3;
+    checks.push(match &git {
+        Some(v) => check("git", Level::Ok, v.clone(), ""),
+        None => check(
+            "git",
+            Level::Warn,
+            "not found".into(),
+            "install git; worktrees work without it, submodules are then checked out with libgit2",
+        ),
+    });
+
+    let mut sandbox_ok = true;
+    if let Some(s) = &status {
+        let default_off = s.default_sandbox == pb::SandboxMode::Off as i32;
+        sandbox_ok = default_off || s.landlock_abi >= 3;
+        checks.push(check(
+            "landlock",
+            if sandbox_ok {
+                Level::Ok
+            } else {
+                Level::Fail
+            },
+            format!(
+                "{}; sandbox {} by default{}",
+                sandbox_view::landlock_line(s.landlock_abi),
+                sandbox_view::name(s.default_sandbox),
+                if sandbox_ok {
+                    ""
+                } else {
+                    " — agents will be refused: this kernel cannot enforce it"
+                }
+            ),
+            "set sandbox = \"off\" in config.toml or start agents with --sandbox off (tools then run unconfined)",
+        ));
+    }
+
+    let installed = units::installed();
+    let manager = units::manager_runs();
+    checks.push(match (installed, manager) {
+        (false, _) => check(
+            "systemd units",
+            Level::Warn,
+            "not installed (agentctl starts agentd when needed)".into(),
+            "agentctl service install --now, to run agentd as a user service",
+        ),
+        (true, false) => check(
+            "systemd units",
+            Level::Warn,
+            format!(
+                "installed in {}, but no user service manager answers",
+                units::user_unit_dir().display()
+            ),
+            "systemctl --user enable --now agentd.socket, where a user manager runs",
+        ),
+        (true, true) => {
+            let active = units::unit_state("is-active", units::SOCKET_NAME);
+            let enabled = units::unit_state("is-enabled", units::SOCKET_NAME);
+            check(
+                "systemd units",
+                if active == "active" {
+                    Level::Ok
+                } else {
+                    Level::Warn
+                },
+                format!("agentd.socket {enabled}, {active}"),
+                "systemctl --user enable --now agentd.socket",
+            )
+        }
+    });
+
+    let failed = checks.iter().any(|c| c.level == Level::Fail);
+    let level_name = |l: Level| match l {
+        Level::Ok => "ok",
+        Level::Warn => "warn",
+        Level::Fail => "fail",
+    };
     if args.json {
+        let list: Vec<_> = checks
+            .iter()
+            .map(|c| {
+                json!({
+                    "check": c.name,
+                    "level": level_name(c.level),
+                    "detail": c.detail,
+                    "fix": c.fix,
+                })
+            })
+            .collect();
         println!(
             "{}",
             json!({
-                "version": s.version,
-                "landlock_abi": s.landlock_abi,
-                "default_sandbox": sandbox_view::name(s.default_sandbox),
-                "sandbox_enforceable": s.landlock_abi >= 3,
-                "network_rules": s.landlock_abi >= 4,
+                "version": status.as_ref().map(|s| s.version.clone()),
+                "client_version": agentd_shared::VERSION,
+                "landlock_abi": status.as_ref().map(|s| s.landlock_abi),
+                "default_sandbox": status.as_ref().map(|s| sandbox_view::name(s.default_sandbox)),
+                "sandbox_enforceable": status.as_ref().map(|s| s.landlock_abi >= 3),
+                "network_rules": status.as_ref().map(|s| s.landlock_abi >= 4),
                 "git": git,
-                "ok": sandbox_ok,
+                "checks": list,
+                "ok": !failed && sandbox_ok,
             })
         );
-        return Ok(if sandbox_ok { SUCCESS } else { FAILURE });
+        return Ok(if failed { FAILURE } else { SUCCESS });
     }
-    println!("agentd {}: running (socket {})", s.version, s.socket);
-    println!("landlock: {}", sandbox_view::landlock_line(s.landlock_abi));
-    println!(
-        "sandbox:  {} by default{}",
-        sandbox_view::name(s.default_sandbox),
-        if sandbox_ok {
-            ""
-        } else {
-            " — agents will be refused: this kernel cannot enforce it; set sandbox = \"off\" in config.toml or start agents with --sandbox off"
+    for c in &checks {
+        let word = match c.level {
+            Level::Ok => color::green("ok  "),
+            Level::Warn => color::yellow("warn"),
+            Level::Fail => color::red("fail"),
+        };
+        println!("{word}  {:14} {}", c.name, c.detail);
+        if c.level != Level::Ok && !c.fix.is_empty() {
+            println!("      {:14} → {}", "", c.fix);
         }
-    );
-    match &git {
-        Some(v) => println!("git:      {v}"),
-        None => println!(
-            "git:      not found (worktrees still work; submodules are checked out with libgit2)"
-        ),
     }
-    Ok(if sandbox_ok { SUCCESS } else { FAILURE })
+    Ok(if failed { FAILURE } else { SUCCESS })
 }

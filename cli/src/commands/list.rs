@@ -62,7 +62,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 } else {
                     a.name.clone()
                 },
-                render::status_name(a.status).to_string(),
+                crate::color::status(a.status),
                 render::age(render::system_time(a.created_at.as_ref()), now),
                 a.turns.to_string(),
                 render::clip(&a.model, 32),
@@ -120,7 +120,7 @@ fn tree_table(agents: &[pb::Agent], now: SystemTime) -> String {
                     a.name.clone()
                 },
                 kind,
-                render::status_name(a.status).to_string(),
+                crate::color::status(a.status),
                 render::age(render::system_time(a.created_at.as_ref()), now),
                 a.turns.to_string(),
                 render::clip(&description, 60),

@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod bg;
+pub mod completions;
 pub mod config;
 pub mod daemon;
 pub mod diff;
@@ -10,6 +11,7 @@ pub mod events;
 pub mod fork;
 pub mod list;
 pub mod log;
+pub mod man;
 pub mod merge;
 pub mod pause;
 pub mod rm;

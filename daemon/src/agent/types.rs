@@ -1,7 +1,12 @@
 //! Subagent types (DESIGN §7): the built-in `general-purpose` and `Explore`,
 //! and custom types from Markdown files with YAML front matter, searched in
-//! `<repo>/.agentd/agents/`, then `~/.config/agentd/agents/`, then the
-//! built-ins.
+//! `<repo>/.agentd/agents/`, `<repo>/.claude/agents/`, then
+//! `~/.config/agentd/agents/`, `~/.claude/agents/`, then the built-ins.
+//!
+//! Claude Code's files are read unchanged: `tools` as a comma list, `model`
+//! as `sonnet`/`opus`/`haiku`/`inherit`, and keys agentd has no use for
+//! (`color`…) are ignored there — in agentd's own directories an unknown key
+//! is an error, since it is most likely a typo.
 
 use std::path::{Path, PathBuf};
 
@@ -76,9 +81,17 @@ facts you found, citing file paths and line numbers."
     }
 }
 
+/// Where a type file comes from: its dialect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `.agentd/agents`: every key known, unknown keys refused.
+    Agentd,
+    /// `.claude/agents`: Claude Code's format; keys for its UI are ignored.
+    ClaudeCode,
+}
+
 /// Front matter of a custom type file.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct FrontMatter {
     name: String,
     description: String,
@@ -94,6 +107,29 @@ struct FrontMatter {
     sandbox: Option<String>,
     #[serde(default, rename = "permissionMode", alias = "permission_mode")]
     permission_mode: Option<String>,
+    /// Keys not above: refused or ignored as the dialect says.
+    #[serde(flatten)]
+    other: std::collections::BTreeMap<String, serde_norway::Value>,
+}
+
+/// Claude Code's model aliases, as the Anthropic models they name.
+const MODEL_ALIASES: [(&str, &str); 3] = [
+    ("sonnet", "anthropic:claude-sonnet-4-5"),
+    ("opus", "anthropic:claude-opus-4-1"),
+    ("haiku", "anthropic:claude-haiku-4-5"),
+];
+
+/// The model an agent of a type runs on, given its parent's: the type's
+/// own model; a Claude Code alias resolved to its Anthropic model when the
+/// parent runs on Anthropic (on another provider the alias names nothing
+/// there, and the parent's model is kept); None to inherit.
+pub fn model_for_child(type_model: Option<&str>, parent_model: &str) -> Option<String> {
+    let model = type_model?.trim();
+    match MODEL_ALIASES.iter().find(|(alias, _)| *alias == model) {
+        Some((_, full)) if parent_model.starts_with("anthropic:") => Some(full.to_string()),
+        Some(_) => None,
+        None => Some(model.to_string()),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -105,6 +141,11 @@ enum ToolList {
 
 /// Parses a type file: `---`, YAML front matter, `---`, then the prompt.
 pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
+    parse_type_file_as(path, text, Dialect::Agentd)
+}
+
+/// Parses a type file written in `dialect`.
+pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<AgentType, String> {
     let where_ = path.display();
     let rest = text
         .strip_prefix("---\n")
@@ -117,6 +158,20 @@ pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
     let body = body.trim_start_matches(['\r', '\n']).trim_end();
     let fm: FrontMatter =
         serde_norway::from_str(yaml).map_err(|e| format!("{where_}: invalid front matter: {e}"))?;
+    if let Some(key) = fm.other.keys().next() {
+        match dialect {
+            Dialect::Agentd => {
+                return Err(format!(
+                    "{where_}: invalid front matter: unknown field `{}` (known: name, description, \
+                     tools, model, background, isolation, sandbox, permissionMode)",
+                    crate::error::quote(key)
+                ));
+            }
+            Dialect::ClaudeCode => {
+                tracing::debug!(file = %where_, keys = ?fm.other.keys().collect::<Vec<_>>(), "keys agentd has no use for are ignored");
+            }
+        }
+    }
     if fm.name.trim().is_empty() || fm.description.trim().is_empty() {
         return Err(format!(
             "{where_}: `name` and `description` must not be empty"
@@ -199,7 +254,7 @@ fn repo_root(cwd: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-fn find_in(dir: &Path, name: &str) -> Result<Option<AgentType>, String> {
+fn find_in(dir: &Path, name: &str, dialect: Dialect) -> Result<Option<AgentType>, String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(None);
     };
@@ -214,7 +269,7 @@ fn find_in(dir: &Path, name: &str) -> Result<Option<AgentType>, String> {
         // A malformed file is an error only when it could be the one asked
         // for (its file stem or declared name matches).
         let stem_matches = path.file_stem().is_some_and(|s| s == name);
-        match parse_type_file(&path, &text) {
+        match parse_type_file_as(&path, &text, dialect) {
             Ok(t) if t.name == name => return Ok(Some(t)),
             Ok(_) => {}
             Err(e) if stem_matches || text.contains(&format!("name: {name}")) => return Err(e),
@@ -226,18 +281,28 @@ fn find_in(dir: &Path, name: &str) -> Result<Option<AgentType>, String> {
 
 /// Finds the type `name` for an agent working in `cwd`.
 pub fn resolve(name: &str, cwd: &Path, config_dir: &Path) -> Result<AgentType, String> {
-    let repo_dir = repo_root(cwd).join(".agentd/agents");
-    if let Some(t) = find_in(&repo_dir, name)? {
-        return Ok(t);
-    }
-    if let Some(t) = find_in(&config_dir.join("agents"), name)? {
-        return Ok(t);
+    let root = repo_root(cwd);
+    let repo_dir = root.join(".agentd/agents");
+    let home_claude = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude/agents"));
+    let places = [
+        (Some(repo_dir.clone()), Dialect::Agentd),
+        (Some(root.join(".claude/agents")), Dialect::ClaudeCode),
+        (Some(config_dir.join("agents")), Dialect::Agentd),
+        (home_claude, Dialect::ClaudeCode),
+    ];
+    for (dir, dialect) in places {
+        if let Some(dir) = dir
+            && let Some(t) = find_in(&dir, name, dialect)?
+        {
+            return Ok(t);
+        }
     }
     builtin(name).ok_or_else(|| {
         format!(
             "unknown subagent_type '{name}': built-in types are general-purpose and Explore; \
-custom types live in {} and {}",
+custom types live in {}, {}, {} and ~/.claude/agents",
             repo_dir.display(),
+            root.join(".claude/agents").display(),
             config_dir.join("agents").display()
         )
     })
@@ -274,6 +339,72 @@ mod tests {
         assert_eq!(t.permission_mode, Some(PermissionMode::Plan));
         let err = resolve("nobody", &repo, &cfg).unwrap_err();
         assert!(err.contains("unknown subagent_type 'nobody'"), "{err}");
+    }
+
+    /// A file as Claude Code writes it (its documented sub-agent format).
+    const CLAUDE_CODE_REVIEWER: &str = "---\nname: code-reviewer\ndescription: Expert code \
+review specialist. Use proactively after writing code.\ntools: Read, Grep, Glob, Bash, \
+WebFetch\nmodel: sonnet\ncolor: purple\n---\n\nYou are a senior code reviewer.\n";
+
+    #[test]
+    fn claude_code_agent_files_are_read_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("cfg");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join(".claude/agents")).unwrap();
+        std::fs::write(
+            repo.join(".claude/agents/code-reviewer.md"),
+            CLAUDE_CODE_REVIEWER,
+        )
+        .unwrap();
+        let t = resolve("code-reviewer", &repo, &cfg).unwrap();
+        // WebFetch is not agentd's: left out, never more.
+        assert_eq!(
+            t.tools,
+            Some(vec![
+                ToolName::Read,
+                ToolName::Grep,
+                ToolName::Glob,
+                ToolName::Bash
+            ])
+        );
+        assert_eq!(t.model.as_deref(), Some("sonnet"));
+        assert_eq!(t.instructions, "You are a senior code reviewer.");
+        // The same file among agentd's own types: `color` is refused there.
+        let err = parse_type_file(Path::new("x.md"), CLAUDE_CODE_REVIEWER).unwrap_err();
+        assert!(err.contains("unknown field `color`"), "{err}");
+        // agentd's directory wins over Claude Code's for the same name.
+        std::fs::create_dir_all(repo.join(".agentd/agents")).unwrap();
+        std::fs::write(
+            repo.join(".agentd/agents/code-reviewer.md"),
+            "---\nname: code-reviewer\ndescription: ours\n---\nOurs.\n",
+        )
+        .unwrap();
+        assert_eq!(
+            resolve("code-reviewer", &repo, &cfg).unwrap().description,
+            "ours"
+        );
+    }
+
+    #[test]
+    fn claude_code_model_aliases_resolve_on_anthropic_and_inherit_elsewhere() {
+        let on = |m, parent| model_for_child(m, parent);
+        assert_eq!(
+            on(Some("sonnet"), "anthropic:claude-opus-4-1").as_deref(),
+            Some("anthropic:claude-sonnet-4-5")
+        );
+        assert_eq!(
+            on(Some("haiku"), "anthropic:x").as_deref(),
+            Some("anthropic:claude-haiku-4-5")
+        );
+        assert_eq!(on(Some("sonnet"), "openai:gpt-5"), None);
+        assert_eq!(on(Some("opus"), "scripted:s.json"), None);
+        assert_eq!(on(None, "anthropic:x"), None);
+        assert_eq!(
+            on(Some("openai:gpt-5"), "anthropic:x").as_deref(),
+            Some("openai:gpt-5")
+        );
     }
 
     #[test]

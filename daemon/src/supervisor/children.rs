@@ -115,7 +115,7 @@ impl Supervisor {
                 .get("model")
                 .and_then(Value::as_str)
                 .map(str::to_string)
-                .or_else(|| agent_type.model.clone())
+                .or_else(|| types::model_for_child(agent_type.model.as_deref(), &caller.model))
                 .unwrap_or_default(),
             name: input
                 .get("name")
