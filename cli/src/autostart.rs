@@ -87,10 +87,30 @@ impl Target {
             }
             Err(_) => {}
         }
+        // With the user units installed, the service manager owns the
+        // socket: start the socket unit rather than a daemon beside it.
+        if self.start_socket_unit()
+            && let Ok(c) = agent_client(&self.socket).await
+        {
+            return Ok(c);
+        }
         self.start_daemon().await?;
         agent_client(&self.socket)
             .await
             .map_err(|e| Failure::new(UNREACHABLE, format!("agentd started but {e}")))
+    }
+
+    /// Starts agentd.socket when this is the socket it listens on and a
+    /// user service manager runs with the units installed.
+    fn start_socket_unit(&self) -> bool {
+        let unit_socket = std::env::var_os("XDG_RUNTIME_DIR")
+            .filter(|v| !v.is_empty())
+            .map(|r| PathBuf::from(r).join("agentd/agentd.sock"));
+        unit_socket.as_deref() == Some(self.socket.as_path())
+            && crate::units::installed()
+            && crate::units::manager_runs()
+            && crate::units::systemctl(&["start", crate::units::SOCKET_NAME])
+                .is_some_and(|(ok, _)| ok)
     }
 
     async fn start_daemon(&self) -> Result<(), Failure> {
