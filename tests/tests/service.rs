@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use agentd_e2e::script::{script, text, turn};
+use agentd_e2e::script::{delayed, script, text, turn};
 use agentd_e2e::{Env, agentd_bin, wait_until};
 
 fn tool(name: &str) -> PathBuf {
@@ -376,11 +376,30 @@ fn daemon_restart_and_stop_and_logs() {
     let list = env.ctl(&["list", "--json"]).expect_code(0).json();
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
 
+    // An agent in the middle of a turn when the daemon restarts (a turn
+    // longer than the shutdown grace, so it is interrupted) resumes and
+    // completes.
+    env.write_config("shutdown_grace_secs = 1\n");
+    env.ctl(&["daemon", "reload"]).expect_code(0);
+    let slow = env.script(
+        "slow.json",
+        &script(vec![delayed(4000, vec![text("after the restart")])]),
+    );
+    let id = env.run_background(&slow, "slow", "take your time");
+    env.wait_for_agent(&id, "running", |a| a["status"] == "running");
+    let out = env.ctl_command(&["daemon", "restart"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("1 agent(s) running"), "{stdout}");
+    let done = env.wait_for_agent(&id, "completed", |a| a["status"] == "completed");
+    assert_eq!(done["result"], "after the restart", "{done}");
+    let after = status_json(&env)["pid"].as_i64().unwrap();
+
     let logs = env.ctl(&["daemon", "logs", "-n", "50"]);
     logs.expect_code(0);
     assert_eq!(
         logs.stdout.matches("agentd ready").count(),
-        2,
+        3,
         "{}",
         logs.stdout
     );

@@ -100,7 +100,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     if !interrupted.is_empty() {
         tracing::info!(
             interrupted = interrupted.len(),
-            "agents that were live when agentd last stopped are now interrupted"
+            "agents interrupted when agentd last stopped; resuming them unless resume_on_start is off"
         );
     }
     let (resumed, blocked) = sup.resume_after_start(&interrupted).await?;

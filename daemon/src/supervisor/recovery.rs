@@ -16,7 +16,10 @@ impl Supervisor {
     /// Kills the tool processes a previous life of this daemon left
     /// behind, then marks every agent that was live (pending, running,
     /// waiting) `interrupted`: none has a turn loop any more. Returns the
-    /// ids marked.
+    /// ids of every interrupted agent that may resume: those just marked
+    /// (a crash) and those a clean stop interrupted at a safe point —
+    /// `interrupted` means stopped by agentd, not by anyone's wish, and
+    /// not finished. One whose resume was blocked is left as it is.
     pub async fn recover(&self) -> Result<Vec<AgentId>, AgentdError> {
         let reaped = reap::reap_orphans(self.store.instance_id());
         if reaped > 0 {
@@ -25,7 +28,16 @@ impl Supervisor {
                 "killed tool processes left running by the previous agentd"
             );
         }
-        self.mark_interrupted().await
+        let mut ids = self.mark_interrupted().await?;
+        for id in self.store.ids_by_status(|s| s == Status::Interrupted)? {
+            if !ids.contains(&id)
+                && let Some(record) = self.store.get_agent(id)?
+                && record.resume_blocked.is_none()
+            {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
     }
 
     /// A full disk does not stop the daemon from starting: the marks are
