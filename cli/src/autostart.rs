@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use agentd_shared::client::agent_client;
+use agentd_shared::client::{ConnectError, connect};
 use agentd_shared::paths;
 use agentd_shared::proto::agent_service_client::AgentServiceClient;
 use tokio::net::UnixDatagram;
@@ -45,12 +45,46 @@ impl SpawnDetached for tokio::process::Command {
 /// How long a starting daemon may take to report ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// How long a connected daemon may take to answer its first request. A
+/// socket the service manager holds accepts connections even when the
+/// service cannot start; nothing would answer them.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A client of the socket at `path`, once something there answered a
+/// health check: Err(ConnectError) when nothing could be reached, Ok(Err)
+/// when it connected but failed to answer.
+async fn agent_client(path: &Path) -> Result<Result<Client, Failure>, ConnectError> {
+    let channel = connect(path).await?;
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+    let probe = health.check(tonic_health::pb::HealthCheckRequest {
+        service: String::new(),
+    });
+    Ok(match tokio::time::timeout(ANSWER_TIMEOUT, probe).await {
+        Ok(Ok(_)) => {
+            Ok(AgentServiceClient::new(channel).max_decoding_message_size(64 * 1024 * 1024))
+        }
+        Ok(Err(status)) => Err(Failure::from(status)),
+        Err(_) => Err(Failure::new(
+            UNREACHABLE,
+            format!(
+                "something accepted the connection on {} but did not answer within {}s; \
+                 if agentd runs as a user service, `systemctl --user status agentd.service` \
+                 and `agentctl daemon logs` say why",
+                path.display(),
+                ANSWER_TIMEOUT.as_secs()
+            ),
+        )),
+    })
+}
+
 pub type Client = AgentServiceClient<Channel>;
 
 /// Which daemon to talk to, and whether to start it.
 pub struct Target {
     pub socket: PathBuf,
     pub data_dir: PathBuf,
+    /// The config file an autostarted daemon reads (its default if None).
+    pub config: Option<PathBuf>,
     autostart: bool,
 }
 
@@ -59,14 +93,26 @@ impl Target {
         Target {
             socket: paths::absolute(&paths::socket_path(socket)),
             data_dir: paths::absolute(&paths::data_dir(data_dir)),
+            config: None,
             autostart,
+        }
+    }
+
+    /// The same socket, for a daemon started with this data directory and
+    /// config file (a restart keeps the running daemon's).
+    pub fn with_daemon_paths(&self, data_dir: PathBuf, config: PathBuf) -> Target {
+        Target {
+            socket: self.socket.clone(),
+            data_dir,
+            config: Some(config),
+            autostart: true,
         }
     }
 
     /// A client of the daemon if one answers now; never starts one.
     pub async fn running_client(&self) -> Result<Option<Client>, Failure> {
         match agent_client(&self.socket).await {
-            Ok(c) => Ok(Some(c)),
+            Ok(c) => c.map(Some),
             Err(e) if !e.is_unreachable() => Err(Failure::new(UNREACHABLE, e.to_string())),
             Err(_) => Ok(None),
         }
@@ -75,7 +121,7 @@ impl Target {
     /// A connected client, starting the daemon first if needed and allowed.
     pub async fn client(&self) -> Result<Client, Failure> {
         match agent_client(&self.socket).await {
-            Ok(c) => return Ok(c),
+            Ok(c) => return c,
             // Something is there that must not be used: never start a
             // daemon beside it, never send it anything.
             Err(e) if !e.is_unreachable() => return Err(Failure::new(UNREACHABLE, e.to_string())),
@@ -92,25 +138,21 @@ impl Target {
         if self.start_socket_unit()
             && let Ok(c) = agent_client(&self.socket).await
         {
-            return Ok(c);
+            return c;
         }
         self.start_daemon().await?;
         agent_client(&self.socket)
             .await
-            .map_err(|e| Failure::new(UNREACHABLE, format!("agentd started but {e}")))
+            .map_err(|e| Failure::new(UNREACHABLE, format!("agentd started but {e}")))?
     }
 
     /// Starts agentd.socket when this is the socket it listens on and a
     /// user service manager runs with the units installed.
     fn start_socket_unit(&self) -> bool {
-        let unit_socket = std::env::var_os("XDG_RUNTIME_DIR")
-            .filter(|v| !v.is_empty())
-            .map(|r| PathBuf::from(r).join("agentd/agentd.sock"));
-        unit_socket.as_deref() == Some(self.socket.as_path())
+        crate::units::unit_socket().as_deref() == Some(self.socket.as_path())
             && crate::units::installed()
-            && crate::units::manager_runs()
-            && crate::units::systemctl(&["start", crate::units::SOCKET_NAME])
-                .is_some_and(|(ok, _)| ok)
+            && crate::systemctl::manager_runs()
+            && crate::systemctl::must(&["start", crate::units::SOCKET_NAME]).is_ok()
     }
 
     async fn start_daemon(&self) -> Result<(), Failure> {
@@ -137,11 +179,20 @@ impl Target {
         let notify = UnixDatagram::bind(&notify_path)
             .map_err(|e| unreachable(format!("cannot create a readiness socket: {e}")))?;
 
-        let mut child = tokio::process::Command::new(&exe)
+        let mut command = tokio::process::Command::new(&exe);
+        command
             .arg("--socket")
             .arg(&self.socket)
             .arg("--data-dir")
-            .arg(&self.data_dir)
+            .arg(&self.data_dir);
+        if let Some(config) = &self.config {
+            command.arg("--config").arg(config);
+        }
+        let mut child = command
+            // Sockets passed to this agentctl are not the daemon's.
+            .env_remove("LISTEN_FDS")
+            .env_remove("LISTEN_PID")
+            .env_remove("LISTEN_FDNAMES")
             .env("NOTIFY_SOCKET", &notify_path)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
@@ -188,13 +239,34 @@ async fn wait_ready(notify: &UnixDatagram, buf: &mut [u8]) -> std::io::Result<()
     }
 }
 
-/// `agentd` next to this executable, else on PATH.
-pub fn daemon_executable() -> PathBuf {
-    std::env::current_exe()
+/// `agentd` next to this executable, else the first on PATH: an absolute
+/// path to an executable regular file, never one relative to the current
+/// directory (an untrusted checkout could hold an `agentd`).
+pub fn find_daemon() -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.is_absolute()
+            && std::fs::metadata(p)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let beside = std::env::current_exe()
         .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("agentd")))
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("agentd"))
+        .and_then(|exe| exe.parent().map(|dir| dir.join("agentd")));
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join("agentd"));
+    beside
+        .into_iter()
+        .chain(on_path)
+        .find(|p| executable(p))
+        .map(|p| p.canonicalize().unwrap_or(p))
+}
+
+/// The daemon autostart runs: `find_daemon`, else the bare name (the
+/// spawn then fails with a clear error).
+fn daemon_executable() -> PathBuf {
+    find_daemon().unwrap_or_else(|| PathBuf::from("agentd"))
 }
 
 /// A private directory for the readiness socket.

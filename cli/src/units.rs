@@ -1,13 +1,14 @@
-//! agentd's systemd user units as `agentctl service` writes them, and the
-//! user's service manager as seen through `systemctl --user`.
+//! agentd's systemd user units as `agentctl service` writes them: the
+//! shipped files in `systemd/` with `ExecStart` and `ExecReload` pointing
+//! at the installed binaries.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// The units as shipped in `systemd/`, with a placeholder `ExecStart`.
+/// The units as shipped in `systemd/`, with placeholder paths.
 const SOCKET_UNIT: &str = include_str!("../../systemd/agentd.socket");
 const SERVICE_UNIT: &str = include_str!("../../systemd/agentd.service");
-const SHIPPED_EXEC_START: &str = "ExecStart=/usr/local/bin/agentd";
+const SHIPPED_AGENTD: &str = "/usr/local/bin/agentd";
+const SHIPPED_AGENTCTL: &str = "/usr/local/bin/agentctl";
 
 pub const SOCKET_NAME: &str = "agentd.socket";
 pub const SERVICE_NAME: &str = "agentd.service";
@@ -20,18 +21,26 @@ pub fn user_unit_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".config/systemd/user"))
 }
 
-/// A path as one `ExecStart` word: `%` doubled (a specifier otherwise),
-/// quoted when it holds a space.
+/// The socket the units listen on: `%t/agentd/agentd.sock`, where `%t` is
+/// `$XDG_RUNTIME_DIR` (None when it is not set).
+pub fn unit_socket() -> Option<PathBuf> {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|v| !v.is_empty())
+        .map(|r| PathBuf::from(r).join("agentd/agentd.sock"))
+}
+
+/// A path as one word of a unit's command line: `%` and `$` doubled
+/// (a specifier and a variable otherwise), quoted when it holds a space.
 fn exec_word(path: &Path) -> Result<String, String> {
     let s = path
         .to_str()
         .ok_or_else(|| format!("{} is not UTF-8; install agentd elsewhere", path.display()))?;
-    if s.contains(['"', '\\', '\n']) {
+    if s.contains(['"', '\'', '\\', '\n']) {
         return Err(format!(
             "{s:?} holds a quote, backslash or newline; install agentd under a plainer path"
         ));
     }
-    let s = s.replace('%', "%%");
+    let s = s.replace('%', "%%").replace('$', "$$");
     Ok(if s.contains(char::is_whitespace) {
         format!("\"{s}\"")
     } else {
@@ -39,15 +48,15 @@ fn exec_word(path: &Path) -> Result<String, String> {
     })
 }
 
-/// The two unit files, named, with `ExecStart` running `agentd`.
-pub fn render(agentd: &Path) -> Result<[(&'static str, String); 2], String> {
-    let exec = format!("ExecStart={}", exec_word(agentd)?);
+/// The two unit files, named, running `agentd` and reloading through
+/// `agentctl` (so that `systemctl reload` fails on an invalid config).
+pub fn render(agentd: &Path, agentctl: &Path) -> Result<[(&'static str, String); 2], String> {
+    let service = SERVICE_UNIT
+        .replace(SHIPPED_AGENTD, &exec_word(agentd)?)
+        .replace(SHIPPED_AGENTCTL, &exec_word(agentctl)?);
     Ok([
         (SOCKET_NAME, SOCKET_UNIT.to_string()),
-        (
-            SERVICE_NAME,
-            SERVICE_UNIT.replace(SHIPPED_EXEC_START, &exec),
-        ),
+        (SERVICE_NAME, service),
     ])
 }
 
@@ -64,40 +73,28 @@ pub fn diff(old: &str, new: &str) -> String {
     out
 }
 
-/// `systemctl --user ARGS`: its exit status and output, or None when
-/// systemctl itself cannot run.
-pub fn systemctl(args: &[&str]) -> Option<(bool, String)> {
-    let out = Command::new("systemctl")
-        .arg("--user")
-        .args(args)
-        .output()
-        .ok()?;
-    let mut text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    if !err.is_empty() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&err);
-    }
-    Some((out.status.success(), text))
-}
-
-/// Whether a user service manager answers (`systemctl --user` works).
-pub fn manager_runs() -> bool {
-    systemctl(&["show-environment"]).is_some_and(|(ok, _)| ok)
-}
-
-/// `is-enabled` / `is-active` of a unit, as systemctl words it.
-pub fn unit_state(verb: &str, unit: &str) -> String {
-    match systemctl(&[verb, unit]) {
-        Some((_, text)) => text.lines().next().unwrap_or("unknown").to_string(),
-        None => "unknown".to_string(),
-    }
-}
-
 /// Both unit files exist in the user unit directory.
 pub fn installed() -> bool {
     let dir = user_unit_dir();
     dir.join(SOCKET_NAME).is_file() && dir.join(SERVICE_NAME).is_file()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_escaped_for_systemd() {
+        assert_eq!(exec_word(Path::new("/opt/a%b$c")).unwrap(), "/opt/a%%b$$c");
+        assert_eq!(
+            exec_word(Path::new("/opt/my tools/agentd")).unwrap(),
+            "\"/opt/my tools/agentd\""
+        );
+        assert!(exec_word(Path::new("/opt/a\"b")).is_err());
+        let [(_, _), (_, service)] =
+            render(Path::new("/x/agentd"), Path::new("/x/agentctl")).unwrap();
+        assert!(service.contains("ExecStart=/x/agentd\n"), "{service}");
+        assert!(service.contains("ExecReload=/x/agentctl "), "{service}");
+        assert!(!service.contains("/usr/local/bin"), "{service}");
+    }
 }

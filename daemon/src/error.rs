@@ -58,6 +58,17 @@ impl AgentdError {
     }
 }
 
+impl From<crate::config::ConfigError> for AgentdError {
+    /// A file that does not parse is the request's problem to fix; one
+    /// that cannot be read, the machine's.
+    fn from(e: crate::config::ConfigError) -> Self {
+        match e {
+            crate::config::ConfigError::Invalid { .. } => AgentdError::invalid(e.to_string()),
+            _ => AgentdError::precondition(e.to_string()),
+        }
+    }
+}
+
 impl From<AgentdError> for Status {
     fn from(err: AgentdError) -> Status {
         let code = err.code();

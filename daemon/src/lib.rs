@@ -9,6 +9,7 @@ pub mod agent;
 pub mod config;
 pub mod domain;
 pub mod error;
+pub mod logging;
 pub mod model;
 pub mod pricing;
 pub mod sandbox;

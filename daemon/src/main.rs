@@ -25,22 +25,6 @@ struct Args {
     config: Option<PathBuf>,
 }
 
-fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    // Under journald (JOURNAL_STREAM is set), the journal adds timestamps.
-    let under_journal = std::env::var_os("JOURNAL_STREAM").is_some();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
-    if under_journal {
-        builder.without_time().init();
-    } else {
-        builder.init();
-    }
-}
-
 /// Takes the secrets out of the daemon's own environment, once they are
 /// read, so that no tool can find them there: a tool's parent is this
 /// process, and `/proc/<ppid>/environ` shows the environment block the
@@ -81,8 +65,10 @@ fn forget_secrets(names: &[String]) {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_logging();
-    // Before any thread: it takes LISTEN_* out of the environment.
+    agentd::logging::init();
+    // Before any thread: these take LISTEN_* and NOTIFY_SOCKET out of the
+    // environment.
+    let notifier = agentd::server::notify::Notifier::take();
     let inherited = match agentd::server::activation::take() {
         Ok(i) => i,
         Err(e) => {
@@ -114,6 +100,7 @@ fn main() -> ExitCode {
         socket: paths::absolute(&paths::socket_path(args.socket.as_deref())),
         inherited,
         config_path,
+        notifier,
         data_dir: paths::absolute(&paths::data_dir(args.data_dir.as_deref())),
         config,
         models,

@@ -56,11 +56,12 @@ fn service_install_writes_units_that_systemd_analyze_verifies() {
         service.contains(&format!("ExecStart={}\n", agentd.display())),
         "{service}"
     );
-    for needed in [
-        "Type=notify",
-        "Restart=on-failure",
-        "ExecReload=/bin/kill -HUP $MAINPID",
-    ] {
+    let agentctl = agentd_e2e::agentctl_bin().canonicalize().unwrap();
+    let reload = format!(
+        "ExecReload={} --no-autostart --socket %t/agentd/agentd.sock daemon reload\n",
+        agentctl.display()
+    );
+    for needed in ["Type=notify", "Restart=on-failure", reload.as_str()] {
         assert!(service.contains(needed), "{needed} in {service}");
     }
     let socket = std::fs::read_to_string(unit_dir(&env).join("agentd.socket")).unwrap();

@@ -5,15 +5,13 @@
 //! resume.
 
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentd_shared::proto as pb;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 
 use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, SUCCESS};
-use crate::units;
+use crate::{process, systemctl, units};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -40,8 +38,24 @@ enum Action {
     },
 }
 
-/// How long a stopping daemon may take: its shutdown grace plus margin.
-const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a stopping daemon may take beyond its shutdown grace.
+const STOP_MARGIN: Duration = Duration::from_secs(30);
+
+/// How long to wait for the daemon behind `client` to stop: its
+/// configured shutdown grace plus a margin.
+pub async fn stop_limit(client: &mut crate::autostart::Client) -> Duration {
+    let grace = match client.get_config(pb::GetConfigRequest {}).await {
+        Ok(r) => r
+            .into_inner()
+            .entries
+            .iter()
+            .find(|e| e.key == "shutdown_grace_secs")
+            .and_then(|e| e.value.parse::<u64>().ok())
+            .unwrap_or(10),
+        Err(_) => 10,
+    };
+    Duration::from_secs(grace) + STOP_MARGIN
+}
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     match args.action {
@@ -63,108 +77,72 @@ async fn running_status(target: &Target) -> Result<Option<pb::DaemonStatus>, Fai
 
 /// The daemon runs under the user's service manager.
 fn under_systemd(s: &pb::DaemonStatus) -> bool {
-    s.socket_activated && units::manager_runs()
-}
-
-/// The process exists and has not exited (a zombie waiting for its parent
-/// to reap it has stopped serving).
-fn alive(pid: Pid) -> bool {
-    if kill(pid, None).is_err() {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_none_or(|state| state != "Z"),
-        Err(_) => false,
-    }
-}
-
-/// Sends SIGTERM to the daemon `pid` and waits until it is gone and its
-/// socket no longer answers.
-pub async fn terminate(pid: u32) -> Result<(), Failure> {
-    let pid = Pid::from_raw(
-        i32::try_from(pid).map_err(|_| Failure::failed(format!("bad daemon pid {pid}")))?,
-    );
-    match kill(pid, Signal::SIGTERM) {
-        Ok(()) => {}
-        Err(nix::Error::ESRCH) => return Ok(()),
-        Err(e) => {
-            return Err(Failure::failed(format!(
-                "cannot signal agentd (pid {pid}): {e}"
-            )));
-        }
-    }
-    let start = Instant::now();
-    while alive(pid) {
-        if start.elapsed() > STOP_TIMEOUT {
-            return Err(Failure::failed(format!(
-                "agentd (pid {pid}) did not stop within {}s; `kill -9 {pid}` ends it (its agents resume at the next start)",
-                STOP_TIMEOUT.as_secs()
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
+    s.socket_activated && systemctl::manager_runs()
 }
 
 async fn stop(target: &Target) -> Result<u8, Failure> {
-    let Some(s) = running_status(target).await? else {
+    let Some(mut client) = target.running_client().await? else {
         println!("agentd is not running");
         return Ok(SUCCESS);
     };
+    let s = client
+        .get_status(pb::GetStatusRequest {})
+        .await?
+        .into_inner();
     if under_systemd(&s) {
-        run_systemctl(&["stop", units::SERVICE_NAME])?;
+        systemctl::must(&["stop", units::SERVICE_NAME]).map_err(Failure::failed)?;
         println!(
             "agentd stopped (pid {}); agentd.socket still listens and starts it for the next client",
             s.pid
         );
     } else {
-        terminate(s.pid).await?;
+        let limit = stop_limit(&mut client).await;
+        process::terminate(s.pid, limit)
+            .await
+            .map_err(Failure::failed)?;
         println!("agentd stopped (pid {})", s.pid);
     }
     Ok(SUCCESS)
 }
 
-fn run_systemctl(args: &[&str]) -> Result<(), Failure> {
-    match units::systemctl(args) {
-        Some((true, _)) => Ok(()),
-        Some((false, text)) => Err(Failure::failed(format!(
-            "systemctl --user {} failed: {text}",
-            args.join(" ")
-        ))),
-        None => Err(Failure::failed("cannot run systemctl")),
-    }
-}
-
 async fn restart(target: &Target) -> Result<u8, Failure> {
-    let before = running_status(target).await?;
-    if before.is_some() {
-        // An invalid config.toml would keep the new daemon from starting:
-        // find out while the old one still serves.
-        if let Some(mut c) = target.running_client().await?
-            && let Err(status) = c.reload_config(pb::ReloadConfigRequest {}).await
-        {
-            return Err(Failure::failed(format!(
-                "not restarting: {}; fix it first (the running agentd keeps going)",
-                status.message()
-            )));
-        }
+    let Some(mut old) = target.running_client().await? else {
+        let mut client = target.client().await?;
+        let s = client
+            .get_status(pb::GetStatusRequest {})
+            .await?
+            .into_inner();
+        println!("agentd was not running; started it (pid {})", s.pid);
+        return Ok(SUCCESS);
+    };
+    // An invalid config.toml would keep the new daemon from starting:
+    // find out while the old one still serves.
+    if let Err(status) = old.reload_config(pb::ReloadConfigRequest {}).await {
+        return Err(Failure::failed(format!(
+            "not restarting: {}; fix it first (the running agentd keeps going)",
+            status.message()
+        )));
     }
-    if let Some(s) = &before {
-        if under_systemd(s) {
-            run_systemctl(&["restart", units::SERVICE_NAME])?;
-            println!(
-                "note: under systemd agentd's environment is the service manager's, not this shell's \
-                 (provider keys go in ~/.config/agentd/env or config.toml)"
-            );
-        } else {
-            terminate(s.pid).await?;
-        }
+    let before = old.get_status(pb::GetStatusRequest {}).await?.into_inner();
+    // The new daemon gets the old one's data directory and config file.
+    let next = target.with_daemon_paths(
+        before.data_dir.clone().into(),
+        before.config_path.clone().into(),
+    );
+    if under_systemd(&before) {
+        systemctl::must(&["restart", units::SERVICE_NAME]).map_err(Failure::failed)?;
+        println!(
+            "note: under systemd agentd's environment is the service manager's, not this shell's \
+             (provider keys go in ~/.config/agentd/env or config.toml)"
+        );
+    } else {
+        let limit = stop_limit(&mut old).await;
+        drop(old);
+        process::terminate(before.pid, limit)
+            .await
+            .map_err(Failure::failed)?;
     }
-    let mut client = target.client().await?;
+    let mut client = next.client().await?;
     let s = client
         .get_status(pb::GetStatusRequest {})
         .await?
@@ -179,13 +157,10 @@ async fn restart(target: &Target) -> Result<u8, Failure> {
         })
         .map(|c| c.count)
         .sum();
-    match before {
-        Some(old) => println!(
-            "agentd restarted (pid {} → {}); {live} agent(s) running",
-            old.pid, s.pid
-        ),
-        None => println!("agentd was not running; started it (pid {})", s.pid),
-    }
+    println!(
+        "agentd restarted (pid {} → {}); {live} agent(s) running",
+        before.pid, s.pid
+    );
     Ok(SUCCESS)
 }
 
@@ -218,7 +193,7 @@ async fn logs(target: &Target, follow: bool, lines: usize) -> Result<u8, Failure
     let status = running_status(target).await?;
     let journal = match &status {
         Some(s) => under_systemd(s),
-        None => units::installed() && units::manager_runs(),
+        None => units::installed() && systemctl::manager_runs(),
     };
     if journal {
         let n = lines.to_string();

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, SUCCESS};
+use crate::systemctl::{self, Activity};
 use crate::{color, sandbox_view, units};
 
 #[derive(Debug, clap::Args)]
@@ -88,11 +89,18 @@ async fn daemon_checks(target: &Target, checks: &mut Vec<Check>) -> Option<pb::D
             return None;
         }
     };
-    let status = client
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .ok()?
-        .into_inner();
+    let status = match client.get_status(pb::GetStatusRequest {}).await {
+        Ok(s) => s.into_inner(),
+        Err(status) => {
+            checks.push(check(
+                "daemon",
+                Level::Fail,
+                format!("it answered GetStatus with an error: {}", status.message()),
+                "agentctl daemon logs shows what the daemon says",
+            ));
+            return None;
+        }
+    };
     let mine = agentd_shared::VERSION;
     checks.push(if status.version == mine {
         check(
@@ -214,7 +222,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     }
 
     let installed = units::installed();
-    let manager = units::manager_runs();
+    let manager = systemctl::manager_runs();
     checks.push(match (installed, manager) {
         (false, _) => check(
             "systemd units",
@@ -232,11 +240,15 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             "systemctl --user enable --now agentd.socket, where a user manager runs",
         ),
         (true, true) => {
-            let active = units::unit_state("is-active", units::SOCKET_NAME);
-            let enabled = units::unit_state("is-enabled", units::SOCKET_NAME);
+            let active = systemctl::activity(units::SOCKET_NAME);
+            let enabled = if systemctl::enabled(units::SOCKET_NAME) {
+                "enabled"
+            } else {
+                "not enabled"
+            };
             check(
                 "systemd units",
-                if active == "active" {
+                if active == Activity::Active {
                     Level::Ok
                 } else {
                     Level::Warn

@@ -3,11 +3,12 @@
 //! service manager runs (a container, a CI box), the files are still
 //! written and the exact commands to run are printed.
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use crate::autostart::{self, Target};
 use crate::exit::{FAILURE, Failure, SUCCESS};
-use crate::units;
+use crate::{process, systemctl, units};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -40,35 +41,46 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     }
 }
 
-fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
-    let tmp = path.with_extension("agentd-new");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))
+/// The binaries the units run: agentd (beside agentctl or on PATH) and
+/// this agentctl, both absolute.
+fn binaries() -> Result<(PathBuf, PathBuf), Failure> {
+    let agentd = autostart::find_daemon().ok_or_else(|| {
+        Failure::failed(
+            "cannot find agentd next to agentctl or on PATH (an executable file); install it first",
+        )
+    })?;
+    let agentctl = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map_err(|e| Failure::failed(format!("cannot tell where this agentctl is: {e}")))?;
+    Ok((agentd, agentctl))
 }
 
-/// Runs `systemctl --user ARGS`, printing it; a failure is the error.
-fn run_systemctl(args: &[&str]) -> Result<(), Failure> {
+/// Writes `text` to `path` through a temporary file of its own, synced
+/// before it takes the name.
+fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("unit");
+    let tmp = path.with_file_name(format!(".{name}.agentctl-new"));
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Failure::failed(format!("cannot write {}: {e}", path.display()))
+    })
+}
+
+/// Runs `systemctl --user ARGS`, printing it.
+fn announce(args: &[&str]) -> Result<(), Failure> {
     println!("$ systemctl --user {}", args.join(" "));
-    match units::systemctl(args) {
-        Some((true, _)) => Ok(()),
-        Some((false, text)) => Err(Failure::failed(format!(
-            "systemctl --user {} failed: {text}",
-            args.join(" ")
-        ))),
-        None => Err(Failure::failed("cannot run systemctl")),
-    }
+    systemctl::must(args).map_err(Failure::failed)
 }
 
 async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure> {
-    let agentd = autostart::daemon_executable();
-    let agentd = agentd.canonicalize().map_err(|_| {
-        Failure::failed(format!(
-            "cannot find agentd ({}): install it next to agentctl or on PATH first",
-            agentd.display()
-        ))
-    })?;
-    let files = units::render(&agentd).map_err(Failure::failed)?;
+    let (agentd, agentctl) = binaries()?;
+    let files = units::render(&agentd, &agentctl).map_err(Failure::failed)?;
     let dir = units::user_unit_dir();
     // Refuse before writing anything: both files or neither.
     let mut differing = String::new();
@@ -98,6 +110,13 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
             dir.display()
         )));
     }
+    if now && units::unit_socket().as_deref() != Some(target.socket.as_path()) {
+        return Err(Failure::failed(format!(
+            "the units listen on $XDG_RUNTIME_DIR/agentd/agentd.sock, but this agentctl uses {}; \
+             --now works with the default socket only (unset AGENTD_SOCKET and --socket)",
+            target.socket.display()
+        )));
+    }
     if unchanged == files.len() {
         println!("units already installed in {}, unchanged", dir.display());
     } else {
@@ -115,7 +134,7 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
     } else {
         &["enable", units::SOCKET_NAME]
     };
-    if !units::manager_runs() {
+    if !systemctl::manager_runs() {
         println!(
             "no user service manager answers here (systemctl --user); run these where one does:"
         );
@@ -136,12 +155,14 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
                     "stopping the agentd agentctl started (pid {}) so the socket unit can take over",
                     s.pid
                 );
-                super::daemon::terminate(s.pid).await?;
+                process::terminate(s.pid, super::daemon::stop_limit(&mut client).await)
+                    .await
+                    .map_err(Failure::failed)?;
             }
         }
     }
-    run_systemctl(&["daemon-reload"])?;
-    run_systemctl(enable)?;
+    announce(&["daemon-reload"])?;
+    announce(enable)?;
     if now {
         println!("agentd.socket is listening; the first client starts agentd.service");
     } else {
@@ -154,9 +175,9 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
 
 fn uninstall() -> Result<u8, Failure> {
     let dir = units::user_unit_dir();
-    let manager = units::manager_runs();
+    let manager = systemctl::manager_runs();
     if manager && units::installed() {
-        run_systemctl(&["disable", "--now", units::SOCKET_NAME, units::SERVICE_NAME])?;
+        announce(&["disable", "--now", units::SOCKET_NAME, units::SERVICE_NAME])?;
     }
     let mut removed = 0;
     for name in [units::SOCKET_NAME, units::SERVICE_NAME] {
@@ -178,7 +199,7 @@ fn uninstall() -> Result<u8, Failure> {
     if removed == 0 {
         println!("no agentd units in {}", dir.display());
     } else if manager {
-        run_systemctl(&["daemon-reload"])?;
+        announce(&["daemon-reload"])?;
     } else {
         println!("no user service manager answers here; where one runs, also run:");
         println!(
@@ -203,21 +224,28 @@ async fn status(target: &Target) -> Result<u8, Failure> {
         },
         dir.display()
     );
-    if installed && let Ok(files) = units::render(&autostart::daemon_executable()) {
+    if installed
+        && let Ok((agentd, agentctl)) = binaries()
+        && let Ok(files) = units::render(&agentd, &agentctl)
+    {
         for (name, text) in files {
             if std::fs::read_to_string(dir.join(name)).is_ok_and(|old| old != text) {
                 println!(
-                    "          {name} differs from this agentctl's (service install --force updates it)"
+                    "          {name} differs from what this agentctl installs (service install --force updates it)"
                 );
             }
         }
     }
-    if units::manager_runs() {
+    if systemctl::manager_runs() {
         for unit in [units::SOCKET_NAME, units::SERVICE_NAME] {
             println!(
                 "{unit}: {}, {}",
-                units::unit_state("is-enabled", unit),
-                units::unit_state("is-active", unit)
+                if systemctl::enabled(unit) {
+                    "enabled"
+                } else {
+                    "not enabled"
+                },
+                systemctl::activity(unit)
             );
         }
     } else {

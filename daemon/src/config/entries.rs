@@ -44,6 +44,33 @@ pub struct Entry {
     pub reloadable: bool,
 }
 
+/// A base URL as shown: credentials in it (user info, a query string) are
+/// replaced, like keys are.
+fn redacted_url(url: &str) -> String {
+    let (without_query, had_query) = match url.split_once('?') {
+        Some((u, _)) => (u, true),
+        None => (url, false),
+    };
+    let shown = match without_query.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('/') {
+            Some((authority, path)) => match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://(credentials)@{host}/{path}"),
+                None => without_query.to_string(),
+            },
+            None => match rest.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://(credentials)@{host}"),
+                None => without_query.to_string(),
+            },
+        },
+        None => without_query.to_string(),
+    };
+    if had_query {
+        format!("{shown}?(query not shown)")
+    } else {
+        shown
+    }
+}
+
 fn set_or_not(set: bool) -> String {
     if set { "set" } else { "not set" }.to_string()
 }
@@ -171,7 +198,12 @@ pub fn entries(config: &Config) -> Vec<Entry> {
                 .clone()
                 .unwrap_or_else(|| "(provider default)".to_string())
         };
-        push(&format!("{name}.base_url"), url, Some(url_var), false);
+        push(
+            &format!("{name}.base_url"),
+            redacted_url(&url),
+            Some(url_var),
+            false,
+        );
     }
     push(
         "anthropic.cache_ttl",
@@ -214,4 +246,40 @@ pub fn entries(config: &Config) -> Vec<Entry> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_base_urls_are_not_shown() {
+        assert_eq!(
+            redacted_url("https://user:sk-secret@proxy.example/v1"),
+            "https://(credentials)@proxy.example/v1"
+        );
+        assert_eq!(
+            redacted_url("http://h.example/v1?key=sk-secret"),
+            "http://h.example/v1?(query not shown)"
+        );
+        assert_eq!(
+            redacted_url("http://127.0.0.1:8080"),
+            "http://127.0.0.1:8080"
+        );
+        let config = Config {
+            openai: crate::config::ProviderConfig {
+                base_url: Some("https://u:pw@x.example/v1?token=t".into()),
+                ..Default::default()
+            },
+            ..Config::default()
+        };
+        let shown = entries(&config)
+            .into_iter()
+            .find(|e| e.key == "openai.base_url")
+            .unwrap();
+        assert!(
+            !shown.value.contains("pw") && !shown.value.contains("token"),
+            "{shown:?}"
+        );
+    }
 }

@@ -44,7 +44,8 @@ const PROVIDER_KEY_VARS: [&str; 4] = [
 use crate::model::{ApiKey, CacheTtl, ModelSettings, RetryPolicy, anthropic, openai};
 use crate::pricing::Price;
 
-/// Settings read once at start.
+/// The daemon's settings: read at start, and again on a reload
+/// (`Supervisor::reload_config` says which take effect then).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {

@@ -6,6 +6,7 @@ pub mod activation;
 mod attach;
 mod convert;
 pub mod data_dir;
+pub mod notify;
 pub mod peer_auth;
 mod service;
 pub mod socket;
@@ -31,6 +32,8 @@ pub struct ServeOptions {
     /// A listener passed by socket activation (`activation::take`).
     pub inherited: Option<activation::Inherited>,
     pub config_path: PathBuf,
+    /// Where readiness and reloads are reported (`notify::Notifier::take`).
+    pub notifier: notify::Notifier,
     pub data_dir: PathBuf,
     pub config: Config,
     /// Keys and endpoints, read from the environment before the daemon
@@ -63,6 +66,9 @@ pub enum ServeError {
 
 /// Runs the daemon until SIGTERM or SIGINT.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
+    // First: a SIGHUP that comes while the store opens and agents recover
+    // waits for the reload handler instead of killing the daemon.
+    let mut sighup = signal(SignalKind::hangup()).map_err(ServeError::Signals)?;
     data_dir::prepare(&opts.data_dir)?;
     // Bind first: if another daemon serves this socket, say so before
     // touching the store it holds.
@@ -132,15 +138,14 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     let uid = nix::unistd::getuid().as_raw();
     let mut sigterm = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
-    let mut sighup = signal(SignalKind::hangup()).map_err(ServeError::Signals)?;
+    let notifier = std::sync::Arc::new(opts.notifier);
+    let reload_notifier = notifier.clone();
     let reloading = sup.clone();
     let reload_path = opts.config_path.clone();
     tokio::spawn(async move {
         while sighup.recv().await.is_some() {
             // systemd's Type=notify reload protocol: RELOADING, then READY.
-            if let Ok(now) = sd_notify::NotifyState::monotonic_usec_now() {
-                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading, now]);
-            }
+            reload_notifier.reloading();
             match reloading.reload_config(&reload_path) {
                 Ok(r) => {
                     tracing::info!(applied = ?r.applied, needs_restart = ?r.needs_restart, "SIGHUP: configuration reloaded")
@@ -149,7 +154,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
                     tracing::error!("SIGHUP: configuration not reloaded, the old one stays: {e}")
                 }
             }
-            let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+            reload_notifier.ready();
         }
     });
     let stopping = sup.clone();
@@ -169,7 +174,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
 
     // Ready: the store is open and recovery has run (systemd Type=notify,
     // and agentctl's autostart, listen for this).
-    let _ = sd_notify::notify(true, &[sd_notify::NotifyState::Ready]);
+    notifier.ready();
     tracing::info!(socket = %socket_path.display(), activated, data_dir = %opts.data_dir.display(), version = agentd_shared::VERSION, "agentd ready");
 
     let served = tonic::transport::Server::builder()

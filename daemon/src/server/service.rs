@@ -372,10 +372,7 @@ impl AgentService for AgentApi {
         _req: Request<pb::ReloadConfigRequest>,
     ) -> Result<Response<pb::ReloadConfigResponse>, Status> {
         let path = self.sup.info().config_path.clone();
-        let report = self
-            .sup
-            .reload_config(&path)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let report = self.sup.reload_config(&path).map_err(AgentdError::from)?;
         tracing::info!(applied = ?report.applied, needs_restart = ?report.needs_restart, "configuration reloaded");
         Ok(Response::new(pb::ReloadConfigResponse {
             applied: report.applied,
