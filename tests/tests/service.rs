@@ -422,3 +422,294 @@ fn daemon_restart_and_stop_and_logs() {
     again.expect_code(0);
     assert!(again.stdout.contains("not running"));
 }
+
+#[test]
+fn readiness_and_reloads_are_reported_and_tools_never_see_the_notify_socket() {
+    let env = Env::new();
+    let notify_path = env.root.path().join("notify.sock");
+    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut daemon = env
+        .agentd_command()
+        .env("NOTIFY_SOCKET", &notify_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let mut next = || {
+        let n = notify.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).to_string()
+    };
+    assert_eq!(next(), "READY=1\n");
+    let pid = nix::unistd::Pid::from_raw(daemon.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    let reloading = next();
+    assert!(
+        reloading.starts_with("RELOADING=1\nMONOTONIC_USEC="),
+        "{reloading:?}"
+    );
+    assert_eq!(next(), "READY=1\n");
+
+    // A tool's environment holds no NOTIFY_SOCKET to talk to systemd with.
+    let model = env.script(
+        "s.json",
+        &script(vec![
+            turn(vec![agentd_e2e::script::tool(
+                "Bash",
+                serde_json::json!({"command": "echo \"${NOTIFY_SOCKET:-unset}\" > notify.txt"}),
+            )]),
+            turn(vec![text("checked")]),
+        ]),
+    );
+    env.ctl(&["run", "--model", &model, "look"]).expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(env.project().join("notify.txt")).unwrap(),
+        "unset\n"
+    );
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    assert!(daemon.wait().unwrap().success());
+}
+
+#[test]
+fn a_clean_restart_between_turns_resumes_the_agent_without_repeating_its_tool() {
+    let env = Env::new();
+    let model = env.script(
+        "s.json",
+        &script(vec![
+            turn(vec![agentd_e2e::script::tool(
+                "Bash",
+                serde_json::json!({"command": "echo ran >> ran.txt; touch started; sleep 1"}),
+            )]),
+            turn(vec![text("second turn")]),
+        ]),
+    );
+    // Autostarted (the restart starts the next daemon the same way).
+    let out = env
+        .ctl_command(&[
+            "run",
+            "--background",
+            "--model",
+            &model,
+            "--name",
+            "twice",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    agentd_e2e::wait_for_path(&env.project().join("started"));
+    // The running Bash call finishes within the grace, its result is
+    // recorded, and the agent stops at that safe point as interrupted.
+    let out = env.ctl_command(&["daemon", "restart"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done = env.wait_for_agent("twice", "completed", |a| a["status"] == "completed");
+    assert_eq!(done["result"], "second turn", "{done}");
+    assert_eq!(
+        std::fs::read_to_string(env.project().join("ran.txt")).unwrap(),
+        "ran\n",
+        "the tool ran once"
+    );
+    env.ctl(&["daemon", "stop"]).expect_code(0);
+}
+
+/// A stand-in for `systemctl --user` on PATH: it records what it is asked,
+/// answers as a running user manager does, and starts agentd.socket the way
+/// systemd would (systemd-socket-activate listening on the unit's socket).
+fn fake_systemctl(env: &Env, runtime: &std::path::Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = env.root.path().join("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        r#"#!/bin/bash
+echo "$*" >> "{log}"
+[ "$1" = --user ] && shift
+case "$1 $2" in
+  "show-environment "*) exit 0 ;;
+  "daemon-reload "*|"enable "*|"disable "*) exit 0 ;;
+  "is-enabled "*) echo enabled ;;
+  "is-active "*) if [ -e "{pidfile}" ]; then echo active; else echo inactive; exit 3; fi ;;
+  "start agentd.socket")
+    mkdir -p "{runtime}/agentd"
+    setsid "{activate}" --listen "{runtime}/agentd/agentd.sock" -E HOME="{home}" -E XDG_CONFIG_HOME="{home}/.config" \
+      "{agentd}" --data-dir "{data}" < /dev/null >> "{daemonlog}" 2>&1 &
+    echo $! > "{pidfile}"
+    for _ in $(seq 100); do [ -S "{runtime}/agentd/agentd.sock" ] && exit 0; sleep 0.05; done
+    exit 1 ;;
+  "stop agentd.service")
+    pid=$(cat "{pidfile}"); kill -TERM "$pid"
+    while kill -0 "$pid" 2>/dev/null && ! grep -q '^State:.*zombie' /proc/$pid/status 2>/dev/null; do sleep 0.05; done
+    exit 0 ;;
+  *) echo "fake systemctl: $*" >&2; exit 1 ;;
+esac
+"#,
+        log = env.root.path().join("systemctl.log").display(),
+        pidfile = env.root.path().join("socket-unit.pid").display(),
+        runtime = runtime.display(),
+        activate = tool("systemd-socket-activate").display(),
+        home = env.home().display(),
+        agentd = agentd_bin().display(),
+        data = env.data_dir().display(),
+        daemonlog = env.daemon_log().display(),
+    );
+    let path = bin.join("systemctl");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+#[test]
+fn with_the_units_installed_agentctl_starts_the_socket_unit_instead_of_a_daemon_of_its_own() {
+    let env = Env::new();
+    let runtime = runtime_dir(&env);
+    let bin = fake_systemctl(&env, &runtime);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let ctl = |args: &[&str]| {
+        let out = env
+            .ctl_command(args)
+            .env_remove("AGENTD_SOCKET")
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, stdout, stderr) = ctl(&["service", "install"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let log = || std::fs::read_to_string(env.root.path().join("systemctl.log")).unwrap_or_default();
+    assert!(log().contains("--user daemon-reload"), "{}", log());
+    assert!(log().contains("--user enable agentd.socket"), "{}", log());
+
+    // The first client starts the socket unit; the daemon serves it.
+    let (code, stdout, stderr) = ctl(&["status", "--json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let status: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["socket_activated"], true, "{status}");
+    assert!(log().contains("--user start agentd.socket"), "{}", log());
+    assert!(
+        !env.data_dir().join("agentd.log").exists(),
+        "agentctl autostarted a daemon of its own beside the unit"
+    );
+    // A second client reaches the same daemon, without starting anything.
+    let starts = log().matches("start agentd.socket").count();
+    let (_, again, _) = ctl(&["status", "--json"]);
+    let again: serde_json::Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["pid"], status["pid"]);
+    assert_eq!(log().matches("start agentd.socket").count(), starts);
+
+    // Under the manager, `daemon stop` asks it to stop the service.
+    let (code, stdout, stderr) = ctl(&["daemon", "stop"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(log().contains("--user stop agentd.service"), "{}", log());
+    assert!(stdout.contains("agentd.socket still listens"), "{stdout}");
+}
+
+#[test]
+fn install_never_takes_an_agentd_from_the_current_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    // agentctl alone, with no agentd beside it or on PATH …
+    let lone = env.root.path().join("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    std::fs::copy(agentd_e2e::agentctl_bin(), lone.join("agentctl")).unwrap();
+    // … run in a checkout that holds an executable named agentd.
+    let planted = env.project().join("agentd");
+    std::fs::write(&planted, "#!/bin/sh\necho planted\n").unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(lone.join("agentctl"))
+        .args(["service", "install"])
+        .current_dir(env.project())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", env.home())
+        .env("XDG_CONFIG_HOME", env.home().join(".config"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot find agentd"), "{stderr}");
+    assert!(!unit_dir(&env).join("agentd.service").exists());
+}
+
+#[test]
+fn passed_sockets_that_are_not_listening_or_not_meant_for_agentd_are_refused() {
+    let env = Env::new();
+    let sock = env.root.path().join("bound-only.sock");
+    // fd 3: a Unix stream socket bound but never listening; then one with
+    // LISTEN_FDS but no LISTEN_PID.
+    for (listen, pid_line, expected) in [
+        (
+            "",
+            "os.environ['LISTEN_PID'] = str(os.getpid())",
+            "not listening",
+        ),
+        (
+            "s.listen(1)",
+            "os.environ.pop('LISTEN_PID', None)",
+            "LISTEN_PID is not",
+        ),
+    ] {
+        let _ = std::fs::remove_file(&sock);
+        let program = format!(
+            "import os, socket, sys\n\
+             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n\
+             s.bind(sys.argv[1])\n\
+             {listen}\n\
+             if s.fileno() != 3: os.dup2(s.fileno(), 3)\n\
+             os.set_inheritable(3, True)\n\
+             os.environ['LISTEN_FDS'] = '1'\n\
+             {pid_line}\n\
+             os.execv(sys.argv[2], [sys.argv[2], '--data-dir', sys.argv[3]])\n"
+        );
+        let mut cmd = Command::new("python3");
+        cmd.arg("-c")
+            .arg(&program)
+            .arg(&sock)
+            .arg(agentd_bin())
+            .arg(env.data_dir());
+        for (k, v) in env.agentd_command().get_envs() {
+            if let Some(v) = v {
+                cmd.env(k, v);
+            }
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{expected}: {stderr}");
+        assert!(stderr.contains(expected), "{expected}: {stderr}");
+        assert!(!env.data_dir().join("store").exists());
+    }
+}
+
+#[test]
+fn a_client_holding_its_connection_open_does_not_keep_the_daemon_from_stopping() {
+    let env = Env::new();
+    let daemon = env.start_daemon();
+    // Connected, handshake half done, never reading: like an agentctl
+    // blocked in `systemctl stop` while the daemon drains.
+    let mut held = std::os::unix::net::UnixStream::connect(env.socket()).unwrap();
+    use std::io::Write;
+    held.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+    let started = std::time::Instant::now();
+    let status = daemon.terminate();
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "stopping took {:?}",
+        started.elapsed()
+    );
+    drop(held);
+}

@@ -90,6 +90,9 @@ async fn stop(target: &Target) -> Result<u8, Failure> {
         .await?
         .into_inner();
     if under_systemd(&s) {
+        // systemctl waits for the daemon, which drains its connections
+        // first: this one must not be left open meanwhile.
+        drop(client);
         systemctl::must(&["stop", units::SERVICE_NAME]).map_err(Failure::failed)?;
         println!(
             "agentd stopped (pid {}); agentd.socket still listens and starts it for the next client",
@@ -130,6 +133,7 @@ async fn restart(target: &Target) -> Result<u8, Failure> {
         before.config_path.clone().into(),
     );
     if under_systemd(&before) {
+        drop(old);
         systemctl::must(&["restart", units::SERVICE_NAME]).map_err(Failure::failed)?;
         println!(
             "note: under systemd agentd's environment is the service manager's, not this shell's \

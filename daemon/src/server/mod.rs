@@ -26,6 +26,9 @@ use crate::supervisor::{DaemonInfo, Supervisor};
 /// INVALID_ARGUMENT rather than a transport error.
 const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
+/// How long connections may stay open once shutdown has stopped the agents.
+const CONNECTION_DRAIN: std::time::Duration = std::time::Duration::from_secs(3);
+
 pub struct ServeOptions {
     /// Where to bind, unless `inherited` holds a listener already.
     pub socket: PathBuf,
@@ -159,6 +162,8 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     });
     let stopping = sup.clone();
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
+    let agents_stopped = std::sync::Arc::new(tokio::sync::Notify::new());
+    let agents_stopped_tx = agents_stopped.clone();
     let shutdown = async move {
         tokio::select! {
             _ = sigterm.recv() => tracing::info!("SIGTERM: shutting down"),
@@ -168,6 +173,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         // streams end as soon as the supervisor's shutdown token fires.
         tokio::spawn(async move {
             stopping.shutdown().await;
+            agents_stopped_tx.notify_one();
             let _ = stopped_tx.send(());
         });
     };
@@ -177,14 +183,28 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     notifier.ready();
     tracing::info!(socket = %socket_path.display(), activated, data_dir = %opts.data_dir.display(), version = agentd_shared::VERSION, "agentd ready");
 
-    let served = tonic::transport::Server::builder()
+    let server = tonic::transport::Server::builder()
         .layer(peer_auth::PeerUidLayer::new(uid))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(reflection_v1alpha)
         .add_service(api)
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
-        .await;
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown);
+    // Connections drain once the agents have stopped; a client that keeps
+    // one open (blocked, or never reading) does not hold the daemon.
+    let served = tokio::select! {
+        served = server => served,
+        _ = async {
+            agents_stopped.notified().await;
+            tokio::time::sleep(CONNECTION_DRAIN).await;
+        } => {
+            tracing::warn!(
+                "clients kept connections open {}s after the agents stopped; closing them",
+                CONNECTION_DRAIN.as_secs()
+            );
+            Ok(())
+        }
+    };
     let _ = stopped_rx.await;
     // A passed socket belongs to the service manager, which keeps
     // listening on it to start the next daemon.
