@@ -38,9 +38,16 @@ fn completions_load_in_bash_and_know_every_command() {
     for c in &cmds {
         assert!(bash.contains(c.as_str()), "bash completion lacks {c}");
     }
-    // The script loads in bash and registers a completion for agentctl.
+    // The script loads in bash and completes: `agentctl ser<TAB>` offers
+    // service, `agentctl daemon <TAB>` its subcommands.
+    let probe = "source /dev/stdin\n\
+        complete -p agentctl\n\
+        COMP_WORDS=(agentctl ser); COMP_CWORD=1; COMP_LINE='agentctl ser'; COMP_POINT=12\n\
+        _agentctl agentctl ser agentctl; echo \"first: ${COMPREPLY[*]}\"\n\
+        COMP_WORDS=(agentctl daemon ''); COMP_CWORD=2; COMP_LINE='agentctl daemon '; COMP_POINT=16\n\
+        _agentctl agentctl '' daemon; echo \"daemon: ${COMPREPLY[*]}\"\n";
     let mut sh = Command::new("bash")
-        .args(["--norc", "-c", "source /dev/stdin && complete -p agentctl"])
+        .args(["--norc", "-c", probe])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -48,12 +55,25 @@ fn completions_load_in_bash_and_know_every_command() {
         .unwrap();
     sh.stdin.take().unwrap().write_all(bash.as_bytes()).unwrap();
     let out = sh.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("agentctl"),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
+        out.status.success(),
+        "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let line = |prefix: &str| {
+        said.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("{prefix} in {said}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(line("first: "), ["service"], "{said}");
+    let daemon = line("daemon: ");
+    for sub in ["stop", "restart", "reload", "logs"] {
+        assert!(daemon.iter().any(|w| w == sub), "{sub} in {daemon:?}");
+    }
     let zsh = env
         .ctl(&["completions", "zsh"])
         .expect_code(0)
@@ -131,4 +151,34 @@ fn colour_only_when_asked_or_on_a_terminal() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains('\x1b'));
     env.ctl(&["--color", "sometimes", "list"]).expect_code(2);
+
+    // On a terminal (script(1) gives it one): colour, unless NO_COLOR.
+    let on_tty = |no_color: Option<&str>| {
+        let ctl = agentd_e2e::agentctl_bin();
+        let mut cmd = env.ctl_command(&[]);
+        cmd.env("TERM", "xterm");
+        if let Some(v) = no_color {
+            cmd.env("NO_COLOR", v);
+        }
+        let out = Command::new("script")
+            .args([
+                "-qec",
+                &format!("{} --no-autostart list", ctl.display()),
+                "/dev/null",
+            ])
+            .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .current_dir(env.project())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let tty = on_tty(None);
+    assert!(tty.contains("\x1b[32mcompleted"), "{tty:?}");
+    let tty = on_tty(Some("1"));
+    assert!(
+        tty.contains("completed") && !tty.contains('\x1b'),
+        "{tty:?}"
+    );
 }

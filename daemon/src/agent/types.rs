@@ -281,9 +281,20 @@ fn find_in(dir: &Path, name: &str, dialect: Dialect) -> Result<Option<AgentType>
 
 /// Finds the type `name` for an agent working in `cwd`.
 pub fn resolve(name: &str, cwd: &Path, config_dir: &Path) -> Result<AgentType, String> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    resolve_in(name, cwd, config_dir, home.as_deref())
+}
+
+/// `resolve`, with the home directory given.
+fn resolve_in(
+    name: &str,
+    cwd: &Path,
+    config_dir: &Path,
+    home: Option<&Path>,
+) -> Result<AgentType, String> {
     let root = repo_root(cwd);
     let repo_dir = root.join(".agentd/agents");
-    let home_claude = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude/agents"));
+    let home_claude = home.map(|h| h.join(".claude/agents"));
     let places = [
         (Some(repo_dir.clone()), Dialect::Agentd),
         (Some(root.join(".claude/agents")), Dialect::ClaudeCode),
@@ -385,6 +396,19 @@ WebFetch\nmodel: sonnet\ncolor: purple\n---\n\nYou are a senior code reviewer.\n
             resolve("code-reviewer", &repo, &cfg).unwrap().description,
             "ours"
         );
+        // ~/.claude/agents too, after the repository's and agentd's own;
+        // `model: inherit` means the parent's model.
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".claude/agents")).unwrap();
+        std::fs::write(
+            home.join(".claude/agents/helper.md"),
+            "---\nname: helper\ndescription: Helps\nmodel: inherit\ncolor: red\n---\nHelp.\n",
+        )
+        .unwrap();
+        let t = resolve_in("helper", &repo, &cfg, Some(&home)).unwrap();
+        assert_eq!(t.model, None);
+        assert_eq!(t.instructions, "Help.");
+        assert!(resolve_in("helper", &repo, &cfg, None).is_err());
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- fanout [--forks 5,10,20] [--file-bytes 41300]
 //! cargo run --release -p agentd-e2e --bin bench -- worktree [--runs N] [--files 10000]
 //! cargo run --release -p agentd-e2e --bin bench -- sandbox [--runs 300] [--files 1000]
+//! cargo run --release -p agentd-e2e --bin bench -- service [--runs 100] [--cold-runs 15]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
@@ -21,6 +22,7 @@
 
 mod fanout;
 mod sandbox;
+mod service;
 mod worktree;
 
 use std::io::Write;
@@ -815,6 +817,7 @@ fn main() {
         Some("fanout") => fanout::bench_fanout(&args),
         Some("worktree") => worktree::bench_worktree(&args),
         Some("sandbox") => sandbox::bench_sandbox(&args),
+        Some("service") => service::bench_service(&args),
         _ => {
             eprintln!(
                 "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox [options] (see the source's header)"
