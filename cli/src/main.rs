@@ -98,18 +98,24 @@ enum Command {
 }
 
 /// Restores the default SIGPIPE action, so `agentctl log … | head` ends
-/// quietly like any Unix tool instead of failing on a closed pipe.
+/// quietly like any Unix tool instead of failing on a closed pipe — except
+/// for the commands that stop the daemon: its socket closes under their
+/// connection, and a write there must be an error, not a silent death.
 #[allow(unsafe_code)]
-fn default_sigpipe() {
+fn sigpipe_for(command: &Command) {
     use nix::sys::signal::{SigHandler, Signal, signal};
-    // SAFETY: called first thing in main, before any thread exists; SIG_DFL
-    // installs no handler code.
-    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+    let handler = match command {
+        Command::Daemon(_) | Command::Service(_) => SigHandler::SigIgn,
+        _ => SigHandler::SigDfl,
+    };
+    // SAFETY: called in main before any thread exists; neither disposition
+    // installs handler code.
+    let _ = unsafe { signal(Signal::SIGPIPE, handler) };
 }
 
 fn main() -> ExitCode {
-    default_sigpipe();
     let cli = Cli::parse();
+    sigpipe_for(&cli.command);
     color::init(cli.color);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
