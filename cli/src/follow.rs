@@ -375,6 +375,22 @@ impl Session {
                 eprint!("Cancel agent {} and its subagents? [y/N] ", self.short);
                 self.input = Input::ConfirmCancel;
             }
+            Key::Escape => {
+                // Stop what runs now and leave the agent paused; the
+                // events that follow show it stop.
+                self.view.finish();
+                eprintln!("interrupting {} (send continues it)", self.short);
+                let mut interrupting = client.clone();
+                let id = self.id.clone();
+                tokio::spawn(async move {
+                    if let Err(status) = interrupting
+                        .interrupt_agent(pb::InterruptAgentRequest { id })
+                        .await
+                    {
+                        eprintln!("agentctl: {}", status.message());
+                    }
+                });
+            }
             Key::Char(c @ ('y' | 'a' | 'n')) if !self.asks.is_empty() => {
                 // The newest ask is the one on screen.
                 let Some(ask) = self.asks.pop() else {

@@ -67,6 +67,8 @@ enum Command {
     Send(commands::send::Args),
     /// Pause an agent at its next safe point (continue it with send).
     Pause(commands::pause::Args),
+    /// Stop an agent now (the model call or tool in flight is aborted), leaving it paused; send continues it.
+    Interrupt(commands::interrupt::Args),
     /// Move a foreground agent to the background; it keeps running.
     Bg(commands::bg::Args),
     /// Remove an agent's record and transcript (and its worktree if it holds no work).
@@ -161,6 +163,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Stop(args) => commands::stop::run(&target, args).await,
         Command::Send(args) => commands::send::run(&target, args).await,
         Command::Pause(args) => commands::pause::run(&target, args).await,
+        Command::Interrupt(args) => commands::interrupt::run(&target, args).await,
         Command::Bg(args) => commands::bg::run(&target, args).await,
         Command::Rm(args) => commands::rm::run(&target, args).await,
         Command::Worktrees(args) => commands::worktrees::run(&target, args).await,

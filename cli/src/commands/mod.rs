@@ -9,6 +9,7 @@ pub mod diff;
 pub mod doctor;
 pub mod events;
 pub mod fork;
+pub mod interrupt;
 pub mod list;
 pub mod log;
 pub mod man;

@@ -13,6 +13,7 @@ pub fn not_run(tool: ToolName, stop: &Outcome, while_asking: bool) -> ToolOutput
         Outcome::Paused => "the agent was paused",
         Outcome::Interrupted => "agentd was shutting down",
         Outcome::Cancelled => "the agent was cancelled",
+        Outcome::Halted => "the agent was interrupted",
         Outcome::Completed(_) | Outcome::Failed(_) => "the agent stopped",
     };
     let when = if while_asking {
@@ -25,10 +26,15 @@ pub fn not_run(tool: ToolName, stop: &Outcome, while_asking: bool) -> ToolOutput
     ))
 }
 
-/// A call the agent's cancellation cut short.
-pub fn cancelled_while_running(tool: ToolName) -> ToolOutput {
+/// A call a cancel or an interrupt cut short.
+pub fn cut_short(tool: ToolName, stop: &Outcome) -> ToolOutput {
+    let what = if *stop == Outcome::Halted {
+        "interrupted"
+    } else {
+        "cancelled"
+    };
     ToolOutput::error(format!(
-        "The agent was cancelled while this {tool} call ran; it was stopped and may have run partly."
+        "The agent was {what} while this {tool} call ran; it was stopped and may have run partly."
     ))
 }
 

@@ -84,21 +84,20 @@ impl TurnLoop {
                     }
                     Ok(Some(refusal)) => refusal,
                     Ok(None) => {
-                        let cancel = self.stops.cancel.clone();
+                        let abort = self.stops.interrupt.clone();
                         let ran = tokio::select! {
                             biased;
-                            _ = cancel.cancelled() => None,
+                            _ = abort.cancelled() => None,
                             out = self.run_tool(tool, call, self.spool.path(seq, index)) => Some(out),
                         };
                         match ran {
                             Some(out) => out,
                             None => {
-                                let cut = interrupted::cancelled_while_running(tool);
+                                let stop = self.stops.aborted();
+                                let cut = interrupted::cut_short(tool, &stop);
                                 results.push(tool_result(call, &cut));
                                 let rest = &calls[index + 1..];
-                                return Err(self
-                                    .close_round(seq, rest, results, Outcome::Cancelled)
-                                    .await);
+                                return Err(self.close_round(seq, rest, results, stop).await);
                             }
                         }
                     }
@@ -308,7 +307,7 @@ impl TurnLoop {
         }
         let ctx = ToolContext {
             cwd: self.record.cwd.clone(),
-            cancel: self.stops.cancel.child_token(),
+            cancel: self.stops.interrupt.child_token(),
             spool: Some(spool),
             env: self.tool_env.clone(),
             worktree_of: self

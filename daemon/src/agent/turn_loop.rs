@@ -51,6 +51,9 @@ pub enum Outcome {
     Interrupted,
     /// Stopped at a safe point on request; continuable.
     Paused,
+    /// Stopped at once on request (the model call or tool in flight
+    /// aborted, what happened recorded); continuable, as `Paused`.
+    Halted,
 }
 
 impl Outcome {
@@ -60,16 +63,20 @@ impl Outcome {
             Outcome::Failed(_) => Status::Failed,
             Outcome::Cancelled => Status::Cancelled,
             Outcome::Interrupted => Status::Interrupted,
-            Outcome::Paused => Status::Paused,
+            Outcome::Paused | Outcome::Halted => Status::Paused,
         }
     }
 }
 
 /// What can stop a turn loop from outside.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StopSignals {
     /// The agent is cancelled: stop at once.
     pub cancel: CancellationToken,
+    /// Stop at once but stay continuable (an interrupt). A child of
+    /// `cancel`, so it fires for both: what is in flight aborts on it, and
+    /// `aborted` says which of the two it was.
+    pub interrupt: CancellationToken,
     /// The daemon is shutting down: stop at the next safe point.
     pub shutdown: CancellationToken,
     /// The agent is paused: stop at the next safe point, continuable.
@@ -77,10 +84,21 @@ pub struct StopSignals {
 }
 
 impl StopSignals {
+    /// The signals of one run; `shutdown` is the daemon's.
+    pub fn new(shutdown: CancellationToken) -> StopSignals {
+        let cancel = CancellationToken::new();
+        StopSignals {
+            interrupt: cancel.child_token(),
+            cancel,
+            shutdown,
+            pause: CancellationToken::new(),
+        }
+    }
+
     /// A safe point: returns why to stop, if anything asks.
     pub(super) fn requested(&self) -> Option<Outcome> {
-        if self.cancel.is_cancelled() {
-            Some(Outcome::Cancelled)
+        if self.interrupt.is_cancelled() {
+            Some(self.aborted())
         } else if self.shutdown.is_cancelled() {
             Some(Outcome::Interrupted)
         } else if self.pause.is_cancelled() {
@@ -90,11 +108,20 @@ impl StopSignals {
         }
     }
 
+    /// Once `interrupt` has fired: a cancel or an interrupt.
+    pub(super) fn aborted(&self) -> Outcome {
+        if self.cancel.is_cancelled() {
+            Outcome::Cancelled
+        } else {
+            Outcome::Halted
+        }
+    }
+
     /// Resolves when any stop is asked for.
     pub async fn any(&self) -> Outcome {
         tokio::select! {
             biased;
-            _ = self.cancel.cancelled() => Outcome::Cancelled,
+            _ = self.interrupt.cancelled() => self.aborted(),
             _ = self.shutdown.cancelled() => Outcome::Interrupted,
             _ = self.pause.cancelled() => Outcome::Paused,
         }
@@ -283,9 +310,17 @@ impl TurnLoop {
             };
             let response = tokio::select! {
                 biased;
-                _ = self.stops.cancel.cancelled() => {
+                _ = self.stops.interrupt.cancelled() => {
                     self.hub.discard_partial();
-                    return Ok(Outcome::Cancelled);
+                    let stop = self.stops.aborted();
+                    if stop == Outcome::Halted {
+                        // Nothing of the answer is kept (a partial message
+                        // could not be sent back as is); the note says so.
+                        let note = json!([{"type": "text", "text": "interrupted while the model was answering; its partial answer was discarded"}]);
+                        self.write_entry(Role::System, json_bytes(&note), None, None, &[])
+                            .await?;
+                    }
+                    return Ok(stop);
                 }
                 r = self.provider.complete(&request, &on_event) => r,
             };

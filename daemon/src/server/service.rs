@@ -215,6 +215,14 @@ impl AgentService for AgentApi {
         Ok(Response::new(self.wire(record)?))
     }
 
+    async fn interrupt_agent(
+        &self,
+        req: Request<pb::InterruptAgentRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        let record = self.sup.interrupt(&req.into_inner().id).await?;
+        Ok(Response::new(self.wire(record)?))
+    }
+
     async fn cancel_agent(
         &self,
         req: Request<pb::CancelAgentRequest>,

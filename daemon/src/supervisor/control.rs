@@ -112,6 +112,49 @@ impl Supervisor {
         }
     }
 
+    /// Interrupts an agent now: the model call or tool in flight is
+    /// aborted and recorded as such, and the agent is `paused`, continuable
+    /// with `send` (unlike `pause`, which waits for a safe point, and
+    /// `cancel`, which ends it). Descendants running in its foreground (a
+    /// subagent it waits for) are interrupted with it; background ones go
+    /// on. Returns the agent as it stopped.
+    pub async fn interrupt(&self, query: &str) -> Result<AgentRecord, AgentdError> {
+        let record = self.resolve(query)?;
+        // The agent, and the chain of foreground subagents below it.
+        let mut family = vec![record.clone()];
+        let mut rest: Vec<AgentRecord> = self
+            .descendants(record.id)?
+            .into_iter()
+            .filter(|d| !d.background)
+            .collect();
+        while let Some(i) = rest
+            .iter()
+            .position(|d| family.iter().any(|f| Some(f.id) == d.parent))
+        {
+            family.push(rest.swap_remove(i));
+        }
+        let mut stopping = Vec::new();
+        for member in &family {
+            let handle = self.handle(member)?;
+            let token = handle.run().as_ref().map(|c| c.stops.interrupt.clone());
+            if let Some(token) = token {
+                token.cancel();
+                stopping.push(handle);
+            }
+        }
+        if stopping.is_empty() {
+            return Err(AgentdError::precondition(format!(
+                "agent {} is {}, not running; there is nothing to interrupt",
+                short(&record),
+                record.status
+            )));
+        }
+        for handle in &stopping {
+            self.wait_until_idle(handle).await?;
+        }
+        self.reload(&record)
+    }
+
     /// Cancels an agent and every descendant: running loops stop at once
     /// (an in-flight model call is dropped, a running tool is killed); idle
     /// agents are marked cancelled. Returns the agent as it ended.

@@ -62,7 +62,7 @@ pub(super) fn task_notice(child: &AgentRecord, outcome: &Outcome) -> Notice {
         Outcome::Completed(text) => text.clone(),
         Outcome::Failed(error) => format!("Error: {error}"),
         Outcome::Cancelled => "Error: the agent was cancelled".to_string(),
-        Outcome::Interrupted | Outcome::Paused => String::new(),
+        Outcome::Interrupted | Outcome::Paused | Outcome::Halted => String::new(),
     };
     let total_tokens = child.usage.total();
     let duration_ms = (child.updated_at_ms - child.started_at_ms).max(0) as u64;

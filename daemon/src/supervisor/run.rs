@@ -35,11 +35,7 @@ impl Supervisor {
         fan_out: FanOutRole,
     ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
-        let stops = StopSignals {
-            cancel: CancellationToken::new(),
-            shutdown: self.shutdown.clone(),
-            pause: CancellationToken::new(),
-        };
+        let stops = StopSignals::new(self.shutdown.clone());
         let kill = CancellationToken::new();
         let foreground = Arc::new(foreground);
         {
