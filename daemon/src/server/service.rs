@@ -103,6 +103,7 @@ impl AgentService for AgentApi {
                 base: r.base,
                 sandbox: convert::sandbox_from_wire(r.sandbox)?,
                 no_network: r.no_network,
+                idle: r.idle,
                 working_dir: String::new(),
                 parent_tool_use_id: String::new(),
             })

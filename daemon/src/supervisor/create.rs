@@ -51,6 +51,9 @@ pub struct NewAgent {
     pub sandbox: Option<SandboxMode>,
     /// Deny its tools TCP (a child of such an agent is denied too).
     pub no_network: bool,
+    /// Stored paused with an empty transcript, not run, until a message
+    /// comes (`prompt` must be empty).
+    pub idle: bool,
 }
 
 /// A validated new agent, not yet stored.
@@ -76,7 +79,19 @@ impl Supervisor {
         parent: Option<&AgentRecord>,
         agent_type: Option<&AgentType>,
     ) -> Result<Prepared, AgentdError> {
-        self.admit("prompt", &req.prompt, &req.name)?;
+        if req.idle {
+            if !req.prompt.is_empty() {
+                return Err(AgentdError::invalid(
+                    "an idle agent has no prompt: its first message comes with SendMessage",
+                ));
+            }
+            if req.isolation == Isolation::Worktree {
+                return Err(AgentdError::not_yet("idle agents in a worktree"));
+            }
+            self.admit("prompt", "(idle)", &req.name)?;
+        } else {
+            self.admit("prompt", &req.prompt, &req.name)?;
+        }
         if parent.is_none() && !req.subagent_type.is_empty() {
             return Err(AgentdError::not_yet("subagent types for top-level agents"));
         }
@@ -190,10 +205,10 @@ impl Supervisor {
             cache_point: None,
         };
         Ok(Prepared {
+            entries: if req.idle { Vec::new() } else { vec![first] },
             record,
             prompt,
             provider,
-            entries: vec![first],
             fan_out: FanOutRole::Alone,
             worktree: plan,
         })
@@ -224,8 +239,34 @@ impl Supervisor {
     /// Validates `req`, stores the new agent with its first message, and
     /// starts its turn loop.
     pub async fn create(self: &Arc<Self>, req: NewAgent) -> Result<AgentRecord, AgentdError> {
-        let prepared = self.prepare(&req, None, None)?;
+        let mut prepared = self.prepare(&req, None, None)?;
+        if req.idle {
+            prepared.record.status = crate::domain::Status::Paused;
+            return self.store_idle(prepared).await;
+        }
         self.store_and_start(prepared, None).await
+    }
+
+    /// Stores an agent that waits for its first message.
+    async fn store_idle(&self, prepared: Prepared) -> Result<AgentRecord, AgentdError> {
+        let Prepared { record, prompt, .. } = prepared;
+        self.store
+            .append_durable(
+                record.id,
+                Append {
+                    created: Some(&prompt),
+                    ..Append::with_record(&[], &record)
+                },
+            )
+            .await?;
+        tracing::info!(agent = %record.id, short_id = %record.short_id, model = %record.model, "idle agent created");
+        let _ = self.lifecycle.send(Lifecycle {
+            agent: record.id,
+            short_id: record.short_id.clone(),
+            at_ms: now_ms(),
+            kind: LifecycleKind::Created(Box::new(record.clone())),
+        });
+        Ok(record)
     }
 
     /// Stores a prepared agent (record, frozen prompt, first message and
