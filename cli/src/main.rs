@@ -1,6 +1,7 @@
 //! `agentctl`: the command-line client of agentd. A thin shell over the v1
 //! API; every decision about agents is the daemon's.
 
+mod acp;
 mod autostart;
 mod color;
 mod commands;
@@ -93,6 +94,8 @@ enum Command {
     Daemon(commands::daemon::Args),
     /// agentd as a systemd user service started by its socket: install, uninstall, status.
     Service(commands::service::Args),
+    /// Speak the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim, Emacs).
+    Acp(acp::Args),
     /// Print a shell completion script (bash, zsh, fish).
     Completions(commands::completions::Args),
     /// Print the manual page (roff), or write one per command with --dir.
@@ -176,6 +179,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Config(args) => commands::config::run(&target, args).await,
         Command::Daemon(args) => commands::daemon::run(&target, args).await,
         Command::Service(args) => commands::service::run(&target, args).await,
+        Command::Acp(args) => acp::run(&target, args).await,
         Command::Completions(_) | Command::Man(_) => unreachable!("dispatched above"),
     }
 }

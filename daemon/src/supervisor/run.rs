@@ -197,7 +197,9 @@ impl Supervisor {
                 ));
             }
         };
-        if self.store.transcript_len(record.id).unwrap_or(0) == 0 {
+        // Empty is fine for an agent that never had an entry (created idle);
+        // for one whose record counts entries, they are lost.
+        if record.transcript_len > 0 && self.store.transcript_len(record.id).unwrap_or(0) == 0 {
             return Err(blocked(
                 ResumeBlockedReason::TranscriptMissing,
                 "its transcript is empty".into(),

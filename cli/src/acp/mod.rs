@@ -1,0 +1,341 @@
+//! `agentctl acp`: an Agent Client Protocol (v1) agent on stdio, for
+//! editors (Zed, JetBrains, Neovim, Emacs). A session is an agent in the
+//! daemon: `sessionId` is its id, `agentctl list` shows it, a terminal can
+//! attach to it at the same time, and closing the editor leaves it
+//! running — `session/load` brings the conversation back.
+//!
+//! stdout carries only protocol messages; logs go to stderr (`RUST_LOG`).
+
+mod peer;
+mod permission;
+mod session;
+mod updates;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use agentd_shared::proto as pb;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+use crate::autostart::{Client, Target};
+use crate::exit::{Failure, SUCCESS};
+use crate::permission_prompt::Mode;
+use peer::{Peer, RpcError, code};
+use session::{Session, Start};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Model of new sessions [default: the daemon's default_model or AGENTD_MODEL].
+    #[arg(long)]
+    model: Option<String>,
+    /// When tools ask first; asks go to the editor.
+    #[arg(long, value_enum, default_value = "default")]
+    permission_mode: Mode,
+}
+
+/// The protocol version spoken.
+const PROTOCOL_VERSION: u64 = 1;
+
+struct Bridge {
+    client: Client,
+    peer: Peer,
+    args: Args,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
+    init_logging();
+    let client = target.client().await?;
+    let (peer, writer) = Peer::stdout();
+    let bridge = Arc::new(Bridge {
+        client,
+        peer: peer.clone(),
+        args,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message: Value = match serde_json::from_str(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                peer.respond(
+                    Value::Null,
+                    Err(RpcError::new(
+                        code::PARSE_ERROR,
+                        format!("parse error: {e}"),
+                    )),
+                );
+                continue;
+            }
+        };
+        let method = message["method"].as_str().map(str::to_string);
+        let id = message.get("id").cloned();
+        match (method, id) {
+            (Some(method), Some(id)) => {
+                let bridge = bridge.clone();
+                let params = message.get("params").cloned().unwrap_or(Value::Null);
+                tokio::spawn(async move {
+                    let result = bridge.request(&method, params).await;
+                    bridge.peer.respond(id, result);
+                });
+            }
+            (Some(method), None) => {
+                let params = message.get("params").cloned().unwrap_or(Value::Null);
+                bridge.clone().notification(&method, params).await;
+            }
+            (None, Some(_))
+                if message.get("result").is_some() || message.get("error").is_some() =>
+            {
+                peer.answered(&message)
+            }
+            _ => peer.respond(
+                message.get("id").cloned().unwrap_or(Value::Null),
+                Err(RpcError::new(
+                    code::INVALID_REQUEST,
+                    "not a JSON-RPC 2.0 message",
+                )),
+            ),
+        }
+    }
+    // The editor went away: sessions detach, agents go on.
+    tracing::info!("stdin closed; leaving every session's agent running");
+    peer.gone();
+    let sessions: Vec<Arc<Session>> = bridge
+        .sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .map(|(_, s)| s)
+        .collect();
+    for s in sessions {
+        s.close().await;
+    }
+    drop(bridge);
+    drop(peer);
+    let _ = writer.await;
+    Ok(SUCCESS)
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, RpcError> {
+    params[name]
+        .as_str()
+        .ok_or_else(|| RpcError::invalid_params(format!("`{name}` (a string) is required")))
+}
+
+fn iso8601(t: Option<&prost_types::Timestamp>) -> Option<String> {
+    let t = t?;
+    let secs = t.seconds;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    Some(format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    ))
+}
+
+impl Bridge {
+    fn session(&self, params: &Value) -> Result<Arc<Session>, RpcError> {
+        let id = str_param(params, "sessionId")?;
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RpcError::session_not_found(id))
+    }
+
+    async fn agent(&self, id: &str) -> Result<pb::Agent, RpcError> {
+        self.client
+            .clone()
+            .get_agent(pb::GetAgentRequest { id: id.to_string() })
+            .await
+            .map(|r| r.into_inner())
+            .map_err(|s| {
+                if s.code() == tonic::Code::NotFound {
+                    RpcError::session_not_found(id)
+                } else {
+                    s.into()
+                }
+            })
+    }
+
+    async fn open(&self, agent: &pb::Agent, start: Start) -> Result<(), RpcError> {
+        let old = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&agent.id);
+        if let Some(old) = old {
+            old.close().await;
+        }
+        let session = Session::open(&self.client, self.peer.clone(), agent, start).await?;
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(agent.id.clone(), session);
+        Ok(())
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => Ok(initialize(&params)),
+            "authenticate" => Ok(json!({})),
+            "session/new" => self.new_session(&params).await,
+            "session/load" => {
+                let agent = self.agent(str_param(&params, "sessionId")?).await?;
+                self.open(&agent, Start::Replay).await?;
+                Ok(json!({}))
+            }
+            "session/resume" => {
+                let agent = self.agent(str_param(&params, "sessionId")?).await?;
+                self.open(&agent, Start::Live).await?;
+                Ok(json!({}))
+            }
+            "session/list" => self.list(&params).await,
+            "session/close" => {
+                let session = self.session(&params)?;
+                self.sessions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&session.id);
+                session.close().await;
+                Ok(json!({}))
+            }
+            "session/prompt" => {
+                let session = self.session(&params)?;
+                let prompt = params["prompt"]
+                    .as_array()
+                    .ok_or_else(|| RpcError::invalid_params("`prompt` (an array) is required"))?;
+                let text = updates::prompt_text(prompt).map_err(RpcError::invalid_params)?;
+                let stop = session.prompt(&self.client, text).await?;
+                Ok(json!({"stopReason": stop}))
+            }
+            _ => Err(RpcError {
+                code: code::METHOD_NOT_FOUND,
+                message: format!(
+                    "method not found: {}",
+                    method.chars().take(64).collect::<String>()
+                ),
+                data: Some(json!({"method": method.chars().take(64).collect::<String>()})),
+            }),
+        }
+    }
+
+    async fn notification(self: Arc<Self>, method: &str, params: Value) {
+        if method == "session/cancel"
+            && let Ok(session) = self.session(&params)
+        {
+            let client = self.client.clone();
+            tokio::spawn(async move { session.cancel(&client).await });
+        }
+        // Unknown notifications are ignored, as JSON-RPC requires.
+    }
+
+    async fn new_session(&self, params: &Value) -> Result<Value, RpcError> {
+        let cwd = str_param(params, "cwd")?;
+        if !std::path::Path::new(cwd).is_absolute() {
+            return Err(RpcError::invalid_params("`cwd` must be an absolute path"));
+        }
+        let agent = self
+            .client
+            .clone()
+            .create_agent(pb::CreateAgentRequest {
+                idle: true,
+                cwd: cwd.to_string(),
+                model: self.args.model.clone().unwrap_or_default(),
+                permission_mode: self.args.permission_mode.wire() as i32,
+                description: "editor session".to_string(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        self.open(&agent, Start::Live).await?;
+        Ok(json!({"sessionId": agent.id}))
+    }
+
+    async fn list(&self, params: &Value) -> Result<Value, RpcError> {
+        let cwd = params["cwd"].as_str();
+        let agents = self
+            .client
+            .clone()
+            .list_agents(pb::ListAgentsRequest {
+                all: true,
+                parent_id: String::new(),
+            })
+            .await?
+            .into_inner()
+            .agents;
+        let sessions: Vec<Value> = agents
+            .iter()
+            .filter(|a| a.parent_id.is_empty())
+            .filter(|a| cwd.is_none_or(|c| a.cwd == c))
+            .map(|a| {
+                let mut s = json!({
+                    "sessionId": a.id,
+                    "cwd": a.cwd,
+                    "title": if a.name.is_empty() { &a.description } else { &a.name },
+                });
+                if let Some(at) = iso8601(a.updated_at.as_ref()) {
+                    s["updatedAt"] = json!(at);
+                }
+                s
+            })
+            .collect();
+        Ok(json!({"sessions": sessions}))
+    }
+}
+
+/// `initialize`: version 1 whatever the editor asks (it disconnects if it
+/// cannot speak it), and what the bridge does.
+fn initialize(_params: &Value) -> Value {
+    json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "agentCapabilities": {
+            "loadSession": true,
+            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+            "mcpCapabilities": {"http": false, "sse": false},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+        },
+        "agentInfo": {"name": "agentd", "title": "agentd", "version": agentd_shared::VERSION},
+        "authMethods": [],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_iso_8601() {
+        let t = prost_types::Timestamp {
+            seconds: 1_764_522_135,
+            nanos: 0,
+        };
+        assert_eq!(iso8601(Some(&t)).unwrap(), "2025-11-30T17:02:15Z");
+    }
+}

@@ -1,0 +1,160 @@
+//! The editor at the other end of stdio: JSON-RPC 2.0, one message per
+//! line (ACP's transport). Everything written to stdout goes through here,
+//! so lines never interleave; requests the bridge sends (permission asks)
+//! are matched to their answers by id.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
+
+/// JSON-RPC and ACP error codes.
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL: i64 = -32603;
+    /// ACP: a session (or other resource) that does not exist.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+}
+
+/// An error answer.
+#[derive(Debug)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+        RpcError::new(code::INVALID_PARAMS, message)
+    }
+
+    pub fn session_not_found(id: &str) -> RpcError {
+        RpcError {
+            code: code::RESOURCE_NOT_FOUND,
+            message: format!("no session {}", id.chars().take(64).collect::<String>()),
+            data: Some(json!({"sessionId": id})),
+        }
+    }
+}
+
+impl From<tonic::Status> for RpcError {
+    fn from(s: tonic::Status) -> RpcError {
+        let code = match s.code() {
+            tonic::Code::NotFound => code::RESOURCE_NOT_FOUND,
+            tonic::Code::InvalidArgument => code::INVALID_PARAMS,
+            _ => code::INTERNAL,
+        };
+        RpcError::new(code, format!("agentd: {}", s.message()))
+    }
+}
+
+/// The editor, as the bridge sees it.
+#[derive(Clone)]
+pub struct Peer {
+    out: mpsc::UnboundedSender<String>,
+    next_id: Arc<AtomicI64>,
+    pending: Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, Value>>>>>,
+}
+
+impl Peer {
+    /// A peer writing to stdout; the writer task ends when every Peer is
+    /// dropped.
+    pub fn stdout() -> (Peer, tokio::task::JoinHandle<()>) {
+        let (out, mut rx) = mpsc::unbounded_channel::<String>();
+        let writer = tokio::spawn(async move {
+            let mut stdout = tokio::io::stdout();
+            while let Some(line) = rx.recv().await {
+                if stdout.write_all(line.as_bytes()).await.is_err()
+                    || stdout.write_all(b"\n").await.is_err()
+                    || stdout.flush().await.is_err()
+                {
+                    break;
+                }
+            }
+        });
+        (
+            Peer {
+                out,
+                next_id: Arc::new(AtomicI64::new(0)),
+                pending: Arc::new(Mutex::new(HashMap::new())),
+            },
+            writer,
+        )
+    }
+
+    fn send(&self, message: Value) {
+        let _ = self.out.send(message.to_string());
+    }
+
+    pub fn respond(&self, id: Value, result: Result<Value, RpcError>) {
+        match result {
+            Ok(result) => self.send(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+            Err(e) => {
+                let mut error = json!({"code": e.code, "message": e.message});
+                if let Some(data) = e.data {
+                    error["data"] = data;
+                }
+                self.send(json!({"jsonrpc": "2.0", "id": id, "error": error}))
+            }
+        }
+    }
+
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request to the editor and waits for its answer: Ok(result)
+    /// or Err(error object); Err(null) if the editor went away.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id, tx);
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        rx.await.unwrap_or(Err(Value::Null))
+    }
+
+    /// An answer from the editor to one of our requests.
+    pub fn answered(&self, message: &Value) {
+        let Some(id) = message["id"].as_i64() else {
+            return;
+        };
+        let waiter = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&id);
+        if let Some(tx) = waiter {
+            let outcome = match message.get("error") {
+                Some(e) => Err(e.clone()),
+                None => Ok(message["result"].clone()),
+            };
+            let _ = tx.send(outcome);
+        }
+    }
+
+    /// The editor is gone: every request waiting for it fails.
+    pub fn gone(&self) {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+}

@@ -1,0 +1,227 @@
+//! What an agent's events look like to an ACP editor: `session/update`
+//! payloads built from the daemon's transcript entries, streaming deltas
+//! and tool activity. Pure functions; `session` sends them.
+
+use serde_json::{Value, json};
+
+/// ACP's tool kind for one of agentd's tools.
+pub fn tool_kind(name: &str) -> &'static str {
+    match name {
+        "Read" => "read",
+        "Write" | "Edit" => "edit",
+        "Bash" => "execute",
+        "Grep" | "Glob" => "search",
+        _ => "other",
+    }
+}
+
+/// A title a person reads for a call.
+pub fn tool_title(name: &str, input: &Value) -> String {
+    let s = |k: &str| input[k].as_str().unwrap_or("").to_string();
+    let detail = match name {
+        "Bash" => s("command"),
+        "Read" | "Write" | "Edit" => s("file_path"),
+        "Grep" | "Glob" => s("pattern"),
+        "Agent" => s("description"),
+        _ => String::new(),
+    };
+    let detail: String = detail.chars().take(120).collect();
+    if detail.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}: {detail}")
+    }
+}
+
+/// The files a call touches, for the editor to follow.
+fn locations(name: &str, input: &Value) -> Vec<Value> {
+    match (name, input["file_path"].as_str()) {
+        ("Read" | "Write" | "Edit", Some(path)) => vec![json!({"path": path})],
+        _ => Vec::new(),
+    }
+}
+
+/// Write and Edit as diffs.
+fn diff_content(name: &str, input: &Value) -> Vec<Value> {
+    let path = input["file_path"].as_str().unwrap_or_default();
+    match name {
+        "Write" => vec![
+            json!({"type": "diff", "path": path, "oldText": null, "newText": input["content"].as_str().unwrap_or_default()}),
+        ],
+        "Edit" => vec![
+            json!({"type": "diff", "path": path, "oldText": input["old_string"].as_str().unwrap_or_default(), "newText": input["new_string"].as_str().unwrap_or_default()}),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// A `tool_call` for a tool_use block, with the status it has.
+pub fn tool_call(block: &Value, status: &str) -> Value {
+    let name = block["name"].as_str().unwrap_or_default();
+    let input = &block["input"];
+    let mut update = json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": block["id"].as_str().unwrap_or_default(),
+        "title": tool_title(name, input),
+        "kind": tool_kind(name),
+        "status": status,
+        "rawInput": input,
+    });
+    let locations = locations(name, input);
+    if !locations.is_empty() {
+        update["locations"] = Value::Array(locations);
+    }
+    let diff = diff_content(name, input);
+    if !diff.is_empty() {
+        update["content"] = Value::Array(diff);
+    }
+    update
+}
+
+/// The text of a tool_result block's content.
+fn result_text(block: &Value) -> String {
+    match &block["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A `tool_call_update` that ends a call with its result.
+pub fn tool_result_update(block: &Value) -> Value {
+    let failed = block["is_error"].as_bool().unwrap_or(false);
+    let text = result_text(block);
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": block["tool_use_id"].as_str().unwrap_or_default(),
+        "status": if failed { "failed" } else { "completed" },
+        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+        "rawOutput": {"text": text, "is_error": failed},
+    })
+}
+
+pub fn status_update(tool_use_id: &str, status: &str) -> Value {
+    json!({"sessionUpdate": "tool_call_update", "toolCallId": tool_use_id, "status": status})
+}
+
+pub fn chunk(kind: &str, text: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+}
+
+/// What a stored transcript entry shows when a session is loaded: the
+/// whole conversation, messages and tool calls with their results.
+/// `role` is the entry's role name ("user", "assistant", "system").
+pub fn replay(role: &str, content: &[Value]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for block in content {
+        match (role, block["type"].as_str().unwrap_or_default()) {
+            ("user", "text") => out.push(chunk(
+                "user_message_chunk",
+                block["text"].as_str().unwrap_or_default(),
+            )),
+            ("user", "tool_result") => out.push(tool_result_update(block)),
+            ("assistant", "text") => out.push(chunk(
+                "agent_message_chunk",
+                block["text"].as_str().unwrap_or_default(),
+            )),
+            ("assistant", "thinking") => out.push(chunk(
+                "agent_thought_chunk",
+                block["thinking"].as_str().unwrap_or_default(),
+            )),
+            ("assistant", "tool_use") => out.push(tool_call(block, "in_progress")),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Tokens in the context after a response, as `usage_update`.
+pub fn usage_update(usage: &agentd_shared::proto::Usage, window: u64) -> Value {
+    let used = usage.input_tokens
+        + usage.cache_read_input_tokens
+        + usage.cache_creation_input_tokens
+        + usage.output_tokens;
+    json!({"sessionUpdate": "usage_update", "used": used, "size": window})
+}
+
+/// The editor's prompt as the text of the agent's message: text blocks as
+/// they are, resources as context the model can read.
+pub fn prompt_text(prompt: &[Value]) -> Result<String, String> {
+    let mut parts = Vec::new();
+    for block in prompt {
+        match block["type"].as_str().unwrap_or_default() {
+            "text" => parts.push(block["text"].as_str().unwrap_or_default().to_string()),
+            "resource_link" => parts.push(format!(
+                "<context-link name=\"{}\" uri=\"{}\"/>",
+                block["name"].as_str().unwrap_or_default(),
+                block["uri"].as_str().unwrap_or_default()
+            )),
+            "resource" => {
+                let r = &block["resource"];
+                match r["text"].as_str() {
+                    Some(text) => parts.push(format!(
+                        "<context uri=\"{}\">\n{text}\n</context>",
+                        r["uri"].as_str().unwrap_or_default()
+                    )),
+                    None => parts.push(format!(
+                        "<context-link uri=\"{}\"/> (binary, not included)",
+                        r["uri"].as_str().unwrap_or_default()
+                    )),
+                }
+            }
+            other => {
+                return Err(format!(
+                    "prompt blocks of type {:?} are not supported (text, resource_link, resource)",
+                    other.chars().take(32).collect::<String>()
+                ));
+            }
+        }
+    }
+    let text = parts.join("\n");
+    if text.trim().is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_become_diffs_and_results_end_the_call() {
+        let call = tool_call(
+            &json!({"type": "tool_use", "id": "t1", "name": "Edit", "input": {"file_path": "/p/a.rs", "old_string": "a", "new_string": "b"}}),
+            "pending",
+        );
+        assert_eq!(call["kind"], "edit");
+        assert_eq!(call["locations"][0]["path"], "/p/a.rs");
+        assert_eq!(call["content"][0]["type"], "diff");
+        assert_eq!(call["content"][0]["oldText"], "a");
+        let done = tool_result_update(
+            &json!({"type": "tool_result", "tool_use_id": "t1", "content": "ok", "is_error": true}),
+        );
+        assert_eq!(done["status"], "failed");
+        assert_eq!(done["content"][0]["content"]["text"], "ok");
+    }
+
+    #[test]
+    fn prompts_take_text_and_resources_and_refuse_the_rest() {
+        let text = prompt_text(&[
+            json!({"type": "text", "text": "look"}),
+            json!({"type": "resource", "resource": {"uri": "file:///a", "text": "A"}}),
+            json!({"type": "resource_link", "uri": "file:///b", "name": "b"}),
+        ])
+        .unwrap();
+        assert!(text.starts_with("look\n<context uri=\"file:///a\">\nA\n</context>"));
+        assert!(text.contains("name=\"b\""));
+        assert!(
+            prompt_text(&[json!({"type": "image", "data": "", "mimeType": "image/png"})]).is_err()
+        );
+        assert!(prompt_text(&[]).is_err());
+    }
+}
