@@ -63,12 +63,15 @@ impl From<tonic::Status> for RpcError {
     }
 }
 
+/// Requests sent to the editor, waiting for its answer (result or error).
+type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, Value>>>>>;
+
 /// The editor, as the bridge sees it.
 #[derive(Clone)]
 pub struct Peer {
     out: mpsc::UnboundedSender<String>,
     next_id: Arc<AtomicI64>,
-    pending: Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, Value>>>>>,
+    pending: Pending,
 }
 
 impl Peer {

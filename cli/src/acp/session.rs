@@ -312,14 +312,12 @@ async fn follow(
                 }
                 _ => {}
             },
-            Event::Tool(tool) => {
-                if tool.phase == pb::tool_activity::Phase::Started as i32 {
-                    update(
-                        &peer,
-                        &id,
-                        updates::status_update(&tool.tool_use_id, "in_progress"),
-                    );
-                }
+            Event::Tool(tool) if tool.phase == pb::tool_activity::Phase::Started as i32 => {
+                update(
+                    &peer,
+                    &id,
+                    updates::status_update(&tool.tool_use_id, "in_progress"),
+                );
             }
             Event::Status(change) => {
                 if let Some(ready) = ready.take() {
