@@ -1,0 +1,99 @@
+// Drives `agentctl acp` with the official ACP TypeScript SDK, as an editor
+// would, and prints what it sees as JSON lines for tests/tests/acp.rs.
+//
+//   node client.mjs <agentctl> first  <cwd>          initialize, new, three prompts
+//   node client.mjs <agentctl> second <cwd> <id>     list, load (the replay)
+//   node client.mjs <agentctl> third  <cwd> <id>     resume, one more prompt
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const [agentctl, step, cwd, sessionId] = process.argv.slice(2);
+const child = spawn(agentctl, ["acp", "--permission-mode", "default"], {
+  stdio: ["pipe", "pipe", "inherit"],
+});
+const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+const out = (kind, value) => console.log(JSON.stringify({ kind, ...value }));
+
+// Every update, in order; `cancelOn` cancels the prompt once the next
+// permission ask is allowed and the tool runs.
+let updates = [];
+let permission = "allow_once";
+let cancelOn = null;
+let agentRef = null;
+
+const app = acp
+  .client({ name: "agentd-acp-test" })
+  .onNotification(acp.methods.client.session.update, ({ params }) => {
+    updates.push(params.update);
+  })
+  .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+    out("permission", { title: params.toolCall.title, options: params.options.map((o) => o.kind) });
+    const option = params.options.find((o) => o.kind === permission);
+    if (cancelOn) {
+      // Allowed: cancel once the tool has had time to start running.
+      const id = cancelOn;
+      cancelOn = null;
+      setTimeout(() => agentRef.notify(acp.methods.agent.session.cancel, { sessionId: id }), 700);
+    }
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  });
+
+async function prompt(agent, id, text) {
+  updates = [];
+  const r = await agent.request(acp.methods.agent.session.prompt, {
+    sessionId: id,
+    prompt: [{ type: "text", text }],
+  });
+  out("prompt", { text, stopReason: r.stopReason, updates });
+}
+
+await app.connectWith(stream, async (agent) => {
+  agentRef = agent;
+  const init = await agent.request(acp.methods.agent.initialize, {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: {},
+    clientInfo: { name: "agentd-acp-test", version: "1.0.0" },
+  });
+  out("initialize", { init });
+  if (step === "first") {
+    const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    const id = created.sessionId;
+    out("new", { sessionId: id });
+    permission = "allow_once";
+    await prompt(agent, id, "TASK-ONE: write one.txt");
+    permission = "reject_once";
+    await prompt(agent, id, "TASK-TWO: write two.txt");
+    permission = "allow_once";
+    cancelOn = id;
+    await prompt(agent, id, "TASK-SLOW: take your time");
+    try {
+      await agent.request("session/bogus", { sessionId: id });
+    } catch (e) {
+      out("error", { code: e.code });
+    }
+    try {
+      await agent.request(acp.methods.agent.session.prompt, {
+        sessionId: "no-such-session",
+        prompt: [{ type: "text", text: "x" }],
+      });
+    } catch (e) {
+      out("error", { code: e.code, data: e.data });
+    }
+  } else if (step === "second") {
+    const list = await agent.request(acp.methods.agent.session.list, { cwd });
+    out("list", { list });
+    updates = [];
+    await agent.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] });
+    out("load", { updates });
+  } else if (step === "third") {
+    updates = [];
+    await agent.request(acp.methods.agent.session.resume, { sessionId, cwd, mcpServers: [] });
+    out("resume", { updates });
+    await prompt(agent, sessionId, "TASK-FOUR: once more");
+    await agent.request(acp.methods.agent.session.close, { sessionId });
+    out("closed", {});
+  }
+});
+child.stdin.end();
+await new Promise((resolve) => child.on("exit", resolve));

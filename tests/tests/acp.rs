@@ -1,0 +1,258 @@
+//! `agentctl acp` driven by a real ACP client nobody here wrote: the
+//! official TypeScript SDK (`@agentclientprotocol/sdk`, installed into
+//! tests/acp-client by its setup.sh), against the mock model, asserting on
+//! what the editor saw and on what the model was sent.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agentd_e2e::Env;
+use agentd_e2e::mock::{MockMessage, MockServer, RecordedRequest, Reply, text_of};
+use serde_json::{Value, json};
+
+fn client_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("acp-client")
+}
+
+fn setup() {
+    let dir = client_dir();
+    let out = Command::new("timeout")
+        .args(["900", "flock"])
+        .arg(dir.join(".setup.lock"))
+        .arg("sh")
+        .arg(dir.join("setup.sh"))
+        .current_dir(&dir)
+        .output()
+        .expect("timeout and flock (coreutils, util-linux) are needed");
+    assert!(
+        out.status.success(),
+        "tests/acp-client/setup.sh failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs one step of the SDK client; its JSON lines.
+fn client(env: &Env, args: &[&str]) -> Vec<Value> {
+    let mut cmd = env.ctl_command(&[]);
+    let envs: Vec<_> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned())))
+        .collect();
+    let _ = &mut cmd;
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg("node")
+        .arg(client_dir().join("client.mjs"))
+        .arg(agentd_e2e::agentctl_bin())
+        .args(args)
+        .env_clear()
+        .envs(envs)
+        .current_dir(env.project())
+        .output()
+        .expect("node is needed (scripts/test-deps installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "the ACP client failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn of_kind<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["kind"] == kind).collect()
+}
+
+fn kinds(updates: &Value) -> Vec<String> {
+    updates
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The text of every agent_message_chunk, joined.
+fn said(updates: &Value) -> String {
+    updates
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap())
+        .collect()
+}
+
+fn last_text(r: &RecordedRequest) -> String {
+    let messages = r.json["messages"].as_array().unwrap();
+    text_of(&messages.last().unwrap()["content"])
+}
+
+const LONG: &str =
+    "Wrote one.txt as asked; every word of this sentence arrives as its own delta, once, in order.";
+
+#[test]
+fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
+    setup();
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    env.write_config("default_model = \"anthropic:claude-test\"\n");
+    let _daemon = env.start_daemon();
+    mock.enqueue_all([
+        Reply::Message(
+            MockMessage::text("Writing it.").with(agentd_e2e::mock::Block::tool(
+                "",
+                "Bash",
+                json!({"command": "echo one > one.txt"}),
+            )),
+        ),
+        Reply::text(LONG),
+        Reply::tool("", "Bash", json!({"command": "echo two > two.txt"})),
+        Reply::text("You said no; two.txt is not written."),
+        Reply::tool(
+            "",
+            "Bash",
+            json!({"command": "touch slow-started; sleep 30; touch slow-finished"}),
+        ),
+        Reply::text("Fourth done."),
+    ]);
+    let cwd = env.project().display().to_string();
+
+    // First editor process: initialize, new, three prompts.
+    let first = client(&env, &["first", &cwd]);
+    let init = &of_kind(&first, "initialize")[0]["init"];
+    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["agentCapabilities"]["loadSession"], true);
+    assert_eq!(init["agentInfo"]["name"], "agentd");
+    let id = of_kind(&first, "new")[0]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A session is an agent: listed, with the id.
+    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    assert_eq!(shown["id"], id);
+
+    let prompts = of_kind(&first, "prompt");
+    assert_eq!(prompts.len(), 3, "{first:?}");
+    // 1: a tool call, allowed once, then the answer.
+    assert_eq!(prompts[0]["stopReason"], "end_turn");
+    let u = &prompts[0]["updates"];
+    let k = kinds(u);
+    let call = k.iter().position(|k| k == "tool_call").unwrap();
+    assert_eq!(u[call]["kind"], "execute");
+    assert_eq!(u[call]["title"], "Bash: echo one > one.txt");
+    let done = u
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["sessionUpdate"] == "tool_call_update" && x["status"] == "completed")
+        .expect("the call completes");
+    assert_eq!(done["toolCallId"], u[call]["toolCallId"]);
+    assert_eq!(
+        std::fs::read_to_string(env.project().join("one.txt")).unwrap(),
+        "one\n"
+    );
+    // Every text delta once and in order: the chunks are the answers.
+    assert_eq!(said(u), format!("Writing it.{LONG}"));
+    // 2: rejected in the editor: nothing written, the model told.
+    assert_eq!(prompts[1]["stopReason"], "end_turn");
+    assert!(!env.project().join("two.txt").exists());
+    let failed = prompts[1]["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["sessionUpdate"] == "tool_call_update" && x["status"] == "failed");
+    assert!(failed.is_some(), "{}", prompts[1]["updates"]);
+    let permissions = of_kind(&first, "permission");
+    assert_eq!(permissions.len(), 3, "{first:?}");
+    assert_eq!(
+        permissions[0]["options"],
+        json!(["allow_once", "allow_always", "reject_once"])
+    );
+    // 3: cancelled while the tool ran: killed, recorded, session usable.
+    assert_eq!(prompts[2]["stopReason"], "cancelled");
+    assert!(env.project().join("slow-started").exists());
+    assert!(!env.project().join("slow-finished").exists());
+    let errors = of_kind(&first, "error");
+    assert_eq!(errors[0]["code"], -32601);
+    assert_eq!(errors[1]["code"], -32002);
+    assert_eq!(errors[1]["data"]["sessionId"], "no-such-session");
+
+    // The editor is gone; the agent stays, paused after the cancel.
+    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    assert_eq!(shown["status"], "paused", "{shown}");
+
+    // What the model was sent: the denial reached it as a tool error, the
+    // cancelled call never got a next request.
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 5, "{}", reqs.len());
+    assert!(last_text(&reqs[0]).contains("TASK-ONE"));
+    assert!(last_text(&reqs[2]).contains("TASK-TWO"));
+    let denied = &reqs[3].json["messages"].as_array().unwrap().last().unwrap()["content"][0];
+    assert_eq!(denied["type"], "tool_result");
+    assert_eq!(denied["is_error"], true);
+    assert!(last_text(&reqs[4]).contains("TASK-SLOW"));
+
+    // Second editor process: list, then load the conversation.
+    let second = client(&env, &["second", &cwd, &id]);
+    let list = &of_kind(&second, "list")[0]["list"]["sessions"];
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["sessionId"] == id),
+        "{list}"
+    );
+    let replay = &of_kind(&second, "load")[0]["updates"];
+    let k = kinds(replay);
+    let users: Vec<String> = replay
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "user_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(users.len(), 3, "{replay}");
+    assert!(users[0].contains("TASK-ONE") && users[2].contains("TASK-SLOW"));
+    assert_eq!(k.iter().filter(|k| *k == "tool_call").count(), 3, "{k:?}");
+    assert!(said(replay).contains(LONG));
+    // The interrupted call shows as failed in the replay.
+    assert!(
+        replay
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["status"] == "failed"
+                && u["content"][0]["content"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("interrupted"))),
+        "{replay}"
+    );
+
+    // Third: resume (no replay) and go on.
+    let third = client(&env, &["third", &cwd, &id]);
+    assert_eq!(
+        of_kind(&third, "resume")[0]["updates"],
+        json!([]),
+        "resume replays nothing"
+    );
+    let p = &of_kind(&third, "prompt")[0];
+    assert_eq!(p["stopReason"], "end_turn");
+    assert_eq!(said(&p["updates"]), "Fourth done.");
+    assert_eq!(of_kind(&third, "closed").len(), 1);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 6);
+    assert!(last_text(&reqs[5]).contains("TASK-FOUR"));
+    assert_eq!(
+        env.ctl(&["show", &id, "--json"]).json()["status"],
+        "completed"
+    );
+}
