@@ -59,7 +59,7 @@ await app.connectWith(stream, async (agent) => {
   if (step === "first") {
     const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
     const id = created.sessionId;
-    out("new", { sessionId: id });
+    out("new", { sessionId: id, modes: created.modes, configOptions: created.configOptions });
     permission = "allow_once";
     await prompt(agent, id, "TASK-ONE: write one.txt");
     permission = "reject_once";
@@ -88,8 +88,15 @@ await app.connectWith(stream, async (agent) => {
     out("load", { updates });
   } else if (step === "third") {
     updates = [];
-    await agent.request(acp.methods.agent.session.resume, { sessionId, cwd, mcpServers: [] });
-    out("resume", { updates });
+    const resumed = await agent.request(acp.methods.agent.session.resume, { sessionId, cwd, mcpServers: [] });
+    out("resume", { updates, modes: resumed.modes });
+    await agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" });
+    const set = await agent.request(acp.methods.agent.session.setConfigOption, {
+      sessionId,
+      configId: "model",
+      value: "anthropic:claude-other",
+    });
+    out("config", { configOptions: set.configOptions });
     await prompt(agent, sessionId, "TASK-FOUR: once more");
     await agent.request(acp.methods.agent.session.close, { sessionId });
     out("closed", {});

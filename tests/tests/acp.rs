@@ -132,10 +132,18 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     assert_eq!(init["protocolVersion"], 1);
     assert_eq!(init["agentCapabilities"]["loadSession"], true);
     assert_eq!(init["agentInfo"]["name"], "agentd");
-    let id = of_kind(&first, "new")[0]["sessionId"]
-        .as_str()
+    let new = of_kind(&first, "new")[0];
+    let id = new["sessionId"].as_str().unwrap().to_string();
+    // Permission modes are session modes; the model a config option.
+    assert_eq!(new["modes"]["currentModeId"], "default");
+    assert_eq!(new["modes"]["availableModes"].as_array().unwrap().len(), 4);
+    let model = new["configOptions"]
+        .as_array()
         .unwrap()
-        .to_string();
+        .iter()
+        .find(|o| o["category"] == "model")
+        .unwrap();
+    assert_eq!(model["currentValue"], "anthropic:claude-test");
     // A session is an agent: listed, with the id.
     let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
     assert_eq!(shown["id"], id);
@@ -244,6 +252,23 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
         json!([]),
         "resume replays nothing"
     );
+    assert_eq!(
+        of_kind(&third, "resume")[0]["modes"]["currentModeId"],
+        "default"
+    );
+    // The pickers change the agent: mode plan, another model.
+    let options = &of_kind(&third, "config")[0]["configOptions"];
+    let current = |category: &str| {
+        options
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["category"] == category)
+            .unwrap()["currentValue"]
+            .clone()
+    };
+    assert_eq!(current("model"), "anthropic:claude-other");
+    assert_eq!(current("mode"), "plan");
     let p = &of_kind(&third, "prompt")[0];
     assert_eq!(p["stopReason"], "end_turn");
     assert_eq!(said(&p["updates"]), "Fourth done.");
@@ -251,6 +276,11 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 6);
     assert!(last_text(&reqs[5]).contains("TASK-FOUR"));
+    assert_eq!(reqs[5].json["model"], "claude-other");
+    assert_eq!(
+        env.ctl(&["show", &id, "--json"]).json()["permission_mode"],
+        "plan"
+    );
     assert_eq!(
         env.ctl(&["show", &id, "--json"]).json()["status"],
         "completed"

@@ -6,6 +6,7 @@
 //!
 //! stdout carries only protocol messages; logs go to stderr (`RUST_LOG`).
 
+mod modes;
 mod peer;
 mod permission;
 mod session;
@@ -209,12 +210,37 @@ impl Bridge {
             "session/load" => {
                 let agent = self.agent(str_param(&params, "sessionId")?).await?;
                 self.open(&agent, Start::Replay).await?;
-                Ok(json!({}))
+                Ok(modes::state(&agent))
             }
             "session/resume" => {
                 let agent = self.agent(str_param(&params, "sessionId")?).await?;
                 self.open(&agent, Start::Live).await?;
+                Ok(modes::state(&agent))
+            }
+            "session/set_mode" => {
+                let session = self.session(&params)?;
+                let mode = modes::parse(str_param(&params, "modeId")?)?;
+                self.update(&session.id, mode as i32, String::new()).await?;
                 Ok(json!({}))
+            }
+            "session/set_config_option" => {
+                let session = self.session(&params)?;
+                let config = str_param(&params, "configId")?;
+                let value = str_param(&params, "value")?;
+                let agent = match config {
+                    modes::MODEL_OPTION => self.update(&session.id, 0, value.to_string()).await?,
+                    modes::MODE_OPTION => {
+                        let mode = modes::parse(value)?;
+                        self.update(&session.id, mode as i32, String::new()).await?
+                    }
+                    other => {
+                        return Err(RpcError::invalid_params(format!(
+                            "no config option {:?} (model, mode)",
+                            other.chars().take(32).collect::<String>()
+                        )));
+                    }
+                };
+                Ok(json!({"configOptions": modes::config_options(&agent)}))
             }
             "session/list" => self.list(&params).await,
             "session/close" => {
@@ -275,7 +301,22 @@ impl Bridge {
             .await?
             .into_inner();
         self.open(&agent, Start::Live).await?;
-        Ok(json!({"sessionId": agent.id}))
+        let mut response = modes::state(&agent);
+        response["sessionId"] = json!(agent.id);
+        Ok(response)
+    }
+
+    async fn update(&self, id: &str, mode: i32, model: String) -> Result<pb::Agent, RpcError> {
+        Ok(self
+            .client
+            .clone()
+            .update_agent(pb::UpdateAgentRequest {
+                id: id.to_string(),
+                permission_mode: mode,
+                model,
+            })
+            .await?
+            .into_inner())
     }
 
     async fn list(&self, params: &Value) -> Result<Value, RpcError> {

@@ -224,6 +224,17 @@ impl AgentService for AgentApi {
         Ok(Response::new(self.wire(record)?))
     }
 
+    async fn update_agent(
+        &self,
+        req: Request<pb::UpdateAgentRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        let r = req.into_inner();
+        let mode = convert::permission_mode_from_wire(r.permission_mode)?;
+        let model = Some(r.model.trim().to_string()).filter(|m| !m.is_empty());
+        let record = self.sup.update(&r.id, mode, model).await?;
+        Ok(Response::new(self.wire(record)?))
+    }
+
     async fn cancel_agent(
         &self,
         req: Request<pb::CancelAgentRequest>,

@@ -155,6 +155,49 @@ impl Supervisor {
         self.reload(&record)
     }
 
+    /// Changes the permission mode or model of an agent that does not run
+    /// now; its next turns use them.
+    pub async fn update(
+        &self,
+        query: &str,
+        mode: Option<crate::domain::PermissionMode>,
+        model: Option<String>,
+    ) -> Result<AgentRecord, AgentdError> {
+        let record = self.resolve(query)?;
+        let handle = self.handle(&record)?;
+        let _transition = handle.transition.lock().await;
+        if handle.is_running() {
+            return Err(AgentdError::precondition(format!(
+                "agent {} is running; change it between turns (interrupt or pause it first)",
+                short(&record)
+            )));
+        }
+        let mut record = self.reload(&record)?;
+        if let Some(mode) = mode {
+            if let Some(parent) = record
+                .parent
+                .and_then(|p| self.store.get_agent(p).ok().flatten())
+                && mode.stricter(parent.permission_mode) != mode
+            {
+                return Err(AgentdError::precondition(format!(
+                    "agent {} is a subagent of {}, whose permission mode is {}; it cannot have a looser one",
+                    short(&record),
+                    short(&parent),
+                    parent.permission_mode.as_str()
+                )));
+            }
+            record.permission_mode = mode;
+        }
+        if let Some(model) = model {
+            let spec = crate::model::ModelSpec::parse(&model)?;
+            crate::model::Provider::from_spec(&spec, &record.cwd, &self.models)?;
+            record.model = model;
+        }
+        record.updated_at_ms = now_ms();
+        self.store.put_agent_durable(&record).await?;
+        Ok(record)
+    }
+
     /// Cancels an agent and every descendant: running loops stop at once
     /// (an in-flight model call is dropped, a running tool is killed); idle
     /// agents are marked cancelled. Returns the agent as it ended.
