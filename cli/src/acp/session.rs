@@ -250,6 +250,7 @@ async fn follow(
     let mut ready = Some(ready);
     // Text of the response in progress was streamed as deltas.
     let mut streamed = false;
+    let mut tasks = updates::Tasks::default();
     let id = session.id.clone();
     while let Ok(Some(event)) = events.message().await {
         let Some(event) = event.event else { continue };
@@ -265,7 +266,7 @@ async fn follow(
                 if ready.is_some() {
                     // History.
                     if start == Start::Replay {
-                        for u in updates::replay(role, &content) {
+                        for u in updates::replay(role, &content, &mut tasks) {
                             update(&peer, &id, u);
                         }
                     }
@@ -295,8 +296,19 @@ async fn follow(
                         }
                     }
                     "user" => {
-                        for block in content.iter().filter(|b| b["type"] == "tool_result") {
-                            update(&peer, &id, updates::tool_result_update(block));
+                        for block in &content {
+                            match block["type"].as_str().unwrap_or_default() {
+                                "tool_result" => update(&peer, &id, tasks.result(block)),
+                                // A background child's notification ends its call.
+                                "text" => {
+                                    if let Some(u) = tasks
+                                        .notification(block["text"].as_str().unwrap_or_default())
+                                    {
+                                        update(&peer, &id, u);
+                                    }
+                                }
+                                _ => {}
+                            }
                         }
                     }
                     _ => {}

@@ -2,6 +2,8 @@
 //! payloads built from the daemon's transcript entries, streaming deltas
 //! and tool activity. Pure functions; `session` sends them.
 
+use std::collections::HashMap;
+
 use serde_json::{Value, json};
 
 /// ACP's tool kind for one of agentd's tools.
@@ -112,18 +114,79 @@ pub fn chunk(kind: &str, text: &str) -> Value {
     json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
 }
 
+/// Background children and forks the agent started: their `Agent` calls
+/// stay in progress until the child's `<task-notification>` arrives.
+#[derive(Default)]
+pub struct Tasks {
+    /// Task (child agent) id → the tool call that started it.
+    open: HashMap<String, String>,
+}
+
+/// The text between `open` and `close`.
+fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let start = text.find(open)? + open.len();
+    let end = text[start..].find(close)? + start;
+    Some(&text[start..end])
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+impl Tasks {
+    /// The update for a tool_result; a launch in the background leaves its
+    /// call in progress, to be ended by the child's notification.
+    pub fn result(&mut self, block: &Value) -> Value {
+        let mut update = tool_result_update(block);
+        let text = result_text(block);
+        let launched = text.contains("<task-notification> when it")
+            && !block["is_error"].as_bool().unwrap_or(false);
+        if launched
+            && let Some(task) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("task_id: "))
+                .map(str::trim)
+        {
+            let call = block["tool_use_id"].as_str().unwrap_or_default();
+            self.open.insert(task.to_string(), call.to_string());
+            update["status"] = json!("in_progress");
+        }
+        update
+    }
+
+    /// The update that ends a background call, for a notification's text.
+    pub fn notification(&mut self, text: &str) -> Option<Value> {
+        let task = between(text, "<task-id>", "</task-id>")?;
+        let call = self.open.remove(task)?;
+        let status = between(text, "<status>", "</status>").unwrap_or("completed");
+        let result = unescape(between(text, "<result>", "</result>").unwrap_or_default());
+        Some(json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call,
+            "status": if status == "completed" { "completed" } else { "failed" },
+            "content": [{"type": "content", "content": {"type": "text", "text": result}}],
+        }))
+    }
+}
+
 /// What a stored transcript entry shows when a session is loaded: the
 /// whole conversation, messages and tool calls with their results.
 /// `role` is the entry's role name ("user", "assistant", "system").
-pub fn replay(role: &str, content: &[Value]) -> Vec<Value> {
+pub fn replay(role: &str, content: &[Value], tasks: &mut Tasks) -> Vec<Value> {
     let mut out = Vec::new();
     for block in content {
         match (role, block["type"].as_str().unwrap_or_default()) {
-            ("user", "text") => out.push(chunk(
-                "user_message_chunk",
-                block["text"].as_str().unwrap_or_default(),
-            )),
-            ("user", "tool_result") => out.push(tool_result_update(block)),
+            ("user", "text") => {
+                let text = block["text"].as_str().unwrap_or_default();
+                match tasks.notification(text) {
+                    Some(update) => out.push(update),
+                    None => out.push(chunk("user_message_chunk", text)),
+                }
+            }
+            ("user", "tool_result") => out.push(tasks.result(block)),
             ("assistant", "text") => out.push(chunk(
                 "agent_message_chunk",
                 block["text"].as_str().unwrap_or_default(),
@@ -207,6 +270,28 @@ mod tests {
         );
         assert_eq!(done["status"], "failed");
         assert_eq!(done["content"][0]["content"]["text"], "ok");
+    }
+
+    #[test]
+    fn a_background_agent_call_stays_open_until_its_notification() {
+        let mut tasks = Tasks::default();
+        let launch = json!({"type": "tool_result", "tool_use_id": "toolu_7", "content": [{"type": "text", "text":
+            "Agent launched in the background.\ntask_id: 0190c0de-0000-7000-8000-000000000001\nYou will receive a <task-notification> when it finishes; do not poll it."}]});
+        let update = tasks.result(&launch);
+        assert_eq!(update["status"], "in_progress");
+        let note = "<task-notification>\n<task-id>0190c0de-0000-7000-8000-000000000001</task-id>\n<status>completed</status>\n<summary>Agent \"x\" completed</summary>\n<result>all 3 pass &lt;ok&gt;</result>\n</task-notification>";
+        let end = tasks.notification(note).unwrap();
+        assert_eq!(end["toolCallId"], "toolu_7");
+        assert_eq!(end["status"], "completed");
+        assert_eq!(end["content"][0]["content"]["text"], "all 3 pass <ok>");
+        // Once only; an unknown task is no call of this session.
+        assert!(tasks.notification(note).is_none());
+        // In a replay the notification ends the call instead of showing as
+        // a message from the person.
+        let mut tasks = Tasks::default();
+        let _ = replay("user", &[launch], &mut tasks);
+        let shown = replay("user", &[json!({"type": "text", "text": note})], &mut tasks);
+        assert_eq!(shown[0]["sessionUpdate"], "tool_call_update");
     }
 
     #[test]

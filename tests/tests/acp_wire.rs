@@ -1,0 +1,222 @@
+//! `agentctl acp` on the wire, line by line: what an editor sees of a
+//! background child, and what happens when the editor goes away mid-turn.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use agentd_e2e::Env;
+use agentd_e2e::mock::{MockServer, RecordedRequest, Reply, prompt_of, text_of};
+use serde_json::{Value, json};
+
+struct Editor {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Editor {
+    fn start(env: &Env, args: &[&str]) -> Editor {
+        let mut full = vec!["acp"];
+        full.extend_from_slice(args);
+        let mut child = env
+            .ctl_command(&full)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout: ChildStdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC: {e}: {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Editor {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+        }
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Messages until `pred` holds for one (returned last).
+    fn until(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let m = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no {what} within 30 s; saw {seen:?}"));
+            let done = pred(&m);
+            seen.push(m);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    fn call(&mut self, id: u64, method: &str, params: Value) -> Vec<Value> {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.until(method, |m| m["id"] == id && m.get("method").is_none())
+    }
+}
+
+fn last_text(r: &RecordedRequest) -> String {
+    text_of(&r.json["messages"].as_array().unwrap().last().unwrap()["content"])
+}
+
+fn world(mock: &MockServer) -> Env {
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    env.write_config("default_model = \"anthropic:claude-test\"\n");
+    env
+}
+
+#[test]
+fn a_background_child_is_a_tool_call_that_ends_when_its_notification_arrives() {
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    mock.when(
+        |r| prompt_of(r).contains("CHILD-TASK"),
+        Reply::text("the child's findings"),
+    );
+    mock.when(
+        |r| last_text(r).contains("<task-notification>"),
+        Reply::text("noted"),
+    );
+    mock.when(
+        |r| last_text(r).contains("TASK-BG"),
+        Reply::tool(
+            "",
+            "Agent",
+            json!({"description": "look around", "prompt": "CHILD-TASK go", "run_in_background": true}),
+        ),
+    );
+    mock.when(|_| true, Reply::text("launched it"));
+    let mut editor = Editor::start(&env, &["--permission-mode", "bypass"]);
+    editor.call(0, "initialize", json!({"protocolVersion": 1}));
+    let new = editor.call(
+        1,
+        "session/new",
+        json!({"cwd": env.project().display().to_string(), "mcpServers": []}),
+    );
+    let sid = new.last().unwrap()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let turn = editor.call(
+        2,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "TASK-BG start it"}]}),
+    );
+    assert_eq!(turn.last().unwrap()["result"]["stopReason"], "end_turn");
+    let update = |m: &Value| m["params"]["update"].clone();
+    let call = turn
+        .iter()
+        .map(update)
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .expect("the Agent call");
+    let call_id = call["toolCallId"].as_str().unwrap().to_string();
+    let launched = turn
+        .iter()
+        .map(update)
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["content"].is_array())
+        .unwrap();
+    assert_eq!(launched["status"], "in_progress", "{launched}");
+    // After the turn: the child ends, its notification reaches the parent,
+    // and the call completes with the child's result.
+    let later = editor.until("the notification's update", |m| {
+        m["params"]["update"]["toolCallId"] == call_id.as_str()
+            && m["params"]["update"]["status"] == "completed"
+    });
+    let done = update(later.last().unwrap());
+    assert_eq!(
+        done["content"][0]["content"]["text"],
+        "the child's findings"
+    );
+    drop(editor.stdin.take());
+    assert!(editor.child.wait().unwrap().success());
+}
+
+#[test]
+fn an_editor_that_goes_away_mid_turn_leaves_the_agent_running() {
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    mock.enqueue_all([
+        Reply::tool(
+            "",
+            "Bash",
+            json!({"command": "touch long-started; sleep 2; touch long-done"}),
+        ),
+        Reply::text("finished without the editor"),
+    ]);
+    let mut editor = Editor::start(&env, &["--permission-mode", "bypass"]);
+    editor.call(0, "initialize", json!({"protocolVersion": 1}));
+    let new = editor.call(
+        1,
+        "session/new",
+        json!({"cwd": env.project().display().to_string(), "mcpServers": []}),
+    );
+    let sid = new.last().unwrap()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    editor.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "TASK-LONG"}]}}),
+    );
+    agentd_e2e::wait_for_path(&env.project().join("long-started"));
+    // The editor closes: stdin ends, the bridge exits.
+    drop(editor.stdin.take());
+    assert!(editor.child.wait().unwrap().success());
+    let done = env.wait_for_agent(&sid, "completed", |a| a["status"] == "completed");
+    assert_eq!(done["result"], "finished without the editor");
+    assert!(env.project().join("long-done").exists());
+}
+
+#[test]
+fn malformed_lines_and_unknown_methods_get_json_rpc_errors() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let mut editor = Editor::start(&env, &[]);
+    editor
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"{not json\n")
+        .unwrap();
+    let parse = editor.until("a parse error", |m| m.get("error").is_some());
+    assert_eq!(parse.last().unwrap()["error"]["code"], -32700);
+    assert_eq!(parse.last().unwrap()["id"], Value::Null);
+    let unknown = editor.call(7, "session/teleport", json!({}));
+    assert_eq!(unknown.last().unwrap()["error"]["code"], -32601);
+    // Unknown notifications are ignored; the bridge still answers.
+    editor.send(json!({"jsonrpc": "2.0", "method": "session/whatever", "params": {}}));
+    let missing = editor.call(
+        8,
+        "session/prompt",
+        json!({"sessionId": "nope", "prompt": []}),
+    );
+    assert_eq!(missing.last().unwrap()["error"]["code"], -32002);
+    let bad = editor.call(9, "session/new", json!({"cwd": "relative/dir"}));
+    assert_eq!(bad.last().unwrap()["error"]["code"], -32602);
+    drop(editor.stdin.take());
+    assert!(editor.child.wait().unwrap().success());
+}
