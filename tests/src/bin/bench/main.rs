@@ -15,11 +15,13 @@
 //! cargo run --release -p agentd-e2e --bin bench -- worktree [--runs N] [--files 10000]
 //! cargo run --release -p agentd-e2e --bin bench -- sandbox [--runs 300] [--files 1000]
 //! cargo run --release -p agentd-e2e --bin bench -- service [--runs 100] [--cold-runs 15]
+//! cargo run --release -p agentd-e2e --bin bench -- acp [--runs 50]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+mod acp;
 mod fanout;
 mod sandbox;
 mod service;
@@ -818,6 +820,7 @@ fn main() {
         Some("worktree") => worktree::bench_worktree(&args),
         Some("sandbox") => sandbox::bench_sandbox(&args),
         Some("service") => service::bench_service(&args),
+        Some("acp") => acp::bench_acp(&args),
         _ => {
             eprintln!(
                 "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox [options] (see the source's header)"
