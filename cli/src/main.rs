@@ -110,7 +110,8 @@ enum Command {
 fn sigpipe_for(command: &Command) {
     use nix::sys::signal::{SigHandler, Signal, signal};
     let handler = match command {
-        Command::Daemon(_) | Command::Service(_) => SigHandler::SigIgn,
+        // acp: an editor that closes its end is handled, not a signal.
+        Command::Daemon(_) | Command::Service(_) | Command::Acp(_) => SigHandler::SigIgn,
         _ => SigHandler::SigDfl,
     };
     // SAFETY: called in main before any thread exists; neither disposition

@@ -29,7 +29,8 @@ pub enum Key {
 }
 
 /// Decodes what one read returned. An escape sequence (arrow keys and the
-/// like: ESC then `[` or `O`) is skipped whole rather than read as Escape.
+/// like: ESC then `[` or `O`) is skipped whole, and so is Alt+key (ESC then
+/// a character): only a lone ESC is Escape, which interrupts the agent.
 pub fn decode(bytes: &[u8]) -> Vec<Key> {
     let mut keys = Vec::new();
     let text = String::from_utf8_lossy(bytes);
@@ -40,17 +41,24 @@ pub fn decode(bytes: &[u8]) -> Vec<Key> {
             '\u{4}' => Key::Detach,
             '\u{3}' => Key::Interrupt,
             '\u{1b}' => {
-                if matches!(chars.peek(), Some('[' | 'O')) {
-                    chars.next();
-                    // Parameters, then one final byte in @..~.
-                    for c in chars.by_ref() {
-                        if ('@'..='~').contains(&c) {
-                            break;
+                match chars.peek() {
+                    Some('[' | 'O') => {
+                        chars.next();
+                        // Parameters, then one final byte in @..~.
+                        for c in chars.by_ref() {
+                            if ('@'..='~').contains(&c) {
+                                break;
+                            }
                         }
+                        continue;
                     }
-                    continue;
+                    // Alt+key.
+                    Some(_) => {
+                        chars.next();
+                        continue;
+                    }
+                    None => Key::Escape,
                 }
-                Key::Escape
             }
             '\r' | '\n' => Key::Enter,
             '\u{7f}' | '\u{8}' => Key::Backspace,
@@ -140,6 +148,9 @@ mod tests {
         // An arrow key is not an Escape.
         assert_eq!(decode(b"\x1b[A"), Vec::<Key>::new());
         assert_eq!(decode(b"\x1b"), vec![Key::Escape]);
+        // Nor is Alt+x: only a lone ESC interrupts.
+        assert_eq!(decode(b"\x1bx"), Vec::<Key>::new());
+        assert_eq!(decode(b"a\x1b"), vec![Key::Char('a'), Key::Escape]);
         assert_eq!(
             decode("é\x7f".as_bytes()),
             vec![Key::Char('é'), Key::Backspace]

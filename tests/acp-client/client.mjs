@@ -28,7 +28,11 @@ const app = acp
     updates.push(params.update);
   })
   .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
-    out("permission", { title: params.toolCall.title, options: params.options.map((o) => o.kind) });
+    out("permission", {
+      title: params.toolCall.title,
+      toolCallId: params.toolCall.toolCallId,
+      options: params.options.map((o) => o.kind),
+    });
     const option = params.options.find((o) => o.kind === permission);
     if (cancelOn) {
       // Allowed: cancel once the tool has had time to start running.

@@ -36,12 +36,11 @@ fn setup() {
 
 /// Runs one step of the SDK client; its JSON lines.
 fn client(env: &Env, args: &[&str]) -> Vec<Value> {
-    let mut cmd = env.ctl_command(&[]);
+    let cmd = env.ctl_command(&[]);
     let envs: Vec<_> = cmd
         .get_envs()
         .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned())))
         .collect();
-    let _ = &mut cmd;
     let out = Command::new("timeout")
         .arg("120")
         .arg("node")
@@ -183,7 +182,12 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     assert_eq!(permissions.len(), 3, "{first:?}");
     assert_eq!(
         permissions[0]["options"],
-        json!(["allow_once", "allow_always", "reject_once"])
+        json!(["allow_once", "allow_always", "reject_once", "reject_always"])
+    );
+    // The ask is about the call the editor was already shown.
+    assert_eq!(
+        permissions[0]["toolCallId"],
+        prompts[0]["updates"][call]["toolCallId"]
     );
     // 3: cancelled while the tool ran: killed, recorded, session usable.
     assert_eq!(prompts[2]["stopReason"], "cancelled");

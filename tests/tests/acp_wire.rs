@@ -220,3 +220,92 @@ fn malformed_lines_and_unknown_methods_get_json_rpc_errors() {
     drop(editor.stdin.take());
     assert!(editor.child.wait().unwrap().success());
 }
+
+#[test]
+fn a_cancel_right_behind_its_prompt_still_stops_the_turn() {
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let _daemon = env.start_daemon();
+    mock.when(
+        |r| last_text(r).contains("TASK-RACE"),
+        Reply::tool(
+            "",
+            "Bash",
+            json!({"command": "sleep 3; echo ran >> raced.txt"}),
+        ),
+    );
+    mock.when(|_| true, Reply::text("after"));
+    let mut editor = Editor::start(&env, &["--permission-mode", "bypass"]);
+    editor.call(0, "initialize", json!({"protocolVersion": 1}));
+    let new = editor.call(
+        1,
+        "session/new",
+        json!({"cwd": env.project().display().to_string(), "mcpServers": []}),
+    );
+    let sid = new.last().unwrap()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for round in 0..3u64 {
+        // The cancel follows on the next line: the agent has not even
+        // been revived when it arrives.
+        editor.send(json!({"jsonrpc": "2.0", "id": 10 + round, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": format!("TASK-RACE {round}")}]}}));
+        editor.send(
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}),
+        );
+        let answer = editor.until("the prompt's answer", |m| m["id"] == 10 + round);
+        assert_eq!(
+            answer.last().unwrap()["result"]["stopReason"],
+            "cancelled",
+            "round {round}: {answer:?}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(
+        !env.project().join("raced.txt").exists(),
+        "a cancelled command ran to its end"
+    );
+    drop(editor.stdin.take());
+    assert!(editor.child.wait().unwrap().success());
+}
+
+#[test]
+fn a_line_that_is_not_utf8_is_a_parse_error_and_a_session_outlived_by_its_daemon_is_gone() {
+    let mock = MockServer::start();
+    let env = world(&mock);
+    let daemon = env.start_daemon();
+    mock.when(|_| true, Reply::text("hi"));
+    let mut editor = Editor::start(&env, &["--permission-mode", "bypass"]);
+    editor
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"\xff\xfe\"}\n")
+        .unwrap();
+    let parse = editor.until("a parse error", |m| m.get("error").is_some());
+    assert_eq!(parse.last().unwrap()["error"]["code"], -32700);
+    // Still talking.
+    editor.call(0, "initialize", json!({"protocolVersion": 1}));
+    let new = editor.call(
+        2,
+        "session/new",
+        json!({"cwd": env.project().display().to_string(), "mcpServers": []}),
+    );
+    let sid = new.last().unwrap()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The daemon stops under the open session: the next prompt is told
+    // at once that the session is gone (load it again), never left hanging.
+    assert!(daemon.terminate().success());
+    std::thread::sleep(Duration::from_millis(300));
+    let gone = editor.call(
+        3,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "still there?"}]}),
+    );
+    assert_eq!(gone.last().unwrap()["error"]["code"], -32002, "{gone:?}");
+    drop(editor.stdin.take());
+    assert!(editor.child.wait().unwrap().success());
+}

@@ -97,3 +97,31 @@ fn interrupting_the_model_call_discards_the_partial_answer_and_says_so() {
     );
     assert_eq!(env.ctl(&["show", &id, "--json"]).json()["status"], "paused");
 }
+
+#[test]
+fn a_message_waiting_when_the_agent_is_interrupted_does_not_restart_it() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let model = env.script(
+        "s.json",
+        &script(vec![
+            turn(vec![tool(
+                "Bash",
+                json!({"command": "touch started; sleep 30"}),
+            )]),
+            turn(vec![tool("Bash", json!({"command": "touch second-call"}))]),
+            turn(vec![text("done")]),
+        ]),
+    );
+    let id = env.run_background(&model, "queued", "work");
+    agentd_e2e::wait_for_path(&env.project().join("started"));
+    // A message queued for the running turn, then the interrupt.
+    env.ctl(&["send", &id, "and then this"]).expect_code(0);
+    let out = env.ctl(&["interrupt", &id]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("paused"), "{}", out.stdout);
+    std::thread::sleep(Duration::from_millis(500));
+    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    assert_eq!(shown["status"], "paused", "{shown}");
+    assert!(!env.project().join("second-call").exists());
+}

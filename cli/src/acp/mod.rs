@@ -55,12 +55,20 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         args,
         sessions: Mutex::new(HashMap::new()),
     });
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if line.trim().is_empty() {
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match stdin.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let message: Value = match serde_json::from_str(&line) {
+        // Bytes, not text: a line that is not UTF-8 is a parse error like
+        // any other, never the end of the conversation.
+        let message: Value = match serde_json::from_slice(&line) {
             Ok(m) => m,
             Err(e) => {
                 peer.respond(
@@ -160,14 +168,19 @@ fn iso8601(t: Option<&prost_types::Timestamp>) -> Option<String> {
 }
 
 impl Bridge {
+    /// A session this editor has open; one whose attachment ended (the
+    /// daemon stopped) is gone: the editor loads it again.
     fn session(&self, params: &Value) -> Result<Arc<Session>, RpcError> {
         let id = str_param(params, "sessionId")?;
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .cloned()
-            .ok_or_else(|| RpcError::session_not_found(id))
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        match sessions.get(id) {
+            Some(s) if s.is_alive() => Ok(s.clone()),
+            Some(_) => {
+                sessions.remove(id);
+                Err(RpcError::session_not_found(id))
+            }
+            None => Err(RpcError::session_not_found(id)),
+        }
     }
 
     async fn agent(&self, id: &str) -> Result<pb::Agent, RpcError> {

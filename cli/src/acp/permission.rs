@@ -15,6 +15,7 @@ use super::updates;
 const ALLOW_ONCE: &str = "allow-once";
 const ALLOW_ALWAYS: &str = "allow-always";
 const REJECT: &str = "reject-once";
+const REJECT_ALWAYS: &str = "reject-always";
 
 /// Asks the editor about `ask` and answers the daemon on `attach`.
 pub async fn ask(
@@ -23,20 +24,58 @@ pub async fn ask(
     attach: mpsc::Sender<pb::AttachRequest>,
     ask: pb::PermissionRequest,
 ) {
+    let reply = |decision: Decision, reason: String| {
+        let attach = attach.clone();
+        let request_id = ask.request_id.clone();
+        async move {
+            let _ = attach
+                .send(pb::AttachRequest {
+                    request: Some(pb::attach_request::Request::PermissionAnswer(
+                        crate::permission_prompt::answer(&request_id, decision, reason),
+                    )),
+                })
+                .await;
+        }
+    };
+    // "Always reject" in this session: answered without asking again.
+    if session.rejects_always(&ask.tool_name) {
+        reply(
+            Decision::Deny,
+            format!(
+                "the person rejected every {} call in this session",
+                ask.tool_name
+            ),
+        )
+        .await;
+        return;
+    }
     let input: serde_json::Value = serde_json::from_str(&ask.input_json).unwrap_or_default();
+    let call_id = if ask.tool_use_id.is_empty() {
+        format!("permission-{}", ask.request_id)
+    } else {
+        ask.tool_use_id.clone()
+    };
     let mut tool_call = json!({
-        "toolCallId": format!("permission-{}", ask.request_id),
+        "toolCallId": call_id,
         "title": updates::tool_title(&ask.tool_name, &input),
         "kind": updates::tool_kind(&ask.tool_name),
         "status": "pending",
         "rawInput": input,
     });
-    if ask.agent_id != session.id {
+    let subagent = ask.agent_id != session.id;
+    if subagent {
+        // The editor has not seen a subagent's calls: show this one first.
         tool_call["title"] = json!(format!(
             "subagent {}: {}",
             ask.agent_short_id,
             tool_call["title"].as_str().unwrap_or_default()
         ));
+        let mut shown = tool_call.clone();
+        shown["sessionUpdate"] = json!("tool_call");
+        peer.notify(
+            "session/update",
+            json!({"sessionId": session.id, "update": shown}),
+        );
     }
     let answer = peer
         .request(
@@ -48,6 +87,7 @@ pub async fn ask(
                     {"optionId": ALLOW_ONCE, "name": "Allow once", "kind": "allow_once"},
                     {"optionId": ALLOW_ALWAYS, "name": format!("Always allow {}", ask.tool_name), "kind": "allow_always"},
                     {"optionId": REJECT, "name": "Reject", "kind": "reject_once"},
+                    {"optionId": REJECT_ALWAYS, "name": format!("Always reject {}", ask.tool_name), "kind": "reject_always"},
                 ],
             }),
         )
@@ -57,6 +97,13 @@ pub async fn ask(
             match result["outcome"]["optionId"].as_str() {
                 Some(ALLOW_ONCE) => (Decision::AllowOnce, String::new()),
                 Some(ALLOW_ALWAYS) => (Decision::AllowAlways, String::new()),
+                Some(REJECT_ALWAYS) => {
+                    session.reject_always(&ask.tool_name);
+                    (
+                        Decision::Deny,
+                        "the person rejected it in the editor".to_string(),
+                    )
+                }
                 _ => (
                     Decision::Deny,
                     "the person rejected it in the editor".to_string(),
@@ -69,11 +116,12 @@ pub async fn ask(
             "not allowed: the editor's prompt was cancelled".to_string(),
         ),
     };
-    let _ = attach
-        .send(pb::AttachRequest {
-            request: Some(pb::attach_request::Request::PermissionAnswer(
-                crate::permission_prompt::answer(&ask.request_id, decision, reason),
-            )),
-        })
-        .await;
+    let allowed = matches!(decision, Decision::AllowOnce | Decision::AllowAlways);
+    reply(decision, reason).await;
+    if subagent {
+        peer.notify(
+            "session/update",
+            json!({"sessionId": session.id, "update": updates::status_update(&call_id, if allowed { "in_progress" } else { "failed" })}),
+        );
+    }
 }

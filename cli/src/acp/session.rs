@@ -36,6 +36,11 @@ pub struct Session {
     turn: Mutex<Option<Turn>>,
     /// `session/cancel` came for the prompt in flight.
     cancelled: AtomicBool,
+    /// The attach stream still runs; when it ends (the daemon stopped),
+    /// the session is gone and the editor must load it again.
+    alive: AtomicBool,
+    /// Tools the editor chose "always reject" for in this session.
+    rejected: Mutex<std::collections::HashSet<String>>,
 }
 
 /// How a session starts following its agent.
@@ -74,6 +79,8 @@ impl Session {
             attach: tx,
             turn: Mutex::new(None),
             cancelled: AtomicBool::new(false),
+            alive: AtomicBool::new(true),
+            rejected: Mutex::new(Default::default()),
         });
         let (ready_tx, ready_rx) = oneshot::channel();
         tokio::spawn(follow(session.clone(), events, peer, start, ready_tx));
@@ -83,9 +90,30 @@ impl Session {
         Ok(session)
     }
 
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    pub fn rejects_always(&self, tool: &str) -> bool {
+        self.rejected
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(tool)
+    }
+
+    pub fn reject_always(&self, tool: &str) {
+        self.rejected
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(tool.to_string());
+    }
+
     /// Sends `text` to the agent and waits for the turn it starts (or
     /// joins) to end.
     pub async fn prompt(&self, client: &Client, text: String) -> TurnEnd {
+        if !self.is_alive() {
+            return Err(RpcError::session_not_found(&self.id));
+        }
         let (tx, rx) = oneshot::channel();
         {
             let mut turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
@@ -113,6 +141,11 @@ impl Session {
                 if !r.into_inner().revived {
                     // Queued for a turn already running: it is this one.
                     self.mark_started();
+                }
+                // A cancel that came while the message was on its way found
+                // nothing running yet: now there is.
+                if self.cancelled.load(Ordering::SeqCst) {
+                    self.interrupt(client).await;
                 }
             }
             Err(status) => {
@@ -146,6 +179,10 @@ impl Session {
             return;
         }
         self.cancelled.store(true, Ordering::SeqCst);
+        self.interrupt(client).await;
+    }
+
+    async fn interrupt(&self, client: &Client) {
         if let Err(status) = client
             .clone()
             .interrupt_agent(pb::InterruptAgentRequest {
@@ -251,6 +288,12 @@ async fn follow(
     // Text of the response in progress was streamed as deltas.
     let mut streamed = false;
     let mut tasks = updates::Tasks::default();
+    // Permission asks that came with the history wait for the answer to
+    // load/resume/new to be sent first.
+    let mut early_asks = Vec::new();
+    // Each attempt at a response is a message of its own: a retried
+    // response's text does not run on from the discarded one's.
+    let mut attempt = 0u64;
     let id = session.id.clone();
     while let Ok(Some(event)) = events.message().await {
         let Some(event) = event.event else { continue };
@@ -291,6 +334,7 @@ async fn follow(
                             }
                         }
                         streamed = false;
+                        attempt += 1;
                         if let Some(usage) = &entry.usage {
                             update(&peer, &id, updates::usage_update(usage, CONTEXT_WINDOW));
                         }
@@ -317,10 +361,14 @@ async fn follow(
             Event::Delta(delta) => match delta.delta {
                 Some(pb::content_delta::Delta::Text(text)) => {
                     streamed = true;
-                    update(&peer, &id, updates::chunk("agent_message_chunk", &text));
+                    let mut u = updates::chunk("agent_message_chunk", &text);
+                    u["messageId"] = json!(format!("{id}-{attempt}"));
+                    update(&peer, &id, u);
                 }
                 Some(pb::content_delta::Delta::Thinking(text)) => {
-                    update(&peer, &id, updates::chunk("agent_thought_chunk", &text));
+                    let mut u = updates::chunk("agent_thought_chunk", &text);
+                    u["messageId"] = json!(format!("{id}-{attempt}-thinking"));
+                    update(&peer, &id, u);
                 }
                 _ => {}
             },
@@ -331,23 +379,42 @@ async fn follow(
                     updates::status_update(&tool.tool_use_id, "in_progress"),
                 );
             }
+            Event::Retry(_) => {
+                attempt += 1;
+                streamed = false;
+            }
             Event::Status(change) => {
                 if let Some(ready) = ready.take() {
                     let _ = ready.send(());
+                    // The response to new/load/resume goes out first.
+                    tokio::task::yield_now().await;
+                    for ask in early_asks.drain(..) {
+                        tokio::spawn(super::permission::ask(
+                            peer.clone(),
+                            session.clone(),
+                            session.attach.clone(),
+                            ask,
+                        ));
+                    }
                 }
                 session.status_changed(&change);
             }
             Event::PermissionRequest(ask) if !ask.resolved => {
-                tokio::spawn(super::permission::ask(
-                    peer.clone(),
-                    session.clone(),
-                    session.attach.clone(),
-                    ask,
-                ));
+                if ready.is_some() {
+                    early_asks.push(ask);
+                } else {
+                    tokio::spawn(super::permission::ask(
+                        peer.clone(),
+                        session.clone(),
+                        session.attach.clone(),
+                        ask,
+                    ));
+                }
             }
             _ => {}
         }
     }
+    session.alive.store(false, Ordering::SeqCst);
     if let Some(turn) = session
         .turn
         .lock()

@@ -38,6 +38,7 @@ pub trait AgentHost: Send + Sync + 'static {
         agent: &AgentRecord,
         tool: ToolName,
         input: &Value,
+        tool_use_id: &str,
     ) -> (PermissionAsk, oneshot::Receiver<Answer>);
 
     /// Withdraws an unanswered ask (the agent stopped waiting).

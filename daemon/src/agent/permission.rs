@@ -36,6 +36,8 @@ pub fn gate(record: &AgentRecord, tool: ToolName) -> Gate {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionAsk {
     pub request_id: String,
+    /// The tool call it asks about (its tool_use block's id).
+    pub tool_use_id: String,
     pub agent: AgentId,
     pub agent_short: ShortId,
     pub tool: ToolName,

@@ -74,7 +74,7 @@ impl TurnLoop {
                 // A tool the agent may not run is refused before anyone is
                 // asked: allowing it could not make it run.
                 Some(tool) if !self.may_run(tool) => self.not_allowed(tool),
-                Some(tool) => match self.permit(tool, &call.input).await? {
+                Some(tool) => match self.permit(tool, call).await? {
                     Err(stop) => {
                         let not_run = interrupted::not_run(tool, &stop, true);
                         results.push(tool_result(call, &not_run));
@@ -224,14 +224,14 @@ impl TurnLoop {
     pub(super) async fn permit(
         &mut self,
         tool: ToolName,
-        input: &Value,
+        call: &Call,
     ) -> Result<Result<Option<ToolOutput>, Outcome>, Halt> {
         match permission::gate(&self.record, tool) {
             Gate::Allow => return Ok(Ok(None)),
             Gate::Refuse(why) => return Ok(Ok(Some(ToolOutput::error(why)))),
             Gate::Ask => {}
         }
-        let (ask, rx) = self.host.ask(&self.record, tool, input);
+        let (ask, rx) = self.host.ask(&self.record, tool, &call.input, &call.id);
         if let Err(halt) = self.set_status(Status::Waiting).await {
             self.host.withdraw_ask(&ask.request_id);
             return Err(halt);

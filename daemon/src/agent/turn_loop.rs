@@ -260,6 +260,10 @@ impl TurnLoop {
         // agent was idle (or before it started) are delivered first.
         self.deliver_inbox(Vec::new()).await?;
         let mut max_tokens_recoveries = 0;
+        // max_turns bounds one run (a task, or one message's worth of
+        // work after a revival), not the agent's whole life: a long-lived
+        // session would otherwise run out for good.
+        let turns_before = self.record.turns;
         // Set after `pause_turn`: the assistant message goes back as is.
         let mut continuing_paused_turn = false;
         loop {
@@ -273,7 +277,7 @@ impl TurnLoop {
                 // the answer is the last one in the transcript.
                 return Ok(Outcome::Completed(self.last_answer()));
             }
-            if self.record.turns >= self.record.max_turns {
+            if self.record.turns - turns_before >= self.record.max_turns {
                 return Ok(Outcome::Failed(format!(
                     "stopped after reaching max_turns ({}) without a final answer",
                     self.record.max_turns

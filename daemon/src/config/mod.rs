@@ -51,7 +51,8 @@ use crate::pricing::Price;
 pub struct Config {
     /// Model used when a request names none, e.g. "anthropic:claude-sonnet-4-5".
     pub default_model: Option<String>,
-    /// Model turns an agent may take before it is stopped.
+    /// Model turns one run of an agent may take before it is stopped (a
+    /// revival by a message starts a new count).
     pub max_turns: u32,
     /// How long shutdown waits for running turns to reach a safe point.
     pub shutdown_grace_secs: u64,

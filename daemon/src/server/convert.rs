@@ -403,6 +403,7 @@ pub fn permission(ask: &PermissionAsk, resolved: bool) -> pb::PermissionRequest 
         summary: ask.summary.clone(),
         resolved,
         agent_short_id: ask.agent_short.to_string(),
+        tool_use_id: ask.tool_use_id.clone(),
     }
 }
 

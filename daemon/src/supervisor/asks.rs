@@ -59,9 +59,11 @@ impl Supervisor {
         record: &AgentRecord,
         tool: ToolName,
         input: &serde_json::Value,
+        tool_use_id: &str,
     ) -> (PermissionAsk, oneshot::Receiver<Answer>) {
         let ask = PermissionAsk {
             request_id: Uuid::now_v7().to_string(),
+            tool_use_id: tool_use_id.to_string(),
             agent: record.id,
             agent_short: record.short_id.clone(),
             tool,

@@ -136,7 +136,12 @@ impl Supervisor {
         let mut stopping = Vec::new();
         for member in &family {
             let handle = self.handle(member)?;
-            let token = handle.run().as_ref().map(|c| c.stops.interrupt.clone());
+            // A revival in progress (a message that just arrived) finishes
+            // first, so that the run it starts is the one interrupted.
+            let token = {
+                let _transition = handle.transition.lock().await;
+                handle.run().as_ref().map(|c| c.stops.interrupt.clone())
+            };
             if let Some(token) = token {
                 token.cancel();
                 stopping.push(handle);
@@ -174,9 +179,17 @@ impl Supervisor {
         }
         let mut record = self.reload(&record)?;
         if let Some(mode) = mode {
-            if let Some(parent) = record
-                .parent
-                .and_then(|p| self.store.get_agent(p).ok().flatten())
+            // Fail closed: a subagent whose parent cannot be read keeps its mode.
+            let parent = match record.parent {
+                None => None,
+                Some(p) => Some(self.store.get_agent(p)?.ok_or_else(|| {
+                    AgentdError::precondition(format!(
+                        "agent {} is a subagent whose parent is gone; its permission mode cannot change",
+                        short(&record)
+                    ))
+                })?),
+            };
+            if let Some(parent) = parent
                 && mode.stricter(parent.permission_mode) != mode
             {
                 return Err(AgentdError::precondition(format!(

@@ -19,8 +19,9 @@ impl AgentHost for SupervisorHost {
         agent: &AgentRecord,
         tool: ToolName,
         input: &Value,
+        tool_use_id: &str,
     ) -> (PermissionAsk, oneshot::Receiver<Answer>) {
-        self.0.open_ask(agent, tool, input)
+        self.0.open_ask(agent, tool, input, tool_use_id)
     }
 
     fn withdraw_ask(&self, request_id: &str) {

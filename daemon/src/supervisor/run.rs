@@ -156,8 +156,11 @@ impl Supervisor {
         if self.shutdown.is_cancelled() {
             return;
         }
-        // A message that arrived while the loop was finishing wakes it again.
+        // A message that arrived while the loop was finishing wakes it again
+        // — not after an interrupt, whose point is that the agent stops
+        // (the message waits for the next send).
         if matches!(record.status, Status::Completed | Status::Paused)
+            && outcome != Outcome::Halted
             && self.store.has_inbox(id).unwrap_or(false)
             && let Err(e) = self.ensure_running(id).await
         {

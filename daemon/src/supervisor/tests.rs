@@ -276,3 +276,59 @@ async fn an_agent_resumed_after_its_answer_was_written_reports_that_answer() {
         "not the empty result of the stale record"
     );
 }
+
+#[tokio::test]
+async fn a_subagent_never_gets_a_looser_mode_even_when_its_parent_is_gone() {
+    use crate::domain::PermissionMode;
+    let w = world();
+    let model = w.script(
+        "s.json",
+        json!({"turns": [{"content": [{"type": "text", "text": "ok"}]}]}),
+    );
+    let parent = w
+        .sup
+        .create(NewAgent {
+            permission_mode: Some(PermissionMode::Default),
+            ..w.new_agent(&model, "parent")
+        })
+        .await
+        .unwrap();
+    w.status_becomes(&parent.id.to_string(), Status::Completed)
+        .await;
+    let child = w.sup.create(w.new_agent(&model, "child")).await.unwrap();
+    w.status_becomes(&child.id.to_string(), Status::Completed)
+        .await;
+    // Make it the parent's subagent, in the default mode.
+    let mut record = w.sup.resolve(&child.id.to_string()).unwrap();
+    record.parent = Some(parent.id);
+    record.permission_mode = PermissionMode::Default;
+    w.sup.store().put_agent_durable(&record).await.unwrap();
+    let id = child.id.to_string();
+
+    let looser = w.sup.update(&id, Some(PermissionMode::Bypass), None).await;
+    assert!(
+        matches!(looser, Err(AgentdError::FailedPrecondition(_))),
+        "{looser:?}"
+    );
+    // Stricter is fine.
+    let plan = w
+        .sup
+        .update(&id, Some(PermissionMode::Plan), None)
+        .await
+        .unwrap();
+    assert_eq!(plan.permission_mode, PermissionMode::Plan);
+    // The parent removed: fail closed, no change at all.
+    w.sup
+        .remove(&parent.id.to_string(), false, false)
+        .await
+        .unwrap();
+    let orphaned = w.sup.update(&id, Some(PermissionMode::Bypass), None).await;
+    assert!(
+        matches!(&orphaned, Err(AgentdError::FailedPrecondition(m)) if m.contains("parent is gone")),
+        "{orphaned:?}"
+    );
+    assert_eq!(
+        w.sup.resolve(&id).unwrap().permission_mode,
+        PermissionMode::Plan
+    );
+}
