@@ -43,13 +43,23 @@ fn locations(name: &str, input: &Value) -> Vec<Value> {
     }
 }
 
+/// Files larger than this show no old text in a Write's diff.
+const MAX_DIFF_BYTES: u64 = 1024 * 1024;
+
 /// Write and Edit as diffs.
 fn diff_content(name: &str, input: &Value) -> Vec<Value> {
     let path = input["file_path"].as_str().unwrap_or_default();
     match name {
-        "Write" => vec![
-            json!({"type": "diff", "path": path, "oldText": null, "newText": input["content"].as_str().unwrap_or_default()}),
-        ],
+        "Write" => {
+            // What the file holds before the write (none: a new file).
+            let old = std::fs::metadata(path)
+                .ok()
+                .filter(|m| m.is_file() && m.len() <= MAX_DIFF_BYTES)
+                .and_then(|_| std::fs::read_to_string(path).ok());
+            vec![
+                json!({"type": "diff", "path": path, "oldText": old, "newText": input["content"].as_str().unwrap_or_default()}),
+            ]
+        }
         "Edit" => vec![
             json!({"type": "diff", "path": path, "oldText": input["old_string"].as_str().unwrap_or_default(), "newText": input["new_string"].as_str().unwrap_or_default()}),
         ],
@@ -254,6 +264,25 @@ pub fn prompt_text(prompt: &[Value]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_over_an_existing_file_shows_what_it_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "before\n").unwrap();
+        let p = path.display().to_string();
+        let call = tool_call(
+            &json!({"type": "tool_use", "id": "t", "name": "Write", "input": {"file_path": p, "content": "after\n"}}),
+            "pending",
+        );
+        assert_eq!(call["content"][0]["oldText"], "before\n");
+        let new = dir.path().join("new.txt").display().to_string();
+        let call = tool_call(
+            &json!({"type": "tool_use", "id": "t", "name": "Write", "input": {"file_path": new, "content": "x"}}),
+            "pending",
+        );
+        assert!(call["content"][0]["oldText"].is_null());
+    }
 
     #[test]
     fn edits_become_diffs_and_results_end_the_call() {
