@@ -520,3 +520,28 @@ fn status_reports_the_daemon_and_counts_agents() {
     assert_eq!(s["agents_total"], 1);
     assert!(s["version"].is_string() && s["uptime_secs"].is_u64());
 }
+
+#[test]
+fn max_turns_bounds_each_run_not_the_agents_whole_life() {
+    let env = Env::new();
+    env.write_config("max_turns = 2\n");
+    let _daemon = env.start_daemon();
+    let model = env.script(
+        "s.json",
+        &script(vec![
+            turn(vec![tool("Bash", json!({"command": "true"}))]),
+            turn(vec![text("first task done")]),
+            turn(vec![tool("Bash", json!({"command": "true"}))]),
+            turn(vec![text("second task done")]),
+        ]),
+    );
+    let id = env.run_background(&model, "budget", "first");
+    env.wait_for_agent(&id, "completed", |a| a["status"] == "completed");
+    // Two more model turns after a message: a new run, a new budget (an
+    // editor session sends many messages to one agent).
+    env.ctl(&["send", &id, "second", "--wait"]).expect_code(0);
+    let done = env.wait_for_agent(&id, "completed", |a| {
+        a["status"] == "completed" && a["turns"] == 4
+    });
+    assert_eq!(done["result"], "second task done", "{done}");
+}
