@@ -152,8 +152,11 @@ impl Tasks {
     pub fn result(&mut self, block: &Value) -> Value {
         let mut update = tool_result_update(block);
         let text = result_text(block);
-        let launched = text.contains("<task-notification> when it")
-            && !block["is_error"].as_bool().unwrap_or(false);
+        // A background launch (an Agent call in the background, a fork, a
+        // call moved to the background) names its task and promises a
+        // notification.
+        let launched =
+            text.contains("<task-notification>") && !block["is_error"].as_bool().unwrap_or(false);
         if launched
             && let Some(task) = text
                 .lines()
@@ -315,6 +318,16 @@ mod tests {
         assert_eq!(end["content"][0]["content"]["text"], "all 3 pass <ok>");
         // Once only; an unknown task is no call of this session.
         assert!(tasks.notification(note).is_none());
+        // A fork's launch reads differently; it is tracked the same way.
+        let mut forks = Tasks::default();
+        let fork = json!({"type": "tool_result", "tool_use_id": "toolu_f", "content":
+            "Fork started — processing in background.\ntask_id: 0190c0de-0000-7000-8000-00000000000f\nThe fork has your whole conversation and works on its directive alone. You will receive a <task-notification> with its report when it finishes; do not poll it or do its task yourself."});
+        assert_eq!(forks.result(&fork)["status"], "in_progress");
+        assert!(
+            forks
+                .notification(&note.replace("0001", "000f"))
+                .is_some_and(|u| u["toolCallId"] == "toolu_f")
+        );
         // In a replay the notification ends the call instead of showing as
         // a message from the person.
         let mut tasks = Tasks::default();
