@@ -85,6 +85,9 @@ fn notice(text: impl Into<String>, is_error: bool) -> Result<pb::AttachEvent, St
     }))
 }
 
+/// How long an attach stream may stay open before its `start` arrives.
+const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The client went away: stop quietly.
 struct Gone;
 
@@ -93,7 +96,17 @@ struct Gone;
 pub async fn read_start(
     inbound: &mut Streaming<pb::AttachRequest>,
 ) -> Result<(String, u64), Status> {
-    match inbound.message().await? {
+    // A stream that never says which agent holds a task and a connection
+    // for nothing: it gets a while, then a clear error.
+    let first = tokio::time::timeout(START_TIMEOUT, inbound.message())
+        .await
+        .map_err(|_| {
+            Status::invalid_argument(format!(
+                "no `start` within {}s of opening the attach stream",
+                START_TIMEOUT.as_secs()
+            ))
+        })?;
+    match first? {
         Some(pb::AttachRequest {
             request: Some(pb::attach_request::Request::Start(start)),
         }) => Ok((start.id, start.from_seq)),
