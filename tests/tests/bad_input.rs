@@ -551,3 +551,29 @@ fn reading_past_the_end_reports_the_real_end_and_attach_says_so() {
         assert!(status.message().contains("start"), "{}", status.message());
     });
 }
+
+#[test]
+fn an_attach_stream_that_never_says_which_agent_is_closed_with_a_clear_error() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    env.rpc(async |client| {
+        // Opened, held, and never a `start`.
+        let (tx, rx) = tokio::sync::mpsc::channel::<pb::AttachRequest>(1);
+        let started = std::time::Instant::now();
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            client.attach(tokio_stream::wrappers::ReceiverStream::new(rx)),
+        )
+        .await
+        .expect("the daemon answers a stream that never starts");
+        let status = answer.map(drop).unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(
+            status.message().contains("no `start`"),
+            "{}",
+            status.message()
+        );
+        assert!(started.elapsed() >= std::time::Duration::from_secs(9));
+        drop(tx);
+    });
+}
