@@ -16,6 +16,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- sandbox [--runs 300] [--files 1000]
 //! cargo run --release -p agentd-e2e --bin bench -- service [--runs 100] [--cold-runs 15]
 //! cargo run --release -p agentd-e2e --bin bench -- acp [--runs 50]
+//! cargo run --release -p agentd-e2e --bin bench -- rpc [--runs 5000]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
@@ -23,6 +24,7 @@
 
 mod acp;
 mod fanout;
+mod rpc;
 mod sandbox;
 mod service;
 mod worktree;
@@ -821,6 +823,7 @@ fn main() {
         Some("sandbox") => sandbox::bench_sandbox(&args),
         Some("service") => service::bench_service(&args),
         Some("acp") => acp::bench_acp(&args),
+        Some("rpc") => rpc::bench_rpc(&args),
         _ => {
             eprintln!(
                 "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox [options] (see the source's header)"
