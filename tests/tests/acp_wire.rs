@@ -70,6 +70,20 @@ impl Editor {
         }
     }
 
+    /// initialize, then session/new in `env`'s project: the session id.
+    fn open_session(&mut self, env: &Env) -> String {
+        self.call(0, "initialize", json!({"protocolVersion": 1}));
+        let new = self.call(
+            1,
+            "session/new",
+            json!({"cwd": env.project().display().to_string(), "mcpServers": []}),
+        );
+        new.last().unwrap()["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     fn call(&mut self, id: u64, method: &str, params: Value) -> Vec<Value> {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         self.until(method, |m| m["id"] == id && m.get("method").is_none())
@@ -110,16 +124,7 @@ fn a_background_child_is_a_tool_call_that_ends_when_its_notification_arrives() {
     );
     mock.when(|_| true, Reply::text("launched it"));
     let mut editor = Editor::start(&env, &["--permission-mode", "bypass"]);
-    editor.call(0, "initialize", json!({"protocolVersion": 1}));
-    let new = editor.call(
-        1,
-        "session/new",
-        json!({"cwd": env.project().display().to_string(), "mcpServers": []}),
-    );
-    let sid = new.last().unwrap()["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = editor.open_session(&env);
     let turn = editor.call(
         2,
         "session/prompt",
@@ -139,13 +144,22 @@ fn a_background_child_is_a_tool_call_that_ends_when_its_notification_arrives() {
         .find(|u| u["sessionUpdate"] == "tool_call_update" && u["content"].is_array())
         .unwrap();
     assert_eq!(launched["status"], "in_progress", "{launched}");
-    // After the turn: the child ends, its notification reaches the parent,
-    // and the call completes with the child's result.
-    let later = editor.until("the notification's update", |m| {
+    // The child ends, its notification reaches the parent, and the call
+    // completes with the child's result: after the turn, or within it when
+    // the child was quick enough to end before its parent's turn did.
+    let ends = |m: &Value| {
         m["params"]["update"]["toolCallId"] == call_id.as_str()
             && m["params"]["update"]["status"] == "completed"
-    });
-    let done = update(later.last().unwrap());
+    };
+    let done = match turn.iter().find(|m| ends(m)) {
+        Some(m) => update(m),
+        None => update(
+            editor
+                .until("the notification's update", ends)
+                .last()
+                .unwrap(),
+        ),
+    };
     assert_eq!(
         done["content"][0]["content"]["text"],
         "the child's findings"
@@ -168,16 +182,7 @@ fn an_editor_that_goes_away_mid_turn_leaves_the_agent_running() {
         Reply::text("finished without the editor"),
     ]);
     let mut editor = Editor::start(&env, &["--permission-mode", "bypass"]);
-    editor.call(0, "initialize", json!({"protocolVersion": 1}));
-    let new = editor.call(
-        1,
-        "session/new",
-        json!({"cwd": env.project().display().to_string(), "mcpServers": []}),
-    );
-    let sid = new.last().unwrap()["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = editor.open_session(&env);
     editor.send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
         "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "TASK-LONG"}]}}),
@@ -236,16 +241,7 @@ fn a_cancel_right_behind_its_prompt_still_stops_the_turn() {
     );
     mock.when(|_| true, Reply::text("after"));
     let mut editor = Editor::start(&env, &["--permission-mode", "bypass"]);
-    editor.call(0, "initialize", json!({"protocolVersion": 1}));
-    let new = editor.call(
-        1,
-        "session/new",
-        json!({"cwd": env.project().display().to_string(), "mcpServers": []}),
-    );
-    let sid = new.last().unwrap()["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = editor.open_session(&env);
     for round in 0..3u64 {
         // The cancel follows on the next line: the agent has not even
         // been revived when it arrives.

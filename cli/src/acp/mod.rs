@@ -145,26 +145,10 @@ fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, RpcError> {
         .ok_or_else(|| RpcError::invalid_params(format!("`{name}` (a string) is required")))
 }
 
+/// A timestamp in ISO 8601 (UTC, seconds), as ACP's `updatedAt` wants it.
 fn iso8601(t: Option<&prost_types::Timestamp>) -> Option<String> {
     let t = t?;
-    let secs = t.seconds;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    Some(format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    ))
+    Some(humantime::format_rfc3339_seconds(crate::render::system_time(Some(t))).to_string())
 }
 
 impl Bridge {
