@@ -6,7 +6,7 @@
 //! daemon sends `READY=1` to `$NOTIFY_SOCKET`, a datagram socket that
 //! agentctl binds for the occasion, so there is no polling.
 
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -164,9 +164,12 @@ impl Target {
             .create(&self.data_dir)
             .map_err(|e| unreachable(format!("cannot create {}: {e}", self.data_dir.display())))?;
         let log_path = self.data_dir.join("agentd.log");
+        // Private from the start, like everything in the data directory
+        // (the daemon would otherwise tighten it, and warn, at every start).
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(&log_path)
             .map_err(|e| unreachable(format!("cannot open {}: {e}", log_path.display())))?;
         let log_err = log
