@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod disk;
 pub mod forking;
 pub mod gitrepo;
 pub mod mock;
 pub mod script;
+pub mod torture;
 
 /// The generated client of the agent service.
 pub type ApiClient =

@@ -5,78 +5,12 @@
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agentd_e2e::disk::SmallDisk;
 use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
 use agentd_e2e::{Env, wait_until};
 use serde_json::Value;
-
-/// A tmpfs of `mib` MiB, unmounted when dropped.
-struct SmallDisk {
-    path: PathBuf,
-}
-
-impl SmallDisk {
-    fn mount(at: &Path, mib: u64) -> Option<SmallDisk> {
-        if !nix::unistd::getuid().is_root() {
-            println!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
-        std::fs::create_dir_all(at).unwrap();
-        let out = std::process::Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={mib}m,mode=0700"),
-                "tmpfs",
-            ])
-            .arg(at)
-            .output()
-            .unwrap();
-        if !out.status.success() {
-            println!(
-                "skipped: cannot mount a tmpfs here: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return None;
-        }
-        Some(SmallDisk {
-            path: at.to_path_buf(),
-        })
-    }
-
-    fn free(&self) -> u64 {
-        let s = nix::sys::statvfs::statvfs(&self.path).unwrap();
-        s.blocks_available() * s.fragment_size()
-    }
-
-    /// Fills the disk until at most `leave` bytes are free.
-    fn fill(&self, leave: u64) -> PathBuf {
-        let ballast = self.path.join("ballast");
-        let mut f = std::fs::File::create(&ballast).unwrap();
-        let chunk = vec![0xa5u8; 64 * 1024];
-        while self.free() > leave {
-            let room = (self.free() - leave).min(chunk.len() as u64) as usize;
-            if f.write_all(&chunk[..room.max(1)]).is_err() {
-                break;
-            }
-        }
-        let _ = f.flush();
-        ballast
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.path)
-            .status();
-    }
-}
 
 fn show(env: &Env, id: &str) -> Value {
     env.ctl(&["show", id, "--json"]).expect_code(0).json()

@@ -377,6 +377,7 @@ impl Default for MockConfig {
 }
 
 type Predicate = Box<dyn Fn(&RecordedRequest) -> bool + Send + Sync>;
+type Responder = Box<dyn Fn(&RecordedRequest) -> Option<Reply> + Send + Sync>;
 
 struct Rule {
     matches: Predicate,
@@ -388,6 +389,7 @@ struct State {
     records: Vec<RecordedRequest>,
     queue: VecDeque<Reply>,
     rules: Vec<Rule>,
+    responders: Vec<Responder>,
     fallback: Option<Reply>,
     anthropic_cache: cache::AnthropicCache,
     openai_cache: cache::OpenAiCache,
@@ -430,6 +432,7 @@ impl MockServer {
                 records: Vec::new(),
                 queue: VecDeque::new(),
                 rules: Vec::new(),
+                responders: Vec::new(),
                 fallback: None,
                 anthropic_cache: cache::AnthropicCache::default(),
                 openai_cache: cache::OpenAiCache::default(),
@@ -489,6 +492,17 @@ impl MockServer {
             matches: Box::new(rule),
             reply: reply.into(),
         });
+    }
+
+    /// Adds a responder, asked after the rules and before the queue, in the
+    /// order added: the first `Some` answers. For replies computed from the
+    /// request (a workload whose next step depends on the transcript). Like
+    /// a rule's predicate it runs with the mock locked.
+    pub fn respond_with(
+        &self,
+        responder: impl Fn(&RecordedRequest) -> Option<Reply> + Send + Sync + 'static,
+    ) {
+        self.shared.lock().responders.push(Box::new(responder));
     }
 
     /// The answer when no rule matches and the queue is empty (by default a

@@ -363,11 +363,15 @@ fn check_auth(state: &State, record: &RecordedRequest) -> Option<Action> {
     None
 }
 
-/// The reply for a request: the first matching rule, else the queue, else
-/// the fallback; `None` when there is none.
+/// The reply for a request: the first matching rule, else the first
+/// responder's answer, else the queue, else the fallback; `None` when there
+/// is none.
 fn next_reply(state: &mut State, record: &RecordedRequest) -> Option<Reply> {
     if let Some(rule) = state.rules.iter().find(|r| (r.matches)(record)) {
         return Some(rule.reply.clone());
+    }
+    if let Some(reply) = state.responders.iter().find_map(|r| r(record)) {
+        return Some(reply);
     }
     state.queue.pop_front().or_else(|| state.fallback.clone())
 }

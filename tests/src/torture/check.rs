@@ -1,0 +1,212 @@
+//! The torture run's invariants, checked through the API after every
+//! restart and at the end (DESIGN §3, §5, §12).
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use agentd_shared::proto as pb;
+use serde_json::Value;
+
+use super::ledger::Ledger;
+use super::model::SIDE_LOG;
+use crate::ApiClient;
+
+/// A transcript as the daemon serves it.
+pub struct Transcript {
+    pub entries: Vec<pb::TranscriptEntry>,
+    /// Each entry's content, parsed.
+    pub content: Vec<Value>,
+}
+
+impl Transcript {
+    /// Text of the user entries' text blocks (messages, notifications).
+    fn user_texts(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .zip(&self.content)
+            .filter(|(e, _)| e.role == pb::Role::User as i32)
+            .flat_map(|(_, c)| c.as_array().into_iter().flatten())
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+    }
+
+    fn blocks(&self) -> impl Iterator<Item = &Value> {
+        self.content
+            .iter()
+            .flat_map(|c| c.as_array().into_iter().flatten())
+    }
+
+    /// The task notifications about `child` this agent received, whole.
+    pub fn notifications_about(&self, child: &str) -> Vec<&str> {
+        let id = format!("<task-id>{child}</task-id>");
+        self.user_texts()
+            .flat_map(|t| t.split_inclusive("</task-notification>"))
+            .filter(|n| n.contains(&id))
+            .collect()
+    }
+
+    /// Runs that ended: assistant entries that end the model's turn.
+    pub fn ended_runs(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.stop_reason == pb::StopReason::EndTurn as i32)
+            .count()
+    }
+
+    pub fn count_in_user_texts(&self, needle: &str) -> usize {
+        self.user_texts().map(|t| t.matches(needle).count()).sum()
+    }
+}
+
+pub async fn transcript(client: &mut ApiClient, id: &str) -> Result<Transcript, String> {
+    let mut entries = Vec::new();
+    let mut from_seq = 0;
+    loop {
+        let page = client
+            .get_transcript(pb::GetTranscriptRequest {
+                id: id.to_string(),
+                from_seq,
+                limit: 5000,
+            })
+            .await
+            .map_err(|s| format!("agent {id}: GetTranscript: {}", s.message()))?
+            .into_inner();
+        entries.extend(page.entries);
+        if page.end {
+            break;
+        }
+        from_seq = page.next_seq;
+    }
+    let mut content = Vec::with_capacity(entries.len());
+    for e in &entries {
+        content.push(
+            serde_json::from_slice(&e.content_json)
+                .map_err(|err| format!("agent {id}: entry {} is not JSON: {err}", e.seq))?,
+        );
+    }
+    Ok(Transcript { entries, content })
+}
+
+/// Sequence numbers contiguous; no tool call or tool result twice; every
+/// result answers an earlier call; every entry a client was shown is there,
+/// byte for byte.
+pub fn structure(id: &str, t: &Transcript, ledger: &Ledger, violations: &mut Vec<String>) {
+    for (i, e) in t.entries.iter().enumerate() {
+        if e.seq != i as u64 {
+            violations.push(format!("agent {id}: entry {i} has seq {}", e.seq));
+            break;
+        }
+    }
+    let mut calls = HashSet::new();
+    let mut results = HashSet::new();
+    for b in t.blocks() {
+        if b["type"] == "tool_use" {
+            let call = b["id"].as_str().unwrap_or("").to_string();
+            if !calls.insert(call.clone()) {
+                violations.push(format!("agent {id}: tool call {call} appears twice"));
+            }
+        } else if b["type"] == "tool_result" {
+            let call = b["tool_use_id"].as_str().unwrap_or("").to_string();
+            if !calls.contains(&call) {
+                violations.push(format!("agent {id}: result for unknown call {call}"));
+            }
+            if !results.insert(call.clone()) {
+                violations.push(format!("agent {id}: call {call} answered twice"));
+            }
+        }
+    }
+    if let Some(shown) = ledger.shown.get(id) {
+        for (seq, s) in shown {
+            match t.entries.get(*seq as usize) {
+                None => violations.push(format!(
+                    "agent {id}: entry {seq} a client was shown is missing (transcript has {})",
+                    t.entries.len()
+                )),
+                Some(e) if e.role != s.role || e.content_json != s.content => violations.push(
+                    format!("agent {id}: entry {seq} differs from what a client was shown"),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// Every tool call of a settled agent has its result.
+pub fn all_answered(id: &str, t: &Transcript, violations: &mut Vec<String>) {
+    let results: HashSet<&str> = t
+        .blocks()
+        .filter(|b| b["type"] == "tool_result")
+        .filter_map(|b| b["tool_use_id"].as_str())
+        .collect();
+    for b in t.blocks().filter(|b| b["type"] == "tool_use") {
+        let call = b["id"].as_str().unwrap_or("");
+        if !results.contains(call) {
+            violations.push(format!("agent {id}: settled with call {call} unanswered"));
+        }
+    }
+}
+
+/// The Bash calls whose results say they ran (their markers must be on
+/// disk once), and every marker of a call (none may be there twice).
+pub fn bash_markers(t: &Transcript) -> (Vec<String>, Vec<String>) {
+    let mut ok_results = HashSet::new();
+    for b in t.blocks().filter(|b| b["type"] == "tool_result") {
+        if b["is_error"] != Value::Bool(true) {
+            ok_results.insert(b["tool_use_id"].as_str().unwrap_or("").to_string());
+        }
+    }
+    let (mut ran, mut all) = (Vec::new(), Vec::new());
+    for b in t
+        .blocks()
+        .filter(|b| b["type"] == "tool_use" && b["name"] == "Bash")
+    {
+        let command = b["input"]["command"].as_str().unwrap_or("");
+        let Some(marker) = command
+            .strip_prefix("echo ")
+            .and_then(|c| c.split_once(" >> "))
+            .map(|(m, _)| m.to_string())
+        else {
+            continue;
+        };
+        if ok_results.contains(b["id"].as_str().unwrap_or("")) {
+            ran.push(marker.clone());
+        }
+        all.push(marker);
+    }
+    (ran, all)
+}
+
+/// Marker lines in the side logs under `dirs`: line → times written.
+pub fn side_effects(dirs: &[&Path]) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for dir in dirs {
+        if let Ok(text) = std::fs::read_to_string(dir.join(SIDE_LOG)) {
+            for line in text.lines() {
+                *counts.entry(line.to_string()).or_insert(0) += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// Statuses an agent rests in: nothing will happen to it unprompted.
+pub fn settled(status: i32) -> bool {
+    [
+        pb::AgentStatus::Completed,
+        pb::AgentStatus::Failed,
+        pb::AgentStatus::Cancelled,
+        pb::AgentStatus::Paused,
+    ]
+    .iter()
+    .any(|s| *s as i32 == status)
+}
+
+pub fn ended(status: i32) -> bool {
+    [
+        pb::AgentStatus::Completed,
+        pb::AgentStatus::Failed,
+        pb::AgentStatus::Cancelled,
+    ]
+    .iter()
+    .any(|s| *s as i32 == status)
+}

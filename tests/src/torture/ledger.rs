@@ -1,0 +1,65 @@
+//! What the torture run's clients were told: the entries attached clients
+//! were shown and the messages the daemon acknowledged. The checks hold the
+//! daemon to it after every restart.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// An entry as a client saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shown {
+    pub role: i32,
+    pub content: Vec<u8>,
+}
+
+/// A message sent to an agent.
+#[derive(Clone, Debug)]
+pub struct Sent {
+    pub agent: String,
+    /// Unique text the message carries (`nonce-N`).
+    pub nonce: String,
+    /// The daemon answered OK: the message is durable.
+    pub acknowledged: bool,
+}
+
+#[derive(Default)]
+pub struct Ledger {
+    /// Agent id → seq → the entry a client was shown.
+    pub shown: HashMap<String, BTreeMap<u64, Shown>>,
+    pub sent: Vec<Sent>,
+    /// Agents the workload created (children are found through the list).
+    pub created: Vec<String>,
+    /// The same seq shown with different bytes (found as it happens).
+    pub conflicts: Vec<String>,
+    /// Entries delivered to attached clients, counting repeats across
+    /// attachments.
+    pub deliveries: u64,
+}
+
+/// The ledger shared by the driver and its attached clients.
+#[derive(Clone, Default)]
+pub struct SharedLedger(Arc<Mutex<Ledger>>);
+
+impl SharedLedger {
+    pub fn lock(&self) -> MutexGuard<'_, Ledger> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records an entry a client was shown.
+    pub fn show(&self, agent: &str, seq: u64, shown: Shown) {
+        let mut ledger = self.lock();
+        ledger.deliveries += 1;
+        let slot = ledger.shown.entry(agent.to_string()).or_default();
+        match slot.get(&seq) {
+            Some(before) if *before != shown => {
+                let message =
+                    format!("agent {agent}: entry {seq} was shown with two different contents");
+                ledger.conflicts.push(message);
+            }
+            Some(_) => {}
+            None => {
+                slot.insert(seq, shown);
+            }
+        }
+    }
+}

@@ -1,0 +1,554 @@
+//! The SIGKILL torture run (issue 13): a mixed, seeded workload against the
+//! real daemon and the mock model, the daemon killed with SIGKILL at seeded
+//! moments and started again, the invariants checked after every restart
+//! and at the end. `bench torture` runs it long; `tests/torture.rs` short.
+//!
+//! The workload: agents with Bash side effects (each appends a unique line
+//! to a file), agents starting background subagents, fork fan-outs,
+//! agents in worktrees of their own, messages, pauses, clients that attach
+//! and record every entry they are shown, clients that attach and never
+//! read. With `faults`, the model server also answers at random with 529,
+//! 500, 429, resets, cut streams, error events and stalls; with
+//! `disk_full` (root: a small tmpfs), the data directory fills up in the
+//! middle of the run and is freed again.
+//!
+//! Invariants (each failure is a violation, reported, never a panic):
+//! the store opens; every entry a client was shown is there byte for byte;
+//! no tool call, tool result, message or notification appears twice;
+//! sequence numbers are contiguous; after a restart every interrupted
+//! agent resumes or carries a `resume_blocked_reason`; at the end every
+//! agent settles (none is left `running` with nothing running) with every
+//! call answered; every ended background child's notification reached its
+//! parent exactly once; every acknowledged message was delivered once; no
+//! Bash side effect ran twice and every one reported as run is on disk; no
+//! worktree holding work was removed.
+
+mod check;
+mod ledger;
+pub mod model;
+mod workload;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use agentd_shared::proto as pb;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::disk::SmallDisk;
+use crate::mock::MockServer;
+use crate::{ApiClient, Env, gitrepo};
+use check::{Transcript, ended, settled, transcript};
+use ledger::SharedLedger;
+use workload::Cycle;
+
+/// How a run goes.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub seed: u64,
+    pub kills: usize,
+    /// Model faults at random (this share of requests).
+    pub fault_rate: f64,
+    /// Fill the data directory's disk in the middle of the run (root).
+    pub disk_full: bool,
+    /// Live top-level agents the workload keeps at most.
+    pub max_live: usize,
+    /// Print one line per kill.
+    pub verbose: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            seed: 0x7047_0e5e,
+            kills: 20,
+            fault_rate: 0.0,
+            disk_full: false,
+            max_live: 8,
+            verbose: false,
+        }
+    }
+}
+
+/// What a run did and found.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub seed: u64,
+    pub kills: usize,
+    pub agents: usize,
+    pub children: usize,
+    pub forks: usize,
+    pub worktrees: usize,
+    pub entries: u64,
+    pub tool_calls: u64,
+    pub bash_run: usize,
+    pub notifications: usize,
+    pub sends_acknowledged: usize,
+    pub pauses: u64,
+    pub attaches: u64,
+    pub stalled_attaches: u64,
+    pub entries_shown: u64,
+    pub model_requests: usize,
+    pub disk_full_waits: usize,
+    pub elapsed: Duration,
+    pub violations: Vec<String>,
+    /// Requests refused that should not have been (printed; a disk-full
+    /// refusal is expected, anything else is looked into).
+    pub refusals: Vec<String>,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "seed {:#x}: {} kills in {:.0} s; {} agents ({} subagents, {} forks, {} in worktrees)",
+            self.seed,
+            self.kills,
+            self.elapsed.as_secs_f64(),
+            self.agents,
+            self.children,
+            self.forks,
+            self.worktrees
+        )?;
+        writeln!(
+            f,
+            "  {} entries, {} tool calls, {} Bash side effects on disk, {} notifications, {} messages acknowledged, {} pauses",
+            self.entries,
+            self.tool_calls,
+            self.bash_run,
+            self.notifications,
+            self.sends_acknowledged,
+            self.pauses
+        )?;
+        writeln!(
+            f,
+            "  {} attached clients shown {} entries, {} attached clients that never read, {} model requests, {} agents waited for disk space",
+            self.attaches,
+            self.entries_shown,
+            self.stalled_attaches,
+            self.model_requests,
+            self.disk_full_waits
+        )?;
+        if !self.refusals.is_empty() {
+            writeln!(
+                f,
+                "  {} refusals, first: {}",
+                self.refusals.len(),
+                self.refusals[0]
+            )?;
+        }
+        write!(f, "  violations: {}", self.violations.len())?;
+        for v in self.violations.iter().take(20) {
+            write!(f, "\n    {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the workload with `opts.kills` SIGKILLs and checks it.
+pub fn run(opts: &Options) -> Report {
+    let started = Instant::now();
+    let mut report = Report {
+        seed: opts.seed,
+        ..Report::default()
+    };
+    let env = Env::new();
+    let disk = if opts.disk_full {
+        SmallDisk::mount(&env.root.path().join("small"), 64)
+    } else {
+        None
+    };
+    if let Some(disk) = &disk {
+        env.set_daemon_env(
+            "AGENTD_DATA_DIR",
+            &disk.path.join("data").display().to_string(),
+        );
+    }
+    gitrepo::init_repo(&env.project());
+    let mock = MockServer::start();
+    let faults = Arc::new(model::Faults::new(opts.seed, opts.fault_rate));
+    let faults_on = Arc::new(AtomicBool::new(opts.fault_rate > 0.0));
+    {
+        let (faults, on) = (faults.clone(), faults_on.clone());
+        mock.respond_with(move |r| {
+            let reply = model::answer(r)?;
+            Some(if on.load(Ordering::Relaxed) {
+                faults.maybe(reply)
+            } else {
+                reply
+            })
+        });
+    }
+    env.use_mock(&mock.url());
+    env.write_config(&format!(
+        "max_running_agents = 64\nauto_background_secs = 0\nstream_idle_timeout_secs = 1\nstore_min_free_mb = {}\n[retry]\nmax_attempts = 8\ninitial_backoff_ms = 10\nmax_backoff_ms = 200\n",
+        if disk.is_some() { 8 } else { 0 }
+    ));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let ledger = SharedLedger::default();
+    let mut rng = StdRng::seed_from_u64(opts.seed);
+    let disk_full_at = opts.kills / 2;
+
+    for kill in 0..opts.kills {
+        let daemon = match env.try_start_daemon() {
+            Ok(d) => d,
+            Err(e) => {
+                report.violations.push(format!(
+                    "restart {kill}: the daemon did not start: {e}; its log ends:\n{}",
+                    log_tail(&env)
+                ));
+                break;
+            }
+        };
+        let found = rt.block_on(async {
+            let mut client = match agentd_shared::client::agent_client(&env.socket()).await {
+                Ok(c) => c,
+                Err(e) => return vec![format!("restart {kill}: cannot connect: {e}")],
+            };
+            let mut v = after_restart(&mut client, &ledger, kill).await;
+            let mut cycle = Cycle::new(client, ledger.clone(), &env.socket(), &env.project());
+            let ballast = (kill == disk_full_at)
+                .then(|| disk.as_ref().map(|d| d.fill(2 << 20)))
+                .flatten();
+            // Kill soon after the restart now and then (recovery running),
+            // else after a stretch of work.
+            let budget = if rng.random_bool(0.15) {
+                Duration::from_millis(rng.random_range(0..40))
+            } else {
+                Duration::from_millis(rng.random_range(100..900))
+            };
+            let budget = if ballast.is_some() {
+                budget + Duration::from_secs(2)
+            } else {
+                budget
+            };
+            let until = Instant::now() + budget;
+            while Instant::now() < until {
+                let agents = list(&mut cycle.client).await.unwrap_or_default();
+                if ballast.is_some() {
+                    report.disk_full_waits = report.disk_full_waits.max(
+                        agents
+                            .iter()
+                            .filter(|a| a.waiting_for.contains("disk"))
+                            .count(),
+                    );
+                }
+                let live = agents
+                    .iter()
+                    .filter(|a| a.parent_id.is_empty() && !settled(a.status))
+                    .count();
+                cycle.act(&mut rng, &agents, live < opts.max_live).await;
+                let pause = Duration::from_millis(rng.random_range(5..60));
+                tokio::time::sleep(pause.min(until.saturating_duration_since(Instant::now())))
+                    .await;
+            }
+            if let Some(ballast) = ballast {
+                // The daemon kept serving on a full disk.
+                if cycle
+                    .client
+                    .get_status(pb::GetStatusRequest {})
+                    .await
+                    .is_err()
+                {
+                    v.push(format!("restart {kill}: no answer on a full disk"));
+                }
+                let _ = std::fs::remove_file(ballast);
+            }
+            report.pauses += cycle.pauses;
+            report.attaches += cycle.attaches;
+            report.stalled_attaches += cycle.stalled_attaches;
+            report.refusals.append(&mut cycle.refusals);
+            // The kill happens with the clients still attached.
+            daemon.kill9();
+            cycle.abort();
+            v
+        });
+        report.kills += 1;
+        if opts.verbose || !found.is_empty() {
+            println!(
+                "kill {kill}: {} agents created, {} violations",
+                ledger.lock().created.len(),
+                found.len()
+            );
+        }
+        report.violations.extend(found);
+    }
+
+    // The end: no more faults or kills; everything must settle.
+    faults_on.store(false, Ordering::Relaxed);
+    match env.try_start_daemon() {
+        Ok(daemon) => {
+            let found = rt.block_on(finish(&env, &ledger, &mut report));
+            report.violations.extend(found);
+            report.violations.extend(ledger.lock().conflicts.clone());
+            drop(daemon);
+        }
+        Err(e) => report.violations.push(format!(
+            "final start: the daemon did not start: {e}; its log ends:\n{}",
+            log_tail(&env)
+        )),
+    }
+    report.model_requests = mock.requests().len();
+    report.entries_shown = ledger.lock().deliveries;
+    report.elapsed = started.elapsed();
+    report
+}
+
+fn log_tail(env: &Env) -> String {
+    let log = env.daemon_log_text();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(6)..].join("\n")
+}
+
+async fn list(client: &mut ApiClient) -> Result<Vec<pb::Agent>, tonic::Status> {
+    Ok(client
+        .list_agents(pb::ListAgentsRequest {
+            all: true,
+            parent_id: String::new(),
+        })
+        .await?
+        .into_inner()
+        .agents)
+}
+
+/// After a restart: every interrupted agent resumed or is blocked with a
+/// reason, and every transcript a client has seen is whole.
+async fn after_restart(client: &mut ApiClient, ledger: &SharedLedger, kill: usize) -> Vec<String> {
+    let mut v = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let agents = loop {
+        let agents = match list(client).await {
+            Ok(a) => a,
+            Err(e) => return vec![format!("restart {kill}: ListAgents: {}", e.message())],
+        };
+        let stuck: Vec<&pb::Agent> = agents
+            .iter()
+            .filter(|a| {
+                a.status == pb::AgentStatus::Interrupted as i32 && a.resume_blocked_reason == 0
+            })
+            .collect();
+        if stuck.is_empty() {
+            break agents;
+        }
+        if Instant::now() > deadline {
+            for a in stuck {
+                v.push(format!(
+                    "restart {kill}: agent {} stayed interrupted with no resume_blocked_reason",
+                    a.short_id
+                ));
+            }
+            break agents;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for a in &agents {
+        if a.resume_blocked_reason != 0 {
+            v.push(format!(
+                "restart {kill}: agent {} cannot resume: {}",
+                a.short_id, a.resume_blocked_detail
+            ));
+        }
+    }
+    // Transcripts of live agents and of those a client has seen.
+    let shown: Vec<String> = ledger.lock().shown.keys().cloned().collect();
+    let mut ids: Vec<String> = agents
+        .iter()
+        .filter(|a| !settled(a.status))
+        .map(|a| a.id.clone())
+        .collect();
+    ids.extend(shown);
+    ids.sort();
+    ids.dedup();
+    for id in ids {
+        match transcript(client, &id).await {
+            Ok(t) => check::structure(&id, &t, &ledger.lock(), &mut v),
+            Err(e) => v.push(format!("restart {kill}: {e}")),
+        }
+    }
+    v.iter_mut().for_each(|m| {
+        if !m.starts_with("restart") {
+            *m = format!("restart {kill}: {m}");
+        }
+    });
+    v
+}
+
+/// The end of the run: wait for every agent to settle, then check it all.
+async fn finish(env: &Env, ledger: &SharedLedger, report: &mut Report) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut client = match agentd_shared::client::agent_client(&env.socket()).await {
+        Ok(c) => c,
+        Err(e) => return vec![format!("final: cannot connect: {e}")],
+    };
+    v.extend(after_restart(&mut client, ledger, usize::MAX).await);
+    // Settled twice in a row, half a second apart, nothing moving.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut last: Option<Vec<(String, i32, u64)>> = None;
+    let agents = loop {
+        let agents = list(&mut client).await.unwrap_or_default();
+        let now: Vec<(String, i32, u64)> = agents
+            .iter()
+            .map(|a| (a.id.clone(), a.status, a.transcript_len))
+            .collect();
+        let all_settled = agents.iter().all(|a| settled(a.status));
+        if all_settled && last.as_ref() == Some(&now) {
+            break agents;
+        }
+        if Instant::now() > deadline {
+            for a in agents.iter().filter(|a| !settled(a.status)) {
+                v.push(format!(
+                    "final: agent {} still {} after 120 s (waiting for: {:?})",
+                    a.short_id,
+                    pb::AgentStatus::try_from(a.status)
+                        .map(|s| s.as_str_name())
+                        .unwrap_or("?"),
+                    a.waiting_for
+                ));
+            }
+            break agents;
+        }
+        last = all_settled.then_some(now);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+
+    let mut transcripts: HashMap<String, Transcript> = HashMap::new();
+    for a in &agents {
+        match transcript(&mut client, &a.id).await {
+            Ok(t) => {
+                check::structure(&a.id, &t, &ledger.lock(), &mut v);
+                if settled(a.status) {
+                    check::all_answered(&a.short_id, &t, &mut v);
+                }
+                report.entries += t.entries.len() as u64;
+                transcripts.insert(a.id.clone(), t);
+            }
+            Err(e) => v.push(format!("final: {e}")),
+        }
+    }
+    report.agents = agents.len();
+    report.tool_calls = agents.iter().map(|a| u64::from(a.tool_uses)).sum();
+
+    // Notifications: an ended background child's reached its parent once.
+    for child in agents.iter().filter(|a| !a.parent_id.is_empty()) {
+        if child.subagent_type == "fork" {
+            report.forks += 1;
+        } else {
+            report.children += 1;
+        }
+        let Some(parent) = transcripts.get(&child.parent_id) else {
+            continue;
+        };
+        let notes = parent.notifications_about(&child.id);
+        report.notifications += notes.len();
+        // Each run of the child that ended is reported once: a revived
+        // child ends again and is reported again, never the same end twice.
+        let mut distinct = notes.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() != notes.len() {
+            v.push(format!(
+                "final: child {}: a notification reached its parent twice",
+                child.short_id
+            ));
+        }
+        let runs = transcripts.get(&child.id).map_or(0, Transcript::ended_runs)
+            + usize::from(ended(child.status) && child.status != pb::AgentStatus::Completed as i32);
+        if notes.len() > runs {
+            v.push(format!(
+                "final: child {}: {} notifications for {runs} ended runs",
+                child.short_id,
+                notes.len()
+            ));
+        }
+        if ended(child.status) && child.background {
+            let status = pb::AgentStatus::try_from(child.status)
+                .map(|s| {
+                    s.as_str_name()
+                        .trim_start_matches("AGENT_STATUS_")
+                        .to_lowercase()
+                })
+                .unwrap_or_default();
+            let last_says = notes
+                .last()
+                .is_some_and(|n| n.contains(&format!("<status>{status}</status>")));
+            if !last_says {
+                v.push(format!(
+                    "final: child {} ended {status}; its parent was not told (notifications: {})",
+                    child.short_id,
+                    notes.len()
+                ));
+            }
+        }
+    }
+
+    // Messages: each at most once; an acknowledged one exactly once.
+    for sent in &ledger.lock().sent {
+        let Some(t) = transcripts.get(&sent.agent) else {
+            continue;
+        };
+        let n = t.count_in_user_texts(&format!("{}:", sent.nonce));
+        if n > 1 || (sent.acknowledged && n != 1) {
+            v.push(format!(
+                "final: message {} ({}) to agent {} delivered {n} times",
+                sent.nonce,
+                if sent.acknowledged {
+                    "acknowledged"
+                } else {
+                    "refused"
+                },
+                &sent.agent[..8]
+            ));
+        }
+    }
+    report.sends_acknowledged = ledger.lock().sent.iter().filter(|s| s.acknowledged).count();
+
+    // Side effects and worktrees.
+    let trees: Vec<PathBuf> = agents
+        .iter()
+        .filter(|a| !a.worktree_path.is_empty())
+        .map(|a| PathBuf::from(&a.worktree_path))
+        .collect();
+    report.worktrees = trees.len();
+    let mut dirs: Vec<&Path> = vec![];
+    let project = env.project();
+    dirs.push(&project);
+    dirs.extend(trees.iter().map(PathBuf::as_path));
+    let on_disk = check::side_effects(&dirs);
+    for (line, n) in &on_disk {
+        if *n > 1 {
+            v.push(format!("final: Bash side effect {line} ran {n} times"));
+        }
+    }
+    for a in &agents {
+        let Some(t) = transcripts.get(&a.id) else {
+            continue;
+        };
+        let (ran, _) = check::bash_markers(t);
+        for marker in &ran {
+            if !on_disk.contains_key(marker) {
+                v.push(format!(
+                    "final: agent {}: Bash {marker} reported as run but not on disk",
+                    a.short_id
+                ));
+            }
+        }
+        report.bash_run += ran.len();
+        if !a.worktree_path.is_empty() && !ran.is_empty() {
+            let tree = Path::new(&a.worktree_path);
+            if !tree.join(model::SIDE_LOG).exists() {
+                v.push(format!(
+                    "final: agent {}: its worktree with work is gone ({})",
+                    a.short_id, a.worktree_path
+                ));
+            }
+        }
+    }
+    v
+}

@@ -1,0 +1,222 @@
+//! The torture workload's model: the mock's answer is computed from the
+//! request alone, so an agent resumed after a SIGKILL gets the step it had
+//! reached, whatever order the requests arrive in.
+//!
+//! An agent's task carries a tag `[[torture key=KEY plan=PLAN]]` (its
+//! prompt, a child's prompt, a fork's directive). The newest user message
+//! with a tag names the agent; its step is the number of assistant messages
+//! after it. PLAN is a list of steps:
+//!
+//! - `B<n>`: n steps, each one Bash call appending the line `KEY.<step>` to
+//!   `torture-side.log` in the agent's directory (then sleeping a little, so
+//!   kills land inside tools too);
+//! - `S<n>`: one step starting n background subagents (`KEY.c<i>`, plan
+//!   `B2`);
+//! - `F<n>`: one step forking n times (`KEY.f<i>`, plan `B1`).
+//!
+//! After the plan the agent answers `done KEY`, and `ok KEY` to anything
+//! later (a message, a notification).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+use crate::mock::{Block, MockMessage, RecordedRequest, Reply};
+
+/// The file every Bash step appends its marker line to.
+pub const SIDE_LOG: &str = "torture-side.log";
+
+/// The tag for an agent's task.
+pub fn tag(key: &str, plan: &str) -> String {
+    format!("[[torture key={key} plan={plan}]]")
+}
+
+/// One step of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Bash,
+    Spawn(usize),
+    Fork(usize),
+}
+
+fn parse_plan(plan: &str) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    let mut chars = plan.chars().peekable();
+    while let Some(kind) = chars.next() {
+        let mut digits = String::new();
+        while let Some(d) = chars.peek().filter(|c| c.is_ascii_digit()) {
+            digits.push(*d);
+            chars.next();
+        }
+        let n: usize = digits.parse().ok()?;
+        match kind {
+            'B' => steps.extend(std::iter::repeat_n(Step::Bash, n)),
+            'S' => steps.push(Step::Spawn(n)),
+            'F' => steps.push(Step::Fork(n)),
+            _ => return None,
+        }
+    }
+    Some(steps)
+}
+
+/// Text blocks of a message (not tool results).
+fn texts(message: &Value) -> Vec<&str> {
+    match &message["content"] {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The tag's key and plan in a text, the last one if several.
+fn find_tag(text: &str) -> Option<(String, String)> {
+    let start = text.rfind("[[torture key=")?;
+    let rest = &text[start + "[[torture key=".len()..];
+    let end = rest.find("]]")?;
+    let (key, plan) = rest[..end].split_once(" plan=")?;
+    Some((key.to_string(), plan.to_string()))
+}
+
+/// Which agent sent a request and the step it is at.
+pub fn identify(r: &RecordedRequest) -> Option<(String, String, usize)> {
+    let messages = r.json["messages"].as_array()?;
+    let (at, (key, plan)) = messages.iter().enumerate().rev().find_map(|(i, m)| {
+        if m["role"] != "user" {
+            return None;
+        }
+        texts(m)
+            .into_iter()
+            .rev()
+            .find_map(find_tag)
+            .map(|t| (i, t))
+    })?;
+    let step = messages[at + 1..]
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count();
+    Some((key, plan, step))
+}
+
+/// The reply for a request of the workload (`None`: not one of ours).
+pub fn answer(r: &RecordedRequest) -> Option<Reply> {
+    let (key, plan, step) = identify(r)?;
+    let steps = parse_plan(&plan)?;
+    let pace = Duration::from_millis(2);
+    let message = match steps.get(step) {
+        Some(Step::Bash) => MockMessage::text(format!("Step {step} of {key}: recording it.")).with(
+            Block::bash("", format!("echo {key}.{step} >> {SIDE_LOG}; sleep 0.05")),
+        ),
+        Some(Step::Spawn(n)) => {
+            let mut m = MockMessage::text(format!("Starting {n} helpers."));
+            for i in 0..*n {
+                let child = format!("{key}.c{i}");
+                m = m.with(Block::tool(
+                    "",
+                    "Agent",
+                    json!({
+                        "description": format!("helper {child}"),
+                        "prompt": format!("Help out. {}", tag(&child, "B2")),
+                        "subagent_type": "general-purpose",
+                        "run_in_background": true,
+                    }),
+                ));
+            }
+            m
+        }
+        Some(Step::Fork(n)) => {
+            let mut m = MockMessage::text(format!("Forking {n} ways."));
+            for i in 0..*n {
+                let child = format!("{key}.f{i}");
+                m = m.with(Block::tool(
+                    "",
+                    "Agent",
+                    json!({
+                        "description": format!("fork {child}"),
+                        "prompt": format!("Take part {i}. {}", tag(&child, "B1")),
+                        "subagent_type": "fork",
+                    }),
+                ));
+            }
+            m
+        }
+        None if step == steps.len() => MockMessage::text(format!("done {key}")),
+        None => MockMessage::text(format!("ok {key}")),
+    };
+    Some(Reply::Message(message.slow(pace)))
+}
+
+/// Faults the model server injects, at random (seeded).
+pub struct Faults {
+    rng: Mutex<StdRng>,
+    /// Probability that a request gets a fault instead of its answer.
+    pub rate: f64,
+}
+
+impl Faults {
+    pub fn new(seed: u64, rate: f64) -> Faults {
+        Faults {
+            rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0xfa17)),
+            rate,
+        }
+    }
+
+    /// A fault in place of `reply`, or `reply`.
+    pub fn maybe(&self, reply: Reply) -> Reply {
+        let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+        if !rng.random_bool(self.rate) {
+            return reply;
+        }
+        let Reply::Message(message) = reply else {
+            return reply;
+        };
+        match rng.random_range(0..7) {
+            0 => Reply::overloaded(),
+            1 => Reply::status(500, "Internal server error"),
+            2 => Reply::rate_limited(0),
+            3 => Reply::Reset,
+            4 => Reply::Cut {
+                message,
+                after_events: rng.random_range(1..4),
+            },
+            5 => Reply::ErrorEvent {
+                message,
+                after_events: rng.random_range(1..4),
+                error_type: "overloaded_error".into(),
+                error_message: "Overloaded".into(),
+            },
+            // A stall mid-stream: longer than the daemon's idle timeout
+            // (1 s in the fault run) half of the time.
+            _ => Reply::Message(message.slow(Duration::from_millis(
+                *[400, 1500].get(rng.random_range(0..2)).unwrap_or(&400),
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_parse_and_garbage_does_not() {
+        assert_eq!(
+            parse_plan("B2S1F3"),
+            Some(vec![Step::Bash, Step::Bash, Step::Spawn(1), Step::Fork(3)])
+        );
+        assert_eq!(parse_plan("X1"), None);
+        assert_eq!(parse_plan("B"), None);
+    }
+
+    #[test]
+    fn the_newest_tag_names_the_agent() {
+        let text = format!("{} and then {}", tag("a", "B1"), tag("a.f0", "B1"));
+        assert_eq!(find_tag(&text), Some(("a.f0".into(), "B1".into())));
+    }
+}

@@ -1,0 +1,257 @@
+//! The torture run's clients: they create agents of every kind, send
+//! messages, pause agents, attach and record what they are shown, and
+//! attach without ever reading. Every choice comes from the seeded
+//! generator; what happens concurrently inside the daemon does not.
+
+use std::path::Path;
+use std::time::Duration;
+
+use agentd_shared::proto as pb;
+use rand::Rng;
+use rand::rngs::StdRng;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::ledger::{Sent, SharedLedger, Shown};
+use super::model::tag;
+use crate::{ApiClient, attach_start};
+
+/// The model every agent of the run uses (the mock, as Anthropic).
+pub const MODEL: &str = "anthropic:claude-torture";
+
+/// Kinds of top-level agents.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// Bash steps only.
+    Worker,
+    /// Starts background subagents, then a Bash step.
+    Parent,
+    /// A Bash step, then a fan-out of forks.
+    Forker,
+    /// Bash steps in a worktree of its own (its work must be kept).
+    Tree,
+}
+
+/// One cycle's clients (between two kills).
+pub struct Cycle {
+    pub client: ApiClient,
+    pub ledger: SharedLedger,
+    pub socket: std::path::PathBuf,
+    pub project: std::path::PathBuf,
+    /// Attached clients (recording, or never reading): aborted at the kill.
+    pub tasks: Vec<JoinHandle<()>>,
+    /// Counts for the report.
+    pub created: u64,
+    pub sends: u64,
+    pub pauses: u64,
+    pub attaches: u64,
+    pub stalled_attaches: u64,
+    /// Requests refused that the workload expected to succeed.
+    pub refusals: Vec<String>,
+}
+
+impl Cycle {
+    pub fn new(client: ApiClient, ledger: SharedLedger, socket: &Path, project: &Path) -> Cycle {
+        Cycle {
+            client,
+            ledger,
+            socket: socket.to_path_buf(),
+            project: project.to_path_buf(),
+            tasks: Vec::new(),
+            created: 0,
+            sends: 0,
+            pauses: 0,
+            attaches: 0,
+            stalled_attaches: 0,
+            refusals: Vec::new(),
+        }
+    }
+
+    /// One random action. `agents` is the latest listing; `may_create`
+    /// bounds the number of live agents.
+    pub async fn act(&mut self, rng: &mut StdRng, agents: &[pb::Agent], may_create: bool) {
+        let roll = rng.random_range(0..100);
+        let pick = |rng: &mut StdRng| {
+            (!agents.is_empty()).then(|| agents[rng.random_range(0..agents.len())].clone())
+        };
+        match roll {
+            0..30 if may_create => self.create(rng).await,
+            30..50 => {
+                if let Some(a) = pick(rng) {
+                    self.send(rng, &a).await;
+                }
+            }
+            50..58 => {
+                if let Some(a) = pick(rng).filter(|a| a.status == pb::AgentStatus::Running as i32) {
+                    self.pauses += 1;
+                    let _ = self
+                        .client
+                        .pause_agent(pb::PauseAgentRequest { id: a.id })
+                        .await;
+                }
+            }
+            58..85 => {
+                if let Some(a) = pick(rng) {
+                    let from = if rng.random_bool(0.5) {
+                        0
+                    } else {
+                        a.transcript_len.saturating_sub(2)
+                    };
+                    self.attach(&a.id, from);
+                }
+            }
+            85..90 => {
+                if let Some(a) = pick(rng) {
+                    self.attach_and_never_read(&a.id).await;
+                }
+            }
+            _ => {
+                // Somebody reading a transcript is shown it too.
+                if let Some(a) = pick(rng) {
+                    self.read_transcript(&a.id).await;
+                }
+            }
+        }
+    }
+
+    async fn create(&mut self, rng: &mut StdRng) {
+        let kind = match rng.random_range(0..10) {
+            0..4 => Kind::Worker,
+            4..6 => Kind::Parent,
+            6..8 => Kind::Forker,
+            _ => Kind::Tree,
+        };
+        let n = self.ledger.lock().created.len();
+        // Names must not be all hex digits.
+        let key = format!("t{n}");
+        let plan = match kind {
+            Kind::Worker => format!("B{}", rng.random_range(2..6)),
+            Kind::Parent => format!("S{}B1", rng.random_range(1..4)),
+            Kind::Forker => format!("B1F{}", rng.random_range(2..4)),
+            Kind::Tree => format!("B{}", rng.random_range(1..4)),
+        };
+        let request = pb::CreateAgentRequest {
+            prompt: format!("Work through the plan. {}", tag(&key, &plan)),
+            model: MODEL.into(),
+            name: key.clone(),
+            cwd: self.project.display().to_string(),
+            background: true,
+            permission_mode: pb::PermissionMode::Bypass as i32,
+            isolation: if matches!(kind, Kind::Tree) {
+                pb::Isolation::Worktree as i32
+            } else {
+                pb::Isolation::Unspecified as i32
+            },
+            ..Default::default()
+        };
+        self.created += 1;
+        match self.client.create_agent(request).await {
+            Ok(agent) => self.ledger.lock().created.push(agent.into_inner().id),
+            // The daemon may be going down or the disk full; anything else
+            // is reported.
+            Err(s) if s.code() == tonic::Code::Unavailable => {}
+            Err(s) => {
+                self.refusals
+                    .push(format!("CreateAgent {key}: {:?} {}", s.code(), s.message()))
+            }
+        }
+    }
+
+    async fn send(&mut self, rng: &mut StdRng, agent: &pb::Agent) {
+        let nonce = format!("nonce-{}", rng.random::<u64>());
+        self.sends += 1;
+        let result = self
+            .client
+            .send_message(pb::SendMessageRequest {
+                id: agent.id.clone(),
+                message: format!("{nonce}: how is it going?"),
+            })
+            .await;
+        self.ledger.lock().sent.push(Sent {
+            agent: agent.id.clone(),
+            nonce,
+            acknowledged: result.is_ok(),
+        });
+    }
+
+    async fn read_transcript(&mut self, id: &str) {
+        if let Ok(page) = self
+            .client
+            .get_transcript(pb::GetTranscriptRequest {
+                id: id.to_string(),
+                from_seq: 0,
+                limit: 0,
+            })
+            .await
+        {
+            for e in page.into_inner().entries {
+                self.ledger.show(
+                    id,
+                    e.seq,
+                    Shown {
+                        role: e.role,
+                        content: e.content_json,
+                    },
+                );
+            }
+        }
+    }
+
+    /// A client that records every entry it is shown until the kill.
+    fn attach(&mut self, id: &str, from_seq: u64) {
+        self.attaches += 1;
+        let mut client = self.client.clone();
+        let ledger = self.ledger.clone();
+        let id = id.to_string();
+        self.tasks.push(tokio::spawn(async move {
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            if tx.send(attach_start(&id, from_seq)).await.is_err() {
+                return;
+            }
+            let Ok(response) = client.attach(ReceiverStream::new(rx)).await else {
+                return;
+            };
+            let mut stream = response.into_inner();
+            while let Ok(Some(event)) = stream.message().await {
+                if let Some(pb::attach_event::Event::Entry(e)) = event.event {
+                    ledger.show(
+                        &id,
+                        e.seq,
+                        Shown {
+                            role: e.role,
+                            content: e.content_json,
+                        },
+                    );
+                }
+            }
+            drop(tx);
+        }));
+    }
+
+    /// A client on a connection of its own that attaches and never reads:
+    /// the daemon must go on serving everyone else.
+    async fn attach_and_never_read(&mut self, id: &str) {
+        let Ok(mut client) = agentd_shared::client::agent_client(&self.socket).await else {
+            return;
+        };
+        self.stalled_attaches += 1;
+        let id = id.to_string();
+        self.tasks.push(tokio::spawn(async move {
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            if tx.send(attach_start(&id, 0)).await.is_err() {
+                return;
+            }
+            let response = client.attach(ReceiverStream::new(rx)).await;
+            // Hold the stream unread until the task is aborted.
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            drop((response, tx));
+        }));
+    }
+
+    /// Ends the attached clients (the daemon is gone or going).
+    pub fn abort(&mut self) {
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+    }
+}
