@@ -49,6 +49,42 @@ fn a_stale_socket_file_is_replaced() {
     env.ctl(&["status"]).expect_code(0);
 }
 
+/// A daemon SIGKILLed while it was starting a tool leaves a child between
+/// fork and exec holding a copy of the listener: connecting succeeds, but
+/// nobody will ever accept. Found by the torture run (issue 13): the next
+/// daemon refused to start, "another agentd is already serving".
+#[test]
+fn a_socket_held_only_by_a_dead_daemons_child_is_replaced() {
+    let env = Env::new();
+    let dir = env.socket().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // The listener's creator exits at once; its forked child keeps the
+    // listening socket open and never accepts.
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import os, socket, sys, time\n\
+             s = socket.socket(socket.AF_UNIX)\n\
+             s.bind(sys.argv[1]); s.listen(8)\n\
+             pid = os.fork()\n\
+             if pid == 0:\n    n = os.open('/dev/null', os.O_RDWR); os.dup2(n, 1); os.dup2(n, 2)\n    os.setsid(); time.sleep(60); os._exit(0)\n\
+             print(pid, flush=True)\n",
+        )
+        .arg(env.socket())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let holder: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let holder = nix::unistd::Pid::from_raw(holder);
+    assert!(std::os::unix::net::UnixStream::connect(env.socket()).is_ok());
+    let started = env.try_start_daemon();
+    let _ = nix::sys::signal::kill(holder, nix::sys::signal::Signal::SIGKILL);
+    let _daemon = started.unwrap_or_else(|e| panic!("{e}: {}", env.daemon_log_text()));
+    env.ctl(&["status"]).expect_code(0);
+    assert!(env.daemon_log_text().contains("whose daemon is gone"));
+}
+
 #[test]
 fn no_daemon_and_no_autostart_exits_3() {
     let env = Env::new();

@@ -59,6 +59,28 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), SocketError> {
     }
 }
 
+/// Whether the process that listens on the socket `stream` reached is
+/// gone (it exited, or is a zombie): then whoever still holds the listener
+/// inherited it and will never serve it. `false` when that cannot be told
+/// (a listener from another PID namespace reports pid 0): a live daemon is
+/// never pushed aside on a guess.
+fn listener_is_orphaned(stream: &std::os::unix::net::UnixStream) -> bool {
+    let Ok(cred) = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+    else {
+        return false;
+    };
+    if cred.pid() <= 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{}/stat", cred.pid())) {
+        // The state follows the command name, which is in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(e) => e.kind() == ErrorKind::NotFound,
+    }
+}
+
 /// Binds the listener at `path`.
 pub fn bind(path: &Path) -> Result<UnixListener, SocketError> {
     if let Some(dir) = path.parent() {
@@ -67,6 +89,16 @@ pub fn bind(path: &Path) -> Result<UnixListener, SocketError> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
             match std::os::unix::net::UnixStream::connect(path) {
+                Ok(stream) if listener_is_orphaned(&stream) => {
+                    // A daemon killed while it was starting a tool: the
+                    // child it had forked holds a copy of the listener
+                    // until it execs, and nobody will ever accept.
+                    tracing::info!(
+                        socket = %path.display(),
+                        "replacing a socket whose daemon is gone"
+                    );
+                    std::fs::remove_file(path).map_err(io_err(path))?;
+                }
                 Ok(_) => return Err(SocketError::InUse(path.to_path_buf())),
                 Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
                     tracing::info!(socket = %path.display(), "replacing a stale socket");

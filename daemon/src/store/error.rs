@@ -59,3 +59,9 @@ pub(crate) fn is_out_of_space(e: &sled::Error) -> bool {
         _ => false,
     }
 }
+
+/// Whether opening failed because another process holds the store's lock
+/// (sled reports it only in words).
+pub(crate) fn is_lock_held(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io) if io.to_string().starts_with("could not acquire lock"))
+}

@@ -83,19 +83,33 @@ pub(crate) struct Trees {
     worktree_repos: sled::Tree,
 }
 
+/// How long opening waits for the store's lock to be released.
+const LOCK_WAIT: Duration = Duration::from_secs(3);
+
 impl Trees {
     fn open(path: &Path) -> Result<Trees, StoreError> {
         // No background flusher: every write that must be durable flushes
         // itself, and a flusher hitting a full disk would poison the
         // database behind everyone's back.
-        let db = sled::Config::new()
-            .path(path)
-            .flush_every_ms(None)
-            .open()
-            .map_err(|source| StoreError::Open {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let config = sled::Config::new().path(path).flush_every_ms(None);
+        // The store's lock is a flock: a child a killed daemon had just
+        // forked holds it until it execs (milliseconds). Another daemon
+        // holding it for real is refused after the wait.
+        let mut waited = Duration::ZERO;
+        let db = loop {
+            match config.open() {
+                Err(e) if error::is_lock_held(&e) && waited < LOCK_WAIT => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    waited += Duration::from_millis(50);
+                }
+                opened => {
+                    break opened.map_err(|source| StoreError::Open {
+                        path: path.to_path_buf(),
+                        source,
+                    })?;
+                }
+            }
+        };
         migrate::upgrade(&db, path)?;
         Ok(Trees {
             agents: db.open_tree("v1/agents")?,
@@ -241,6 +255,33 @@ pub(crate) fn reopen_for_tests(dir: &Path) -> Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_released_a_moment_later_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        // The holder: what a killed daemon's half-started child looks like
+        // to the next daemon (the lock is taken, and goes within moments).
+        let held = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(held);
+        });
+        let store = Store::open(dir.path(), StoreOptions::default());
+        release.join().unwrap();
+        assert!(store.is_ok(), "{:?}", store.err());
+    }
+
+    #[test]
+    fn a_lock_held_for_good_is_refused_after_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let _held = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let started = std::time::Instant::now();
+        let err = Store::open(dir.path(), StoreOptions::default())
+            .err()
+            .unwrap();
+        assert!(started.elapsed() >= LOCK_WAIT, "{:?}", started.elapsed());
+        assert!(err.to_string().contains("could not acquire lock"), "{err}");
+    }
 
     #[test]
     fn newer_schema_is_refused() {
