@@ -44,12 +44,17 @@ pub fn prepare(dir: &Path) -> Result<usize, DataDirError> {
         }
         Err(e) => Err(io(dir)(e)),
         Ok(meta) if !meta.is_dir() => Err(DataDirError::NotADirectory(dir.to_path_buf())),
-        Ok(_) => {
+        Ok(meta) => {
             let me = nix::unistd::getuid().as_raw();
             let mut tightened = 0;
             tighten(dir, me, &mut tightened)?;
-            if tightened > 0 {
+            // Files sled made with the default umask inside a private
+            // directory were never reachable: no alarm for them.
+            let was_open = meta.permissions().mode() & 0o077 != 0;
+            if was_open {
                 tracing::warn!(dir = %dir.display(), tightened, "the data directory was readable by others; made it private (0700 directories, 0600 files)");
+            } else if tightened > 0 {
+                tracing::debug!(dir = %dir.display(), tightened, "made files in the private data directory 0600");
             }
             Ok(tightened)
         }

@@ -93,6 +93,7 @@ pub struct Report {
     pub entries_shown: u64,
     pub model_requests: usize,
     pub disk_full_waits: usize,
+    pub faults_injected: usize,
     pub elapsed: Duration,
     pub violations: Vec<String>,
     /// Requests refused that should not have been (printed; a disk-full
@@ -125,11 +126,12 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  {} attached clients shown {} entries, {} attached clients that never read, {} model requests, {} agents waited for disk space",
+            "  {} attached clients shown {} entries, {} attached clients that never read, {} model requests ({} answered with a fault), {} agents waited for disk space",
             self.attaches,
             self.entries_shown,
             self.stalled_attaches,
             self.model_requests,
+            self.faults_injected,
             self.disk_full_waits
         )?;
         if !self.refusals.is_empty() {
@@ -296,6 +298,7 @@ pub fn run(opts: &Options) -> Report {
         )),
     }
     report.model_requests = mock.requests().len();
+    report.faults_injected = faults.injected.load(Ordering::Relaxed);
     report.entries_shown = ledger.lock().deliveries;
     report.elapsed = started.elapsed();
     report

@@ -18,6 +18,7 @@
 //! later (a message, a notification).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
@@ -157,6 +158,8 @@ pub struct Faults {
     rng: Mutex<StdRng>,
     /// Probability that a request gets a fault instead of its answer.
     pub rate: f64,
+    /// Faults served so far.
+    pub injected: AtomicUsize,
 }
 
 impl Faults {
@@ -164,6 +167,7 @@ impl Faults {
         Faults {
             rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0xfa17)),
             rate,
+            injected: AtomicUsize::new(0),
         }
     }
 
@@ -176,6 +180,7 @@ impl Faults {
         let Reply::Message(message) = reply else {
             return reply;
         };
+        self.injected.fetch_add(1, Ordering::Relaxed);
         match rng.random_range(0..7) {
             0 => Reply::overloaded(),
             1 => Reply::status(500, "Internal server error"),
