@@ -214,7 +214,7 @@ pub fn run(opts: &Options) -> Report {
                 Ok(c) => c,
                 Err(e) => return vec![format!("restart {kill}: cannot connect: {e}")],
             };
-            let mut v = after_restart(&mut client, &ledger, kill).await;
+            let mut v = after_restart(&mut client, &ledger, &env.project(), kill).await;
             let mut cycle = Cycle::new(client, ledger.clone(), &env.socket(), &env.project());
             let ballast = (kill == disk_full_at)
                 .then(|| disk.as_ref().map(|d| d.fill(2 << 20)))
@@ -323,7 +323,12 @@ async fn list(client: &mut ApiClient) -> Result<Vec<pb::Agent>, tonic::Status> {
 
 /// After a restart: every interrupted agent resumed or is blocked with a
 /// reason, and every transcript a client has seen is whole.
-async fn after_restart(client: &mut ApiClient, ledger: &SharedLedger, kill: usize) -> Vec<String> {
+async fn after_restart(
+    client: &mut ApiClient,
+    ledger: &SharedLedger,
+    project: &Path,
+    kill: usize,
+) -> Vec<String> {
     let mut v = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(10);
     let agents = loop {
@@ -359,20 +364,49 @@ async fn after_restart(client: &mut ApiClient, ledger: &SharedLedger, kill: usiz
             ));
         }
     }
-    // Transcripts of live agents and of those a client has seen.
+    // Transcripts of live agents, of those a client has seen, and of
+    // those in worktrees.
     let shown: Vec<String> = ledger.lock().shown.keys().cloned().collect();
     let mut ids: Vec<String> = agents
         .iter()
-        .filter(|a| !settled(a.status))
+        .filter(|a| !settled(a.status) || !a.worktree_path.is_empty())
         .map(|a| a.id.clone())
         .collect();
     ids.extend(shown);
     ids.sort();
     ids.dedup();
+    let mut transcripts = HashMap::new();
     for id in ids {
         match transcript(client, &id).await {
-            Ok(t) => check::structure(&id, &t, &ledger.lock(), &mut v),
+            Ok(t) => {
+                check::structure(&id, &t, &ledger.lock(), &mut v);
+                transcripts.insert(id, t);
+            }
             Err(e) => v.push(format!("restart {kill}: {e}")),
+        }
+    }
+    // No side effect twice; no worktree with work gone.
+    let trees: Vec<&Path> = agents
+        .iter()
+        .filter(|a| !a.worktree_path.is_empty())
+        .map(|a| Path::new(&a.worktree_path))
+        .collect();
+    let mut dirs = vec![project];
+    dirs.extend(&trees);
+    for (line, n) in check::side_effects(&dirs) {
+        if n > 1 {
+            v.push(format!("Bash side effect {line} ran {n} times"));
+        }
+    }
+    for a in agents.iter().filter(|a| !a.worktree_path.is_empty()) {
+        let worked = transcripts
+            .get(&a.id)
+            .is_some_and(|t| !check::bash_markers(t).0.is_empty());
+        if worked && !Path::new(&a.worktree_path).join(model::SIDE_LOG).exists() {
+            v.push(format!(
+                "agent {}: its worktree with work is gone ({})",
+                a.short_id, a.worktree_path
+            ));
         }
     }
     v.iter_mut().for_each(|m| {
@@ -390,7 +424,7 @@ async fn finish(env: &Env, ledger: &SharedLedger, report: &mut Report) -> Vec<St
         Ok(c) => c,
         Err(e) => return vec![format!("final: cannot connect: {e}")],
     };
-    v.extend(after_restart(&mut client, ledger, usize::MAX).await);
+    v.extend(after_restart(&mut client, ledger, &env.project(), usize::MAX).await);
     // Settled twice in a row, half a second apart, nothing moving.
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut last: Option<Vec<(String, i32, u64)>> = None;
