@@ -29,6 +29,8 @@ pub struct Ledger {
     pub sent: Vec<Sent>,
     /// Agents the workload created (children are found through the list).
     pub created: Vec<String>,
+    /// Those of them whose answers are long (for clients that never read).
+    pub chatty: Vec<String>,
     /// The same seq shown with different bytes (found as it happens).
     pub conflicts: Vec<String>,
     /// Entries delivered to attached clients, counting repeats across

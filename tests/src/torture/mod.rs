@@ -45,6 +45,10 @@ use check::{Transcript, ended, settled, transcript};
 use ledger::SharedLedger;
 use workload::Cycle;
 
+/// How long any request of the workload may take before the daemon counts
+/// as hung.
+const ANSWER: Duration = Duration::from_secs(10);
+
 /// How a run goes.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -233,7 +237,13 @@ pub fn run(opts: &Options) -> Report {
             };
             let until = Instant::now() + budget;
             while Instant::now() < until {
-                let agents = list(&mut cycle.client).await.unwrap_or_default();
+                // The daemon answers everyone, whoever stopped reading.
+                let listed = tokio::time::timeout(ANSWER, list(&mut cycle.client)).await;
+                let Ok(listed) = listed else {
+                    v.push(format!("restart {kill}: ListAgents took over {ANSWER:?}"));
+                    break;
+                };
+                let agents = listed.unwrap_or_default();
                 if ballast.is_some() {
                     report.disk_full_waits = report.disk_full_waits.max(
                         agents
@@ -246,7 +256,11 @@ pub fn run(opts: &Options) -> Report {
                     .iter()
                     .filter(|a| a.parent_id.is_empty() && !settled(a.status))
                     .count();
-                cycle.act(&mut rng, &agents, live < opts.max_live).await;
+                let acted = cycle.act(&mut rng, &agents, live < opts.max_live);
+                if tokio::time::timeout(ANSWER, acted).await.is_err() {
+                    v.push(format!("restart {kill}: a request took over {ANSWER:?}"));
+                    break;
+                }
                 let pause = Duration::from_millis(rng.random_range(5..60));
                 tokio::time::sleep(pause.min(until.saturating_duration_since(Instant::now())))
                     .await;

@@ -12,7 +12,9 @@
 //!   kills land inside tools too);
 //! - `S<n>`: one step starting n background subagents (`KEY.c<i>`, plan
 //!   `B2`);
-//! - `F<n>`: one step forking n times (`KEY.f<i>`, plan `B1`).
+//! - `F<n>`: one step forking n times (`KEY.f<i>`, plan `B1`);
+//! - `L<n>`: n long answers (128 KiB of text streamed at full speed, some
+//!   16,000 events): the output a client that never reads chokes on.
 //!
 //! After the plan the agent answers `done KEY`, and `ok KEY` to anything
 //! later (a message, a notification).
@@ -41,6 +43,7 @@ enum Step {
     Bash,
     Spawn(usize),
     Fork(usize),
+    Long,
 }
 
 fn parse_plan(plan: &str) -> Option<Vec<Step>> {
@@ -57,6 +60,7 @@ fn parse_plan(plan: &str) -> Option<Vec<Step>> {
             'B' => steps.extend(std::iter::repeat_n(Step::Bash, n)),
             'S' => steps.push(Step::Spawn(n)),
             'F' => steps.push(Step::Fork(n)),
+            'L' => steps.extend(std::iter::repeat_n(Step::Long, n)),
             _ => return None,
         }
     }
@@ -109,8 +113,14 @@ pub fn identify(r: &RecordedRequest) -> Option<(String, String, usize)> {
 pub fn answer(r: &RecordedRequest) -> Option<Reply> {
     let (key, plan, step) = identify(r)?;
     let steps = parse_plan(&plan)?;
-    let pace = Duration::from_millis(2);
+    let mut pace = Duration::from_millis(2);
     let message = match steps.get(step) {
+        Some(Step::Long) => {
+            pace = Duration::ZERO;
+            MockMessage::text(
+                format!("Long answer {step} of {key}: ") + &"all work and no play ".repeat(6242),
+            )
+        }
         Some(Step::Bash) => MockMessage::text(format!("Step {step} of {key}: recording it.")).with(
             Block::bash("", format!("echo {key}.{step} >> {SIDE_LOG}; sleep 0.05")),
         ),

@@ -30,6 +30,8 @@ enum Kind {
     Forker,
     /// Bash steps in a worktree of its own (its work must be kept).
     Tree,
+    /// A Bash step, then a long answer streamed at full speed.
+    Chatty,
 }
 
 /// One cycle's clients (between two kills).
@@ -101,8 +103,16 @@ impl Cycle {
                 }
             }
             85..90 => {
-                if let Some(a) = pick(rng) {
-                    self.attach_and_never_read(&a.id).await;
+                // Mostly on an agent with long answers, whose output fills
+                // the stream's flow-control window and the socket.
+                let chatty = self.ledger.lock().chatty.clone();
+                let id = if !chatty.is_empty() && rng.random_bool(0.7) {
+                    Some(chatty[rng.random_range(0..chatty.len())].clone())
+                } else {
+                    pick(rng).map(|a| a.id)
+                };
+                if let Some(id) = id {
+                    self.attach_and_never_read(&id).await;
                 }
             }
             _ => {
@@ -116,10 +126,11 @@ impl Cycle {
 
     async fn create(&mut self, rng: &mut StdRng) {
         let kind = match rng.random_range(0..10) {
-            0..4 => Kind::Worker,
-            4..6 => Kind::Parent,
-            6..8 => Kind::Forker,
-            _ => Kind::Tree,
+            0..3 => Kind::Worker,
+            3..5 => Kind::Parent,
+            5..7 => Kind::Forker,
+            7..9 => Kind::Tree,
+            _ => Kind::Chatty,
         };
         let n = self.ledger.lock().created.len();
         // Names must not be all hex digits.
@@ -129,6 +140,7 @@ impl Cycle {
             Kind::Parent => format!("S{}B1", rng.random_range(1..4)),
             Kind::Forker => format!("B1F{}", rng.random_range(2..4)),
             Kind::Tree => format!("B{}", rng.random_range(1..4)),
+            Kind::Chatty => "B1L1".to_string(),
         };
         let request = pb::CreateAgentRequest {
             prompt: format!("Work through the plan. {}", tag(&key, &plan)),
@@ -146,7 +158,14 @@ impl Cycle {
         };
         self.created += 1;
         match self.client.create_agent(request).await {
-            Ok(agent) => self.ledger.lock().created.push(agent.into_inner().id),
+            Ok(agent) => {
+                let id = agent.into_inner().id;
+                let mut ledger = self.ledger.lock();
+                if matches!(kind, Kind::Chatty) {
+                    ledger.chatty.push(id.clone());
+                }
+                ledger.created.push(id);
+            }
             // The daemon may be going down or the disk full; anything else
             // is reported.
             Err(s) if s.code() == tonic::Code::Unavailable => {}
