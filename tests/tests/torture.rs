@@ -56,6 +56,9 @@ fn model_faults_and_a_full_disk_under_sigkill_lose_and_repeat_nothing() {
     // The disk filled up under running agents (mounting needs root, as CI
     // runs; elsewhere the disk part is skipped, as the log says).
     if nix::unistd::getuid().is_root() {
-        assert!(report.disk_full_waits > 0, "{report}");
+        assert!(
+            report.disk_full_waits > 0 || report.disk_full_refusals > 0,
+            "{report}"
+        );
     }
 }

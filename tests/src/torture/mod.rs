@@ -97,6 +97,7 @@ pub struct Report {
     pub entries_shown: u64,
     pub model_requests: usize,
     pub disk_full_waits: usize,
+    pub disk_full_refusals: u64,
     pub faults_injected: usize,
     pub elapsed: Duration,
     pub violations: Vec<String>,
@@ -130,13 +131,14 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  {} attached clients shown {} entries, {} attached clients that never read, {} model requests ({} answered with a fault), {} agents waited for disk space",
+            "  {} attached clients shown {} entries, {} attached clients that never read, {} model requests ({} answered with a fault), {} agents waited for disk space, {} refused for it",
             self.attaches,
             self.entries_shown,
             self.stalled_attaches,
             self.model_requests,
             self.faults_injected,
-            self.disk_full_waits
+            self.disk_full_waits,
+            self.disk_full_refusals
         )?;
         if !self.refusals.is_empty() {
             writeln!(
@@ -281,6 +283,7 @@ pub fn run(opts: &Options) -> Report {
             report.attaches += cycle.attaches;
             report.stalled_attaches += cycle.stalled_attaches;
             report.refusals.append(&mut cycle.refusals);
+            report.disk_full_refusals += cycle.disk_refusals;
             // The kill happens with the clients still attached.
             daemon.kill9();
             cycle.abort();

@@ -48,6 +48,8 @@ pub struct Cycle {
     pub pauses: u64,
     pub attaches: u64,
     pub stalled_attaches: u64,
+    /// Agents refused for want of disk space.
+    pub disk_refusals: u64,
     /// Requests refused that the workload expected to succeed.
     pub refusals: Vec<String>,
 }
@@ -65,6 +67,7 @@ impl Cycle {
             pauses: 0,
             attaches: 0,
             stalled_attaches: 0,
+            disk_refusals: 0,
             refusals: Vec::new(),
         }
     }
@@ -125,14 +128,21 @@ impl Cycle {
     }
 
     async fn create(&mut self, rng: &mut StdRng) {
-        let kind = match rng.random_range(0..10) {
+        let n = self.ledger.lock().created.len();
+        // The first five are one of each kind, so even a short run has
+        // every kind; then at random.
+        let roll = if n < 5 {
+            n * 2
+        } else {
+            rng.random_range(0..10)
+        };
+        let kind = match roll {
             0..3 => Kind::Worker,
             3..5 => Kind::Parent,
             5..7 => Kind::Forker,
             7..9 => Kind::Tree,
             _ => Kind::Chatty,
         };
-        let n = self.ledger.lock().created.len();
         // Names must not be all hex digits.
         let key = format!("t{n}");
         let plan = match kind {
@@ -169,6 +179,7 @@ impl Cycle {
             // The daemon may be going down or the disk full; anything else
             // is reported.
             Err(s) if s.code() == tonic::Code::Unavailable => {}
+            Err(s) if s.code() == tonic::Code::ResourceExhausted => self.disk_refusals += 1,
             Err(s) => {
                 self.refusals
                     .push(format!("CreateAgent {key}: {:?} {}", s.code(), s.message()))
