@@ -40,6 +40,19 @@ fn a_second_daemon_on_a_live_socket_refuses_to_start() {
     env.ctl(&["status"]).expect_code(0);
 }
 
+/// sled makes its files with the default umask inside the private data
+/// directory: nobody else could ever reach them, so a restart tightens them
+/// without warning the user that their data was exposed.
+#[test]
+fn a_restart_does_not_warn_about_files_inside_the_private_data_directory() {
+    let env = Env::new();
+    env.start_daemon().kill9();
+    let _daemon = env.start_daemon();
+    env.ctl(&["status"]).expect_code(0);
+    let log = env.daemon_log_text();
+    assert!(!log.contains("readable by others"), "{log}");
+}
+
 #[test]
 fn a_stale_socket_file_is_replaced() {
     let env = Env::new();
