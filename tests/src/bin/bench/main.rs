@@ -17,6 +17,9 @@
 //! cargo run --release -p agentd-e2e --bin bench -- service [--runs 100] [--cold-runs 15]
 //! cargo run --release -p agentd-e2e --bin bench -- acp [--runs 50]
 //! cargo run --release -p agentd-e2e --bin bench -- rpc [--runs 5000]
+//! cargo run --release -p agentd-e2e --bin bench -- torture [--kills 1000] [--seed N|random] [--faults 0.15] [--disk-full] [--live 8] [--verbose]
+//! cargo run --release -p agentd-e2e --bin bench -- scale [--agents 1000] [--agents-10k 10000] [--runs 100] [--delta-ms 100] [--chars 2000] [--starts 5]
+//! cargo run --release -p agentd-e2e --bin bench -- pueue [--tasks 1000] [--runs 100]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
@@ -24,9 +27,12 @@
 
 mod acp;
 mod fanout;
+mod pueue;
 mod rpc;
 mod sandbox;
+mod scale;
 mod service;
+mod torture;
 mod worktree;
 
 use std::io::Write;
@@ -578,14 +584,22 @@ fn bench_replay(args: &[String]) {
     );
 }
 
-fn proc_stat(pid: i32) -> (u64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let rss_kb = status
+/// A KiB figure from /proc/PID/status: `key` is e.g. "VmRSS:" or "VmHWM:"
+/// (the peak).
+fn status_kb(pid: i32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(key))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// The process's RSS in KiB and the CPU time it has used (user + system),
+/// in seconds.
+fn proc_stat(pid: i32) -> (u64, f64) {
+    let rss_kb = status_kb(pid, "VmRSS:");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let fields: Vec<&str> = stat
         .rsplit(") ")
@@ -824,9 +838,12 @@ fn main() {
         Some("service") => service::bench_service(&args),
         Some("acp") => acp::bench_acp(&args),
         Some("rpc") => rpc::bench_rpc(&args),
+        Some("torture") => torture::bench_torture(&args),
+        Some("scale") => scale::bench_scale(&args),
+        Some("pueue") => pueue::bench_pueue(&args),
         _ => {
             eprintln!(
-                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox [options] (see the source's header)"
+                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox|service|acp|rpc|scale|pueue [options] (see the source's header)"
             );
             std::process::exit(2);
         }
