@@ -85,6 +85,13 @@ impl Env {
         env
     }
 
+    /// Keeps the world's files (its daemon log, store, project) for a
+    /// post-mortem; returns where they are.
+    pub fn keep(self) -> PathBuf {
+        let Env { root, .. } = self;
+        root.keep()
+    }
+
     pub fn socket(&self) -> PathBuf {
         self.root.path().join("run/agentd.sock")
     }

@@ -188,3 +188,46 @@ fn the_daemon_starts_on_a_full_disk_and_resumes_its_agents_once_space_is_back() 
     let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
     assert_clean(log.as_array().unwrap());
 }
+
+/// An agent a full disk keeps from resuming after a restart says so: it is
+/// `interrupted` with `waiting_for` naming disk space, not stuck without a
+/// reason (found by the torture run, issue 13).
+#[test]
+fn an_agent_a_full_disk_keeps_from_resuming_says_why() {
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    mock.enqueue(Reply::Message(
+        MockMessage::text("working").with(Block::bash("t0", "sleep 30")),
+    ));
+    let daemon = env.start_daemon();
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "hold",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    wait_until("the tool runs", Duration::from_secs(20), || {
+        show(&env, &id)["transcript_len"].as_u64().unwrap() >= 2
+    });
+    daemon.kill9();
+    // More free space wanted than any disk has: the disk counts as full.
+    env.write_config("store_min_free_mb = 100000000\n");
+    let _daemon = env.start_daemon();
+    let agent = show(&env, &id);
+    assert_eq!(agent["status"], "interrupted", "{agent}");
+    assert!(agent["resume_blocked_reason"].is_null(), "{agent}");
+    assert!(
+        agent["waiting_for"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("disk space"),
+        "{agent}"
+    );
+}

@@ -31,9 +31,13 @@ impl AgentApi {
     fn wire(&self, record: AgentRecord) -> Result<pb::Agent, AgentdError> {
         let id = record.id;
         let len = record.transcript_len;
-        let waiting_for = (record.status == domain::Status::Waiting)
-            .then(|| self.sup.waiting_for(id))
-            .flatten();
+        let waiting_for = match record.status {
+            domain::Status::Waiting => self.sup.waiting_for(id),
+            domain::Status::Interrupted if self.sup.resume_deferred_for_disk(id) => {
+                Some("disk space: it resumes on its own once space is freed".to_string())
+            }
+            _ => None,
+        };
         // A run's background flag reaches the record at its next write.
         let live_background = record
             .status

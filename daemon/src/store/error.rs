@@ -10,6 +10,12 @@ pub enum StoreError {
         #[source]
         source: sled::Error,
     },
+    /// Opening needs to write (sled writes a snapshot), and the disk is
+    /// full. Nothing is lost: the store opens once space is freed.
+    #[error(
+        "cannot open the agentd store at {path}: its disk is full; free some space and start agentd again (nothing is lost)"
+    )]
+    OpenDiskFull { path: PathBuf },
     #[error(
         "the store at {path} has schema version {found}, newer than this agentd understands ({supported}); upgrade agentd"
     )]

@@ -83,6 +83,47 @@ pub(crate) struct Trees {
     worktree_repos: sled::Tree,
 }
 
+/// Removes the snapshot files sled did not finish writing
+/// (`snap.<lsn>.generating`: written, synced, then renamed, so an unrenamed
+/// one is incomplete), which sled 0.34 would otherwise read as the newest
+/// snapshot and refuse to open the store as corrupt. A disk that filled up
+/// while sled wrote one leaves it. Only while nobody holds the store: the
+/// lock sled takes is tried first.
+fn remove_unfinished_snapshots(path: &Path) {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return;
+    };
+    let unfinished: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("snap.") && n.ends_with(".generating"))
+        })
+        .collect();
+    if unfinished.is_empty() {
+        return;
+    }
+    let Ok(db) = std::fs::File::open(path.join("db")) else {
+        return;
+    };
+    let Ok(lock) = nix::fcntl::Flock::lock(db, nix::fcntl::FlockArg::LockExclusiveNonblock) else {
+        return;
+    };
+    for file in unfinished {
+        match std::fs::remove_file(&file) {
+            Ok(()) => {
+                tracing::warn!(file = %file.display(), "removed a snapshot sled did not finish writing")
+            }
+            Err(e) => {
+                tracing::warn!(file = %file.display(), error = %e, "cannot remove an unfinished snapshot")
+            }
+        }
+    }
+    drop(lock);
+}
+
 /// How long opening waits for the store's lock to be released.
 const LOCK_WAIT: Duration = Duration::from_secs(3);
 
@@ -92,6 +133,7 @@ impl Trees {
         // itself, and a flusher hitting a full disk would poison the
         // database behind everyone's back.
         let config = sled::Config::new().path(path).flush_every_ms(None);
+        remove_unfinished_snapshots(path);
         // The store's lock is a flock: a child a killed daemon had just
         // forked holds it until it execs (milliseconds). Another daemon
         // holding it for real is refused after the wait.
@@ -101,6 +143,14 @@ impl Trees {
                 Err(e) if error::is_lock_held(&e) && waited < LOCK_WAIT => {
                     std::thread::sleep(Duration::from_millis(50));
                     waited += Duration::from_millis(50);
+                }
+                Err(e) if error::is_out_of_space(&e) => {
+                    // sled leaves the snapshot it could not finish: gone
+                    // before the next attempt.
+                    remove_unfinished_snapshots(path);
+                    return Err(StoreError::OpenDiskFull {
+                        path: path.to_path_buf(),
+                    });
                 }
                 opened => {
                     break opened.map_err(|source| StoreError::Open {
@@ -255,6 +305,22 @@ pub(crate) fn reopen_for_tests(dir: &Path) -> Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A disk that fills up while sled writes a snapshot at open leaves
+    /// `snap.<lsn>.generating`, which sled then takes for the newest
+    /// snapshot and calls corrupt: the store never opened again (found by
+    /// the torture run, issue 13).
+    #[test]
+    fn an_unfinished_snapshot_does_not_brick_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        drop(store);
+        let unfinished = dir.path().join("store/snap.00000000000FFFFF.generating");
+        std::fs::write(&unfinished, b"").unwrap();
+        let reopened = reopen_for_tests(dir.path());
+        drop(reopened);
+        assert!(!unfinished.exists());
+    }
 
     #[test]
     fn a_lock_released_a_moment_later_is_waited_for() {

@@ -102,6 +102,15 @@ impl Supervisor {
         Ok((resumed, blocked))
     }
 
+    /// Whether a full disk keeps this interrupted agent from resuming (it
+    /// resumes on its own once space is back).
+    pub fn resume_deferred_for_disk(&self, agent: AgentId) -> bool {
+        self.resume_later
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&agent)
+    }
+
     /// Resumes the agents a full disk kept from resuming at start.
     pub(super) async fn resume_deferred(self: &Arc<Self>) {
         let ids: Vec<AgentId> =

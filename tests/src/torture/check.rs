@@ -8,7 +8,7 @@ use agentd_shared::proto as pb;
 use serde_json::Value;
 
 use super::ledger::Ledger;
-use super::model::SIDE_LOG;
+use super::model::{self, SIDE_LOG};
 use crate::ApiClient;
 
 /// A transcript as the daemon serves it.
@@ -45,9 +45,34 @@ impl Transcript {
             .collect()
     }
 
-    /// Runs that ended: assistant entries that end the model's turn.
-    pub fn ended_runs(&self) -> usize {
+    /// The entry holding the agent's own task (a fork's transcript starts
+    /// with its parent's), with the task's key and plan.
+    pub fn task(&self) -> Option<(usize, String, String)> {
         self.entries
+            .iter()
+            .zip(&self.content)
+            .enumerate()
+            .rev()
+            .filter(|(_, (e, _))| e.role == pb::Role::User as i32)
+            .find_map(|(i, (_, c))| {
+                c.as_array()?
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .filter_map(|b| b["text"].as_str())
+                    .find_map(model::tag_in)
+                    .map(|(key, plan)| (i, key, plan))
+            })
+    }
+
+    /// Index of the agent's own first entry.
+    fn own_start(&self) -> usize {
+        self.task().map_or(0, |(i, _, _)| i)
+    }
+
+    /// Runs that ended: the agent's own assistant entries that end the
+    /// model's turn.
+    pub fn ended_runs(&self) -> usize {
+        self.entries[self.own_start()..]
             .iter()
             .filter(|e| e.stop_reason == pb::StopReason::EndTurn as i32)
             .count()
@@ -131,6 +156,43 @@ pub fn structure(id: &str, t: &Transcript, ledger: &Ledger, violations: &mut Vec
     }
 }
 
+/// The agent's answers are its plan's, in order, each once (a repeated or
+/// lost answer shifts them), and a completed agent got through its first
+/// run.
+pub fn plan_followed(id: &str, t: &Transcript, status: i32, violations: &mut Vec<String>) {
+    let Some((start, key, plan)) = t.task() else {
+        violations.push(format!("agent {id}: no task in its transcript"));
+        return;
+    };
+    let answers: Vec<&Value> = t.entries[start..]
+        .iter()
+        .zip(&t.content[start..])
+        .filter(|(e, _)| e.role == pb::Role::Assistant as i32)
+        .map(|(_, c)| c)
+        .collect();
+    for (step, answer) in answers.iter().enumerate() {
+        let text = answer[0]["text"].as_str().unwrap_or("");
+        let Some(expected) = model::expected_text(&key, &plan, step) else {
+            violations.push(format!("agent {id}: plan {plan} does not parse"));
+            return;
+        };
+        if !text.starts_with(&expected) {
+            let shown: String = text.chars().take(60).collect();
+            violations.push(format!(
+                "agent {id} ({key}): answer {step} is {shown:?}, the plan's is {expected:?}"
+            ));
+            return;
+        }
+    }
+    let needed = model::answers_to_finish(&plan).unwrap_or(0);
+    if status == pb::AgentStatus::Completed as i32 && answers.len() < needed {
+        violations.push(format!(
+            "agent {id} ({key}): completed after {} of its plan's {needed} answers",
+            answers.len()
+        ));
+    }
+}
+
 /// Every tool call of a settled agent has its result.
 pub fn all_answered(id: &str, t: &Transcript, violations: &mut Vec<String>) {
     let results: HashSet<&str> = t
@@ -149,8 +211,10 @@ pub fn all_answered(id: &str, t: &Transcript, violations: &mut Vec<String>) {
 /// The Bash calls whose results say they ran (their markers must be on
 /// disk once), and every marker of a call (none may be there twice).
 pub fn bash_markers(t: &Transcript) -> (Vec<String>, Vec<String>) {
+    let own = &t.content[t.own_start()..];
+    let blocks = || own.iter().flat_map(|c| c.as_array().into_iter().flatten());
     let mut ok_results = HashSet::new();
-    for b in t.blocks().filter(|b| b["type"] == "tool_result") {
+    for b in blocks().filter(|b| b["type"] == "tool_result") {
         if b["is_error"] != Value::Bool(true) {
             ok_results.insert(b["tool_use_id"].as_str().unwrap_or("").to_string());
         }

@@ -18,8 +18,9 @@ pub struct Sent {
     pub agent: String,
     /// Unique text the message carries (`nonce-N`).
     pub nonce: String,
-    /// The daemon answered OK: the message is durable.
-    pub acknowledged: bool,
+    /// `None`: the daemon answered OK, so the message is durable; else the
+    /// status it (or the transport) answered with.
+    pub refused: Option<tonic::Code>,
 }
 
 #[derive(Default)]
@@ -33,9 +34,12 @@ pub struct Ledger {
     pub chatty: Vec<String>,
     /// The same seq shown with different bytes (found as it happens).
     pub conflicts: Vec<String>,
-    /// Entries delivered to attached clients, counting repeats across
-    /// attachments.
+    /// Entries shown to clients (attached or reading), counting repeats.
     pub deliveries: u64,
+    /// Of those, shown to attached clients.
+    pub attached_deliveries: u64,
+    /// Agents the workload tried to create (their keys).
+    pub attempts: usize,
 }
 
 /// The ledger shared by the driver and its attached clients.
@@ -47,10 +51,12 @@ impl SharedLedger {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records an entry a client was shown.
-    pub fn show(&self, agent: &str, seq: u64, shown: Shown) {
+    /// Records an entry a client was shown (`attached`: on an attachment,
+    /// else read with GetTranscript).
+    pub fn show(&self, agent: &str, seq: u64, shown: Shown, attached: bool) {
         let mut ledger = self.lock();
         ledger.deliveries += 1;
+        ledger.attached_deliveries += u64::from(attached);
         let slot = ledger.shown.entry(agent.to_string()).or_default();
         match slot.get(&seq) {
             Some(before) if *before != shown => {

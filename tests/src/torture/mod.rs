@@ -98,6 +98,20 @@ pub struct Report {
     pub model_requests: usize,
     pub disk_full_waits: usize,
     pub disk_full_refusals: u64,
+    /// Cycles in which the disk filled up.
+    pub disk_events: u64,
+    /// ListAgents answered while the disk was full.
+    pub full_disk_answers: u64,
+    /// Daemons started on a full disk.
+    pub full_disk_starts: u64,
+    /// Of those, refused to start (saying to free space).
+    pub full_disk_refused_starts: u64,
+    /// Daemons killed before they were ready (recovering).
+    pub early_kills: u64,
+    /// Entries attached clients were shown (the rest were read).
+    pub entries_shown_attached: u64,
+    /// Where the run's files were kept (after a violation).
+    pub kept: Option<PathBuf>,
     pub faults_injected: usize,
     pub elapsed: Duration,
     pub violations: Vec<String>,
@@ -110,9 +124,10 @@ impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "seed {:#x}: {} kills in {:.0} s; {} agents ({} subagents, {} forks, {} in worktrees)",
+            "seed {:#x}: {} kills ({} before ready) in {:.0} s; {} agents ({} subagents, {} forks, {} in worktrees)",
             self.seed,
             self.kills,
+            self.early_kills,
             self.elapsed.as_secs_f64(),
             self.agents,
             self.children,
@@ -131,14 +146,23 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  {} attached clients shown {} entries, {} attached clients that never read, {} model requests ({} answered with a fault), {} agents waited for disk space, {} refused for it",
+            "  {} attached clients shown {} entries ({} to readers), {} attached clients that never read, {} model requests ({} answered with a fault)",
             self.attaches,
+            self.entries_shown_attached,
             self.entries_shown,
             self.stalled_attaches,
             self.model_requests,
             self.faults_injected,
+        )?;
+        writeln!(
+            f,
+            "  full disk {} times: {} agents waited for space at once, {} refused for it, {} listings answered on it, {} daemons started on it ({} refused, saying to free space)",
+            self.disk_events,
             self.disk_full_waits,
-            self.disk_full_refusals
+            self.disk_full_refusals,
+            self.full_disk_answers,
+            self.full_disk_starts,
+            self.full_disk_refused_starts
         )?;
         if !self.refusals.is_empty() {
             writeln!(
@@ -148,6 +172,9 @@ impl std::fmt::Display for Report {
                 self.refusals[0]
             )?;
         }
+        if let Some(kept) = &self.kept {
+            writeln!(f, "  the run's files are kept in {}", kept.display())?;
+        }
         write!(f, "  violations: {}", self.violations.len())?;
         for v in self.violations.iter().take(20) {
             write!(f, "\n    {v}")?;
@@ -155,6 +182,17 @@ impl std::fmt::Display for Report {
         Ok(())
     }
 }
+
+/// The daemon's config for a cycle: `min_free_mb` MiB kept free on the
+/// data directory's disk (0: only a real ENOSPC stops writes).
+fn config(min_free_mb: u64) -> String {
+    format!(
+        "max_running_agents = 64\nauto_background_secs = 0\nstream_idle_timeout_secs = 1\nstore_min_free_mb = {min_free_mb}\n[retry]\nmax_attempts = 8\ninitial_backoff_ms = 10\nmax_backoff_ms = 200\n"
+    )
+}
+
+/// Share of cycles (with `disk_full`) in which the disk fills up.
+const DISK_EVENTS: f64 = 0.1;
 
 /// Runs the workload with `opts.kills` SIGKILLs and checks it.
 pub fn run(opts: &Options) -> Report {
@@ -165,7 +203,7 @@ pub fn run(opts: &Options) -> Report {
     };
     let env = Env::new();
     let disk = if opts.disk_full {
-        SmallDisk::mount(&env.root.path().join("small"), 64)
+        SmallDisk::mount(&env.root.path().join("small"), 256)
     } else {
         None
     };
@@ -191,10 +229,7 @@ pub fn run(opts: &Options) -> Report {
         });
     }
     env.use_mock(&mock.url());
-    env.write_config(&format!(
-        "max_running_agents = 64\nauto_background_secs = 0\nstream_idle_timeout_secs = 1\nstore_min_free_mb = {}\n[retry]\nmax_attempts = 8\ninitial_backoff_ms = 10\nmax_backoff_ms = 200\n",
-        if disk.is_some() { 8 } else { 0 }
-    ));
+    env.write_config(&config(8));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -202,43 +237,101 @@ pub fn run(opts: &Options) -> Report {
         .expect("runtime");
     let ledger = SharedLedger::default();
     let mut rng = StdRng::seed_from_u64(opts.seed);
-    let disk_full_at = opts.kills / 2;
+    // A full disk kept through a kill: the next daemon starts on it.
+    let mut carried: Option<PathBuf> = None;
 
     for kill in 0..opts.kills {
-        let daemon = match env.try_start_daemon() {
+        // How full the disk gets in this cycle: up to the daemon's own
+        // threshold, or (threshold 0) until sled itself gets ENOSPC.
+        // (At least one per run: halfway, if chance brought none.)
+        let due = kill == opts.kills / 2 && report.disk_events == 0;
+        let fill = match &disk {
+            Some(_) if carried.is_none() && (rng.random_bool(DISK_EVENTS) || due) => {
+                report.disk_events += 1;
+                let enospc = rng.random_bool(0.5);
+                env.write_config(&config(if enospc { 0 } else { 8 }));
+                Some(if enospc { 0 } else { 2 << 20 })
+            }
+            _ => None,
+        };
+        // Now and then a kill before the daemon is ready: while it
+        // recovers, resumes agents and sweeps worktrees.
+        if rng.random_bool(0.1) {
+            let early = Duration::from_millis(rng.random_range(0..150));
+            if let Ok(mut child) = env
+                .agentd_command()
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+            {
+                std::thread::sleep(early);
+                let _ = child.kill();
+                let _ = child.wait();
+                report.early_kills += 1;
+            }
+        }
+        let mut started = env.try_start_daemon();
+        if started.is_err()
+            && carried.is_some()
+            && env
+                .daemon_log_text()
+                .contains("its disk is full; free some space")
+        {
+            // It may refuse to start on a full disk (opening writes), with
+            // a message saying what to do; doing it must be enough.
+            report.full_disk_refused_starts += 1;
+            if let Some(ballast) = carried.take() {
+                let _ = std::fs::remove_file(ballast);
+            }
+            started = env.try_start_daemon();
+        }
+        let daemon = match started {
             Ok(d) => d,
             Err(e) => {
                 report.violations.push(format!(
-                    "restart {kill}: the daemon did not start: {e}; its log ends:\n{}",
+                    "restart {kill}: the daemon did not start{}: {e}; its log ends:\n{}",
+                    if carried.is_some() {
+                        " on a full disk"
+                    } else {
+                        ""
+                    },
                     log_tail(&env)
                 ));
                 break;
             }
         };
-        let found = rt.block_on(async {
+        // The kill comes from a timer of its own, whatever the clients
+        // are doing: mostly after a stretch of work, sometimes at once.
+        let budget = if rng.random_bool(0.15) {
+            Duration::from_millis(rng.random_range(0..40))
+        } else {
+            Duration::from_millis(rng.random_range(100..900))
+        } + if fill.is_some() {
+            Duration::from_secs(2)
+        } else {
+            Duration::ZERO
+        };
+        let pid = nix::unistd::Pid::from_raw(daemon.pid());
+        let (found, killer) = rt.block_on(async {
             let mut client = match agentd_shared::client::agent_client(&env.socket()).await {
                 Ok(c) => c,
-                Err(e) => return vec![format!("restart {kill}: cannot connect: {e}")],
+                Err(e) => return (vec![format!("restart {kill}: cannot connect: {e}")], None),
             };
             let mut v = after_restart(&mut client, &ledger, &env.project(), kill).await;
+            if let Some(ballast) = carried.take() {
+                let _ = std::fs::remove_file(ballast);
+            }
+            let killer = {
+                std::thread::spawn(move || {
+                    std::thread::sleep(budget);
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                })
+            };
+
             let mut cycle = Cycle::new(client, ledger.clone(), &env.socket(), &env.project());
-            let ballast = (kill == disk_full_at)
-                .then(|| disk.as_ref().map(|d| d.fill(2 << 20)))
-                .flatten();
-            // Kill soon after the restart now and then (recovery running),
-            // else after a stretch of work.
-            let budget = if rng.random_bool(0.15) {
-                Duration::from_millis(rng.random_range(0..40))
-            } else {
-                Duration::from_millis(rng.random_range(100..900))
-            };
-            let budget = if ballast.is_some() {
-                budget + Duration::from_secs(2)
-            } else {
-                budget
-            };
-            let until = Instant::now() + budget;
-            while Instant::now() < until {
+            let ballast = fill.and_then(|leave| disk.as_ref().map(|d| d.fill(leave)));
+            while !killer.is_finished() {
                 // The daemon answers everyone, whoever stopped reading.
                 let listed = tokio::time::timeout(ANSWER, list(&mut cycle.client)).await;
                 let Ok(listed) = listed else {
@@ -253,6 +346,9 @@ pub fn run(opts: &Options) -> Report {
                             .filter(|a| a.waiting_for.contains("disk"))
                             .count(),
                     );
+                    if !agents.is_empty() && !killer.is_finished() {
+                        report.full_disk_answers += 1;
+                    }
                 }
                 let live = agents
                     .iter()
@@ -263,32 +359,29 @@ pub fn run(opts: &Options) -> Report {
                     v.push(format!("restart {kill}: a request took over {ANSWER:?}"));
                     break;
                 }
-                let pause = Duration::from_millis(rng.random_range(5..60));
-                tokio::time::sleep(pause.min(until.saturating_duration_since(Instant::now())))
-                    .await;
+                tokio::time::sleep(Duration::from_millis(rng.random_range(5..60))).await;
             }
             if let Some(ballast) = ballast {
-                // The daemon kept serving on a full disk.
-                if cycle
-                    .client
-                    .get_status(pb::GetStatusRequest {})
-                    .await
-                    .is_err()
-                {
-                    v.push(format!("restart {kill}: no answer on a full disk"));
+                // Half the time the next daemon starts on the full disk.
+                if rng.random_bool(0.5) {
+                    carried = Some(ballast);
+                    report.full_disk_starts += 1;
+                } else {
+                    let _ = std::fs::remove_file(ballast);
                 }
-                let _ = std::fs::remove_file(ballast);
             }
             report.pauses += cycle.pauses;
             report.attaches += cycle.attaches;
             report.stalled_attaches += cycle.stalled_attaches;
             report.refusals.append(&mut cycle.refusals);
             report.disk_full_refusals += cycle.disk_refusals;
-            // The kill happens with the clients still attached.
-            daemon.kill9();
             cycle.abort();
-            v
+            (v, Some(killer))
         });
+        if let Some(killer) = killer {
+            let _ = killer.join();
+        }
+        daemon.kill9();
         report.kills += 1;
         if opts.verbose || !found.is_empty() {
             println!(
@@ -296,15 +389,21 @@ pub fn run(opts: &Options) -> Report {
                 ledger.lock().created.len(),
                 found.len()
             );
+            for v in found.iter().take(5) {
+                println!("  {v}");
+            }
         }
         report.violations.extend(found);
     }
 
     // The end: no more faults or kills; everything must settle.
     faults_on.store(false, Ordering::Relaxed);
+    if let Some(ballast) = carried.take() {
+        let _ = std::fs::remove_file(ballast);
+    }
     match env.try_start_daemon() {
         Ok(daemon) => {
-            let found = rt.block_on(finish(&env, &ledger, &mut report));
+            let found = rt.block_on(finish(&env, &ledger, opts, &mut report));
             report.violations.extend(found);
             report.violations.extend(ledger.lock().conflicts.clone());
             drop(daemon);
@@ -314,10 +413,24 @@ pub fn run(opts: &Options) -> Report {
             log_tail(&env)
         )),
     }
+    let refused: Vec<String> = report
+        .refusals
+        .iter()
+        .map(|r| format!("refused: {r}"))
+        .collect();
+    report.violations.extend(refused);
     report.model_requests = mock.requests().len();
     report.faults_injected = faults.injected.load(Ordering::Relaxed);
-    report.entries_shown = ledger.lock().deliveries;
+    {
+        let ledger = ledger.lock();
+        report.entries_shown = ledger.deliveries;
+        report.entries_shown_attached = ledger.attached_deliveries;
+    }
     report.elapsed = started.elapsed();
+    if !report.violations.is_empty() {
+        drop(disk);
+        report.kept = Some(env.keep());
+    }
     report
 }
 
@@ -356,7 +469,9 @@ async fn after_restart(
         let stuck: Vec<&pb::Agent> = agents
             .iter()
             .filter(|a| {
-                a.status == pb::AgentStatus::Interrupted as i32 && a.resume_blocked_reason == 0
+                a.status == pb::AgentStatus::Interrupted as i32
+                    && a.resume_blocked_reason == 0
+                    && !a.waiting_for.starts_with("disk space")
             })
             .collect();
         if stuck.is_empty() {
@@ -426,16 +541,26 @@ async fn after_restart(
             ));
         }
     }
+    let at = if kill == usize::MAX {
+        "final".to_string()
+    } else {
+        format!("restart {kill}")
+    };
     v.iter_mut().for_each(|m| {
         if !m.starts_with("restart") {
-            *m = format!("restart {kill}: {m}");
+            *m = format!("{at}: {m}");
         }
     });
     v
 }
 
 /// The end of the run: wait for every agent to settle, then check it all.
-async fn finish(env: &Env, ledger: &SharedLedger, report: &mut Report) -> Vec<String> {
+async fn finish(
+    env: &Env,
+    ledger: &SharedLedger,
+    opts: &Options,
+    report: &mut Report,
+) -> Vec<String> {
     let mut v = Vec::new();
     let mut client = match agentd_shared::client::agent_client(&env.socket()).await {
         Ok(c) => c,
@@ -480,6 +605,15 @@ async fn finish(env: &Env, ledger: &SharedLedger, report: &mut Report) -> Vec<St
                 if settled(a.status) {
                     check::all_answered(&a.short_id, &t, &mut v);
                 }
+                check::plan_followed(&a.short_id, &t, a.status, &mut v);
+                // Nothing fails in this workload but a model that keeps
+                // failing (faults only): a request the mock refused as
+                // malformed, or anything else, fails an agent.
+                if a.status == pb::AgentStatus::Failed as i32
+                    && !(opts.fault_rate > 0.0 && a.error.contains("gave up after"))
+                {
+                    v.push(format!("final: agent {} failed: {}", a.short_id, a.error));
+                }
                 report.entries += t.entries.len() as u64;
                 transcripts.insert(a.id.clone(), t);
             }
@@ -514,7 +648,7 @@ async fn finish(env: &Env, ledger: &SharedLedger, report: &mut Report) -> Vec<St
         }
         let runs = transcripts.get(&child.id).map_or(0, Transcript::ended_runs)
             + usize::from(ended(child.status) && child.status != pb::AgentStatus::Completed as i32);
-        if notes.len() > runs {
+        if child.background && notes.len() != runs {
             v.push(format!(
                 "final: child {}: {} notifications for {runs} ended runs",
                 child.short_id,
@@ -547,12 +681,28 @@ async fn finish(env: &Env, ledger: &SharedLedger, report: &mut Report) -> Vec<St
         let Some(t) = transcripts.get(&sent.agent) else {
             continue;
         };
+        if let Some(code) = sent.refused
+            && !matches!(
+                code,
+                tonic::Code::FailedPrecondition
+                    | tonic::Code::Unavailable
+                    | tonic::Code::ResourceExhausted
+                    | tonic::Code::Unknown
+                    | tonic::Code::Cancelled
+            )
+        {
+            v.push(format!(
+                "final: message {} to agent {} refused with {code:?}",
+                sent.nonce,
+                &sent.agent[..8]
+            ));
+        }
         let n = t.count_in_user_texts(&format!("{}:", sent.nonce));
-        if n > 1 || (sent.acknowledged && n != 1) {
+        if n > 1 || (sent.refused.is_none() && n != 1) {
             v.push(format!(
                 "final: message {} ({}) to agent {} delivered {n} times",
                 sent.nonce,
-                if sent.acknowledged {
+                if sent.refused.is_none() {
                     "acknowledged"
                 } else {
                     "refused"
@@ -561,7 +711,12 @@ async fn finish(env: &Env, ledger: &SharedLedger, report: &mut Report) -> Vec<St
             ));
         }
     }
-    report.sends_acknowledged = ledger.lock().sent.iter().filter(|s| s.acknowledged).count();
+    report.sends_acknowledged = ledger
+        .lock()
+        .sent
+        .iter()
+        .filter(|s| s.refused.is_none())
+        .count();
 
     // Side effects and worktrees.
     let trees: Vec<PathBuf> = agents

@@ -89,6 +89,37 @@ fn find_tag(text: &str) -> Option<(String, String)> {
     Some((key.to_string(), plan.to_string()))
 }
 
+/// The key and plan of the tag in a text block, if it holds one.
+pub fn tag_in(text: &str) -> Option<(String, String)> {
+    find_tag(text)
+}
+
+/// How the text of the assistant's answer at `step` begins (`None`: the
+/// plan does not parse).
+pub fn expected_text(key: &str, plan: &str, step: usize) -> Option<String> {
+    let steps = parse_plan(plan)?;
+    Some(match steps.get(step) {
+        Some(Step::Bash) => format!("Step {step} of {key}: recording it."),
+        Some(Step::Spawn(n)) => format!("Starting {n} helpers."),
+        Some(Step::Fork(n)) => format!("Forking {n} ways."),
+        Some(Step::Long) => format!("Long answer {step} of {key}: "),
+        None if step == steps.len() => format!("done {key}"),
+        None => format!("ok {key}"),
+    })
+}
+
+/// Answers a first run takes to end: through the first answer without a
+/// tool call (a long answer, or the final `done`).
+pub fn answers_to_finish(plan: &str) -> Option<usize> {
+    let steps = parse_plan(plan)?;
+    Some(
+        steps
+            .iter()
+            .position(|s| *s == Step::Long)
+            .map_or(steps.len() + 1, |i| i + 1),
+    )
+}
+
 /// Which agent sent a request and the step it is at.
 pub fn identify(r: &RecordedRequest) -> Option<(String, String, usize)> {
     let messages = r.json["messages"].as_array()?;

@@ -88,11 +88,27 @@ impl Cycle {
             }
             50..58 => {
                 if let Some(a) = pick(rng).filter(|a| a.status == pb::AgentStatus::Running as i32) {
-                    self.pauses += 1;
-                    let _ = self
+                    let paused = self
                         .client
                         .pause_agent(pb::PauseAgentRequest { id: a.id })
                         .await;
+                    match paused {
+                        Ok(_) => self.pauses += 1,
+                        // It ended meanwhile, or the daemon is going down.
+                        Err(s)
+                            if matches!(
+                                s.code(),
+                                tonic::Code::FailedPrecondition
+                                    | tonic::Code::Unavailable
+                                    | tonic::Code::Unknown
+                                    | tonic::Code::Cancelled
+                            ) => {}
+                        Err(s) => self.refusals.push(format!(
+                            "PauseAgent: {:?} {}",
+                            s.code(),
+                            s.message()
+                        )),
+                    }
                 }
             }
             58..85 => {
@@ -128,7 +144,11 @@ impl Cycle {
     }
 
     async fn create(&mut self, rng: &mut StdRng) {
-        let n = self.ledger.lock().created.len();
+        let n = {
+            let mut ledger = self.ledger.lock();
+            ledger.attempts += 1;
+            ledger.attempts - 1
+        };
         // The first five are one of each kind, so even a short run has
         // every kind; then at random.
         let roll = if n < 5 {
@@ -178,7 +198,11 @@ impl Cycle {
             }
             // The daemon may be going down or the disk full; anything else
             // is reported.
-            Err(s) if s.code() == tonic::Code::Unavailable => {}
+            Err(s)
+                if matches!(
+                    s.code(),
+                    tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+                ) => {}
             Err(s) if s.code() == tonic::Code::ResourceExhausted => self.disk_refusals += 1,
             Err(s) => {
                 self.refusals
@@ -200,7 +224,7 @@ impl Cycle {
         self.ledger.lock().sent.push(Sent {
             agent: agent.id.clone(),
             nonce,
-            acknowledged: result.is_ok(),
+            refused: result.err().map(|s| s.code()),
         });
     }
 
@@ -222,6 +246,7 @@ impl Cycle {
                         role: e.role,
                         content: e.content_json,
                     },
+                    false,
                 );
             }
         }
@@ -251,6 +276,7 @@ impl Cycle {
                             role: e.role,
                             content: e.content_json,
                         },
+                        true,
                     );
                 }
             }
