@@ -51,7 +51,9 @@ impl AgentdError {
             AgentdError::Unimplemented(_) => Code::Unimplemented,
             AgentdError::Unavailable(_) => Code::Unavailable,
             // gRPC's own words: "the entire file system is out of space".
-            AgentdError::Store(StoreError::DiskFull { .. }) => Code::ResourceExhausted,
+            AgentdError::Store(StoreError::DiskFull { .. } | StoreError::NoSpace(_)) => {
+                Code::ResourceExhausted
+            }
             AgentdError::Store(StoreError::Reopening) => Code::Unavailable,
             AgentdError::Store(_) => Code::Internal,
         }

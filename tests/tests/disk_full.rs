@@ -231,3 +231,55 @@ fn an_agent_a_full_disk_keeps_from_resuming_says_why() {
         "{agent}"
     );
 }
+
+/// sled applies a write in memory before its flush fails on a full disk,
+/// and serves it until the store is reopened: an agent whose creation
+/// failed was listed and shown, then gone after a restart (found by the
+/// torture run, issue 13). Refused means it does not exist, ever.
+#[test]
+fn an_agent_whose_creation_failed_on_a_full_disk_is_never_shown() {
+    let Some((env, _mock, disk)) = world(0, 0) else {
+        return;
+    };
+    let daemon = env.start_daemon();
+    env.ctl(&["status"]).expect_code(0);
+    let ballast = disk.fill(0);
+    let mut refused = 0;
+    for i in 0..5 {
+        let name = format!("phantom-{i}");
+        let out = env.ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "--name",
+            &name,
+            "never",
+        ]);
+        if out.code == 0 {
+            continue;
+        }
+        refused += 1;
+        assert!(out.stderr.contains("disk space"), "{}", out.stderr);
+        let listed = env.ctl(&["list", "--all", "--json"]).expect_code(0).json();
+        assert!(
+            !listed.to_string().contains(&name),
+            "a refused agent is listed: {listed}"
+        );
+        let shown = env.ctl(&["show", &name]);
+        assert!(
+            shown.code != 0 && shown.stderr.contains("not found"),
+            "{}",
+            shown.stderr
+        );
+    }
+    assert!(refused > 0, "the full disk refused nothing");
+    std::fs::remove_file(&ballast).unwrap();
+    wait_until("the store heals", Duration::from_secs(20), || {
+        env.ctl(&["status", "--json"]).json()["disk_full"] == false
+    });
+    daemon.kill9();
+    let _daemon = env.start_daemon();
+    let listed = env.ctl(&["list", "--all", "--json"]).expect_code(0).json();
+    assert!(!listed.to_string().contains("phantom-"), "{listed}");
+}

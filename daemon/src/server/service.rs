@@ -30,7 +30,8 @@ impl AgentApi {
 
     fn wire(&self, record: AgentRecord) -> Result<pb::Agent, AgentdError> {
         let id = record.id;
-        let len = record.transcript_len;
+        // Only what is on disk is shown (`store::unconfirmed`).
+        let len = self.sup.store().durable_len(id, record.transcript_len);
         let waiting_for = match record.status {
             domain::Status::Waiting => self.sup.waiting_for(id),
             domain::Status::Interrupted if self.sup.resume_deferred_for_disk(id) => {
@@ -275,7 +276,7 @@ impl AgentService for AgentApi {
         let entries = store
             .transcript(id, r.from_seq, limit as usize)
             .map_err(AgentdError::from)?;
-        let len = record.transcript_len;
+        let len = store.durable_len(id, record.transcript_len);
         // Past the end: the next page starts at the real end.
         let next_seq = entries.last().map_or(r.from_seq.min(len), |e| e.seq + 1);
         Ok(Response::new(pb::GetTranscriptResponse {

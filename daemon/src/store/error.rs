@@ -31,7 +31,14 @@ pub enum StoreError {
     )]
     DiskFull { dir: PathBuf, free: String },
     #[error("store I/O failed: {0}")]
-    Io(#[from] sled::Error),
+    Io(sled::Error),
+    /// sled's own report of a full disk, where it surfaced outside the
+    /// write paths that turn it into `DiskFull` (sled repeats a stored
+    /// ENOSPC on later operations until the store is reopened).
+    #[error(
+        "agentd's data directory is out of disk space ({0}); free some space and agentd continues on its own"
+    )]
+    NoSpace(sled::Error),
     #[error("the store is being reopened after a disk-full error; try again in a moment")]
     Reopening,
     /// A transcript entry could not be read (it was skipped and counted):
@@ -49,7 +56,17 @@ pub enum StoreError {
 
 impl StoreError {
     pub fn is_disk_full(&self) -> bool {
-        matches!(self, StoreError::DiskFull { .. })
+        matches!(self, StoreError::DiskFull { .. } | StoreError::NoSpace(_))
+    }
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(e: sled::Error) -> StoreError {
+        if is_out_of_space(&e) {
+            StoreError::NoSpace(e)
+        } else {
+            StoreError::Io(e)
+        }
     }
 }
 

@@ -273,6 +273,7 @@ fn reopen(store: &Store) -> Result<(), StoreError> {
         match Trees::open(&store.inner.path) {
             Ok(trees) => {
                 *slot.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(trees));
+                store.inner.unconfirmed.clear();
                 return Ok(());
             }
             Err(e) if attempt < 100 => {

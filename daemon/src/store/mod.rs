@@ -36,6 +36,7 @@ mod inbox;
 mod migrate;
 mod repos;
 mod transcript;
+mod unconfirmed;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -46,6 +47,7 @@ pub use error::StoreError;
 pub use health::StoreOptions;
 pub use inbox::InboxKey;
 pub use transcript::Append;
+pub use unconfirmed::Unconfirmed;
 
 use crate::domain::AgentId;
 
@@ -68,6 +70,8 @@ struct Inner {
     health: health::Health,
     /// Keys of corrupt items seen so far (logged once each).
     corrupt: Mutex<HashSet<Vec<u8>>>,
+    /// Writes sled holds in memory that a full disk kept off it.
+    unconfirmed: unconfirmed::Ledger,
 }
 
 /// The open database and its trees.
@@ -189,6 +193,7 @@ impl Store {
                 path,
                 trees: RwLock::new(Some(Arc::new(trees))),
                 corrupt: Mutex::new(HashSet::new()),
+                unconfirmed: unconfirmed::Ledger::default(),
             }),
         })
     }

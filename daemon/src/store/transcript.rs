@@ -68,10 +68,25 @@ impl Store {
     /// until they are on disk.
     pub async fn append_durable(&self, id: AgentId, append: Append<'_>) -> Result<(), StoreError> {
         let trees = self.trees_for_write()?;
-        self.apply_append(&trees, id, &append)
-            .map_err(|e| self.write_error(e))?;
+        let applied = self
+            .apply_append(&trees, id, &append)
+            .map_err(|e| self.write_error(e));
         drop(trees);
-        self.flush().await
+        let flushed = match applied {
+            Ok(()) => self.flush().await,
+            Err(e) => Err(e),
+        };
+        match &flushed {
+            Ok(()) => self.inner.unconfirmed.confirmed(id),
+            // sled may serve what it applied until it is reopened: readers
+            // are kept from it (`unconfirmed`).
+            Err(_) => self.inner.unconfirmed.failed(
+                id,
+                append.created.is_some(),
+                append.entries.iter().map(|e| e.seq).min(),
+            ),
+        }
+        flushed
     }
 
     fn apply_append(&self, trees: &Trees, id: AgentId, a: &Append<'_>) -> sled::Result<()> {
@@ -186,7 +201,7 @@ impl Store {
                 Err(e) => self.note_corrupt("transcript entry", &key, &e),
             }
         }
-        Ok(out)
+        self.only_durable(id, out)
     }
 
     /// The number of entries in `id`'s transcript (the next sequence

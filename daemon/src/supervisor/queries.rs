@@ -7,6 +7,7 @@ use super::registry::AgentHandle;
 use super::{Supervisor, resolve};
 use crate::domain::{AgentId, AgentRecord, Status, now_ms};
 use crate::error::AgentdError;
+use crate::store::Unconfirmed;
 
 /// Agents that ended longer ago than this are hidden from `list` without `--all`.
 const LIST_RECENT_MS: i64 = 24 * 3600 * 1000;
@@ -15,7 +16,12 @@ impl Supervisor {
     /// Finds the agent named by a full id, its short id, a unique id
     /// prefix, or a name.
     pub fn resolve(&self, query: &str) -> Result<AgentRecord, AgentdError> {
-        resolve::resolve(&self.store, query)
+        let record = resolve::resolve(&self.store, query)?;
+        if self.store.unconfirmed(record.id) == Some(Unconfirmed::Created) {
+            // Its creation failed on a full disk: it does not exist.
+            return Err(resolve::not_found(query));
+        }
+        Ok(record)
     }
 
     /// Agents oldest first; without `all`, those that ended over a day ago
@@ -40,6 +46,7 @@ impl Supervisor {
         Ok(records
             .into_iter()
             .filter(|r| all || !r.status.is_terminal() || r.updated_at_ms >= cutoff)
+            .filter(|r| self.store.unconfirmed(r.id) != Some(Unconfirmed::Created))
             .collect())
     }
 

@@ -70,7 +70,7 @@ pub fn resolve(store: &Store, query: &str) -> Result<AgentRecord, AgentdError> {
     Err(not_found(query))
 }
 
-fn not_found(query: &str) -> AgentdError {
+pub(super) fn not_found(query: &str) -> AgentdError {
     AgentdError::NotFound(format!(
         "no agent matches '{}'; `agentctl list --all` shows every agent",
         quote(query)

@@ -40,6 +40,9 @@ pub struct Ledger {
     pub attached_deliveries: u64,
     /// Agents the workload tried to create (their keys).
     pub attempts: usize,
+    /// Keys (names) of agents whose creation the daemon refused: none of
+    /// them may ever exist.
+    pub refused_keys: Vec<String>,
 }
 
 /// The ledger shared by the driver and its attached clients.

@@ -18,8 +18,11 @@
 //! sequence numbers are contiguous; after a restart every interrupted
 //! agent resumes or carries a `resume_blocked_reason`; at the end every
 //! agent settles (none is left `running` with nothing running) with every
-//! call answered; every ended background child's notification reached its
-//! parent exactly once; every acknowledged message was delivered once; no
+//! call answered and its answers exactly its plan's, in order; no agent
+//! fails; every ended background child's end reached its parent, no
+//! notification twice and none more than the child's ends of turn; no
+//! agent whose creation was refused exists; every acknowledged message
+//! was delivered once; no
 //! Bash side effect ran twice and every one reported as run is on disk; no
 //! worktree holding work was removed.
 
@@ -621,6 +624,14 @@ async fn finish(
         }
     }
     report.agents = agents.len();
+    for key in &ledger.lock().refused_keys {
+        if let Some(a) = agents.iter().find(|a| &a.name == key) {
+            v.push(format!(
+                "final: agent {} ({key}) exists though its creation was refused",
+                a.short_id
+            ));
+        }
+    }
     report.tool_calls = agents.iter().map(|a| u64::from(a.tool_uses)).sum();
 
     // Notifications: an ended background child's reached its parent once.
@@ -648,7 +659,10 @@ async fn finish(
         }
         let runs = transcripts.get(&child.id).map_or(0, Transcript::ended_runs)
             + usize::from(ended(child.status) && child.status != pb::AgentStatus::Completed as i32);
-        if child.background && notes.len() != runs {
+        // At most one per ended run: a message queued while the child
+        // ran continues the same run past an end of turn, so ends of turn
+        // only bound the runs from above; the newest end is checked below.
+        if notes.len() > runs {
             v.push(format!(
                 "final: child {}: {} notifications for {runs} ended runs",
                 child.short_id,

@@ -203,7 +203,10 @@ impl Cycle {
                     s.code(),
                     tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
                 ) => {}
-            Err(s) if s.code() == tonic::Code::ResourceExhausted => self.disk_refusals += 1,
+            Err(s) if s.code() == tonic::Code::ResourceExhausted => {
+                self.disk_refusals += 1;
+                self.ledger.lock().refused_keys.push(key);
+            }
             Err(s) => {
                 self.refusals
                     .push(format!("CreateAgent {key}: {:?} {}", s.code(), s.message()))

@@ -1,0 +1,92 @@
+//! Writes sled applied in memory but could not make durable: their flush
+//! hit a full disk. sled serves them to readers until the store is reopened
+//! (which drops them), and a crash loses them, so clients must not see
+//! them: what a client has seen is on disk. Found by the torture run
+//! (issue 13): an agent whose creation failed on a full disk was listed and
+//! read, and was gone after the restart.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::domain::{AgentId, TranscriptEntry};
+
+use super::{Store, StoreError};
+
+/// What of an agent is not on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unconfirmed {
+    /// The agent itself: its creation failed.
+    Created,
+    /// Its transcript from this sequence number on.
+    From(u64),
+}
+
+#[derive(Default)]
+pub(super) struct Ledger(Mutex<HashMap<AgentId, Unconfirmed>>);
+
+impl Ledger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Unconfirmed>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A durable append of `id` failed: its creation, or entries from
+    /// `first_seq` on.
+    pub(super) fn failed(&self, id: AgentId, created: bool, first_seq: Option<u64>) {
+        let mut map = self.lock();
+        let now = match (created, first_seq, map.get(&id)) {
+            (true, _, _) | (_, _, Some(Unconfirmed::Created)) => Unconfirmed::Created,
+            (false, Some(seq), Some(Unconfirmed::From(before))) => {
+                Unconfirmed::From(seq.min(*before))
+            }
+            (false, Some(seq), None) => Unconfirmed::From(seq),
+            // A record alone: its entries are all on disk.
+            (false, None, Some(before)) => *before,
+            (false, None, None) => return,
+        };
+        map.insert(id, now);
+    }
+
+    /// A durable append of `id` succeeded: everything before is on disk.
+    pub(super) fn confirmed(&self, id: AgentId) {
+        let mut map = self.lock();
+        if map.get(&id).is_some_and(|u| *u != Unconfirmed::Created) {
+            map.remove(&id);
+        }
+    }
+
+    /// The store was reopened from disk: what was not on disk is gone.
+    pub(super) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn get(&self, id: AgentId) -> Option<Unconfirmed> {
+        self.lock().get(&id).copied()
+    }
+}
+
+impl Store {
+    /// What of `id` readers must not be shown (not on disk), if anything.
+    pub fn unconfirmed(&self, id: AgentId) -> Option<Unconfirmed> {
+        self.inner.unconfirmed.get(id)
+    }
+
+    /// `transcript_len` as far as it is on disk.
+    pub fn durable_len(&self, id: AgentId, len: u64) -> u64 {
+        match self.unconfirmed(id) {
+            Some(Unconfirmed::Created) => 0,
+            Some(Unconfirmed::From(seq)) => len.min(seq),
+            None => len,
+        }
+    }
+
+    /// Drops from `entries` (read from sled) those not on disk.
+    pub(super) fn only_durable(
+        &self,
+        id: AgentId,
+        mut entries: Vec<TranscriptEntry>,
+    ) -> Result<Vec<TranscriptEntry>, StoreError> {
+        let end = self.durable_len(id, u64::MAX);
+        entries.retain(|e| e.seq < end);
+        Ok(entries)
+    }
+}
