@@ -95,7 +95,15 @@ impl Supervisor {
         }
         // No handle means no turn loop, hence no writer: the length read
         // here cannot go stale before the handle is inserted.
-        let next_seq = self.store.transcript_len(record.id)?;
+        let next_seq = match self.store.transcript_len(record.id) {
+            Ok(n) => n,
+            // sled repeats a stored ENOSPC even on reads until the store
+            // is reopened; the caller's record has the length (it was just
+            // read or just written). Failing here failed a CreateAgent
+            // whose agent was already on disk (found by the torture run).
+            Err(e) if e.is_disk_full() => record.transcript_len,
+            Err(e) => return Err(e.into()),
+        };
         let handle = Arc::new(AgentHandle {
             hub: Arc::new(Hub::new(
                 record.id,

@@ -263,6 +263,16 @@ async fn an_agent_resumed_after_its_answer_was_written_reports_that_answer() {
     let a = w.sup.create(w.new_agent(&one, "answer")).await.unwrap();
     let id = a.id.to_string();
     w.status_becomes(&id, Status::Completed).await;
+    // The end is stored a moment before the run lets go of the agent; a
+    // resume before that finds it still loaded (seen under CI load).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while w.sup.registry.get(a.id).is_some_and(|h| h.is_running()) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // As a crash leaves it when the answer is in the transcript but the
     // record's end was not written (or its write was deferred and lost).
     let mut record = w.sup.resolve(&id).unwrap();

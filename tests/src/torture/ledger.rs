@@ -42,7 +42,7 @@ pub struct Ledger {
     pub attempts: usize,
     /// Keys (names) of agents whose creation the daemon refused: none of
     /// them may ever exist.
-    pub refused_keys: Vec<String>,
+    pub refused_keys: Vec<(String, String)>,
 }
 
 /// The ledger shared by the driver and its attached clients.

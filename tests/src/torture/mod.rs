@@ -624,10 +624,10 @@ async fn finish(
         }
     }
     report.agents = agents.len();
-    for key in &ledger.lock().refused_keys {
+    for (key, why) in &ledger.lock().refused_keys {
         if let Some(a) = agents.iter().find(|a| &a.name == key) {
             v.push(format!(
-                "final: agent {} ({key}) exists though its creation was refused",
+                "final: agent {} ({key}) exists though its creation was refused: {why}",
                 a.short_id
             ));
         }

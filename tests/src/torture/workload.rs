@@ -205,7 +205,8 @@ impl Cycle {
                 ) => {}
             Err(s) if s.code() == tonic::Code::ResourceExhausted => {
                 self.disk_refusals += 1;
-                self.ledger.lock().refused_keys.push(key);
+                let why: String = s.message().chars().take(120).collect();
+                self.ledger.lock().refused_keys.push((key, why));
             }
             Err(s) => {
                 self.refusals
