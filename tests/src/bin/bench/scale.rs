@@ -208,13 +208,27 @@ fn streaming(agents: usize, runs: usize, delta: Duration, chars: usize) {
     let (_, cpu_q1) = proc_stat(pid);
     let running_after_quiet = running(&env);
 
-    // Listing while they stream, alternating with the baseline.
-    let (mut base, mut list) = (Vec::new(), Vec::new());
+    // Listing while they stream, alternating with the baseline; the
+    // ListAgents call alone from a warm client separates the daemon's
+    // share from the process's.
+    let mut client = rt
+        .block_on(agentd_shared::client::agent_client(&env.socket()))
+        .unwrap();
+    let (mut base, mut list, mut rpc) = (Vec::new(), Vec::new(), Vec::new());
     let mut min_running = usize::MAX;
     let mut bytes = 0;
     let listing = Instant::now();
     for _ in 0..runs {
         base.push(timed(&env, &["status", "--json"]).0);
+        let t = Instant::now();
+        let n = rt
+            .block_on(client.list_agents(pb::ListAgentsRequest::default()))
+            .unwrap()
+            .into_inner()
+            .agents
+            .len();
+        rpc.push(t.elapsed());
+        assert_eq!(n, agents);
         let (t, out) = timed(&env, &["list", "--json"]);
         list.push(t);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -324,6 +338,7 @@ fn streaming(agents: usize, runs: usize, delta: Duration, chars: usize) {
         vec![
             ("agentctl status --json (baseline)".into(), base),
             (format!("agentctl list --json, {agents} agents"), list),
+            ("ListAgents RPC alone (warm client, in process)".into(), rpc),
         ],
     );
 }
