@@ -201,7 +201,7 @@ impl Store {
                 Err(e) => self.note_corrupt("transcript entry", &key, &e),
             }
         }
-        self.only_durable(id, out)
+        Ok(self.only_durable(id, out))
     }
 
     /// The number of entries in `id`'s transcript (the next sequence

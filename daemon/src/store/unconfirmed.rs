@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use crate::domain::{AgentId, TranscriptEntry};
 
-use super::{Store, StoreError};
+use super::Store;
 
 /// What of an agent is not on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,9 +84,9 @@ impl Store {
         &self,
         id: AgentId,
         mut entries: Vec<TranscriptEntry>,
-    ) -> Result<Vec<TranscriptEntry>, StoreError> {
+    ) -> Vec<TranscriptEntry> {
         let end = self.durable_len(id, u64::MAX);
         entries.retain(|e| e.seq < end);
-        Ok(entries)
+        entries
     }
 }

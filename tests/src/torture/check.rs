@@ -59,7 +59,7 @@ impl Transcript {
                     .iter()
                     .filter(|b| b["type"] == "text")
                     .filter_map(|b| b["text"].as_str())
-                    .find_map(model::tag_in)
+                    .find_map(model::find_tag)
                     .map(|(key, plan)| (i, key, plan))
             })
     }

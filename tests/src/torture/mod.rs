@@ -325,13 +325,10 @@ pub fn run(opts: &Options) -> Report {
             if let Some(ballast) = carried.take() {
                 let _ = std::fs::remove_file(ballast);
             }
-            let killer = {
-                std::thread::spawn(move || {
-                    std::thread::sleep(budget);
-                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-                })
-            };
-
+            let killer = std::thread::spawn(move || {
+                std::thread::sleep(budget);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            });
             let mut cycle = Cycle::new(client, ledger.clone(), &env.socket(), &env.project());
             let ballast = fill.and_then(|leave| disk.as_ref().map(|d| d.fill(leave)));
             while !killer.is_finished() {

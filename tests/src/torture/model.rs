@@ -81,17 +81,12 @@ fn texts(message: &Value) -> Vec<&str> {
 }
 
 /// The tag's key and plan in a text, the last one if several.
-fn find_tag(text: &str) -> Option<(String, String)> {
+pub fn find_tag(text: &str) -> Option<(String, String)> {
     let start = text.rfind("[[torture key=")?;
     let rest = &text[start + "[[torture key=".len()..];
     let end = rest.find("]]")?;
     let (key, plan) = rest[..end].split_once(" plan=")?;
     Some((key.to_string(), plan.to_string()))
-}
-
-/// The key and plan of the tag in a text block, if it holds one.
-pub fn tag_in(text: &str) -> Option<(String, String)> {
-    find_tag(text)
 }
 
 /// How the text of the assistant's answer at `step` begins (`None`: the
@@ -239,9 +234,10 @@ impl Faults {
             },
             // A stall mid-stream: longer than the daemon's idle timeout
             // (1 s in the fault run) half of the time.
-            _ => Reply::Message(message.slow(Duration::from_millis(
-                *[400, 1500].get(rng.random_range(0..2)).unwrap_or(&400),
-            ))),
+            _ => {
+                let stall = if rng.random_bool(0.5) { 1500 } else { 400 };
+                Reply::Message(message.slow(Duration::from_millis(stall)))
+            }
         }
     }
 }

@@ -504,6 +504,15 @@ fn bench_switch(args: &[String]) {
 
 /// Puts an agent with `entries` transcript entries straight into the store
 /// of `env` (before its daemon starts), the way the daemon creates one.
+/// `agents` agents named `worker-<i>` with 2 entries each, written
+/// straight into `env`'s store (no daemon running).
+fn seed_named(rt: &tokio::runtime::Runtime, env: &Env, agents: usize) -> Vec<AgentId> {
+    let store = Store::open(&env.data_dir(), StoreOptions::default()).unwrap();
+    (0..agents)
+        .map(|i| seed_agent(rt, &store, 2, &format!("worker-{i}")))
+        .collect()
+}
+
 fn seed_agent(rt: &tokio::runtime::Runtime, store: &Store, entries: usize, name: &str) -> AgentId {
     let (id, short) = store.issue_agent_id().unwrap();
     let mut record = AgentRecord::new(id, short, now_ms());
@@ -736,12 +745,7 @@ fn bench_resolve(args: &[String]) {
         .build()
         .unwrap();
     let seeded = Instant::now();
-    let ids: Vec<AgentId> = {
-        let store = Store::open(&env.data_dir(), StoreOptions::default()).unwrap();
-        (0..agents)
-            .map(|i| seed_agent(&rt, &store, 2, &format!("worker-{i}")))
-            .collect()
-    };
+    let ids = seed_named(&rt, &env, agents);
     println!(
         "seeded {agents} named agents in {:.1} s",
         seeded.elapsed().as_secs_f64()

@@ -18,12 +18,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agentd::domain::AgentId;
-use agentd::store::{Store, StoreOptions};
 use agentd_e2e::Env;
 use agentd_e2e::mock::{MockMessage, MockServer, Reply};
 use agentd_shared::proto as pb;
 
-use super::{arg, ms, percentile, proc_stat, seed_agent, status_kb};
+use super::{arg, ms, percentile, proc_stat, seed_named, status_kb};
 
 pub fn bench_scale(args: &[String]) {
     let agents: usize = arg(args, "--agents", "1000").parse().unwrap();
@@ -351,12 +350,7 @@ fn stored_agents(agents: usize, runs: usize, starts: usize) {
         .build()
         .unwrap();
     let seeded = Instant::now();
-    let ids: Vec<AgentId> = {
-        let store = Store::open(&env.data_dir(), StoreOptions::default()).unwrap();
-        (0..agents)
-            .map(|i| seed_agent(&rt, &store, 2, &format!("worker-{i}")))
-            .collect()
-    };
+    let ids: Vec<AgentId> = seed_named(&rt, &env, agents);
     println!(
         "stored: {agents} named agents (2 entries each) seeded in {:.1} s",
         seeded.elapsed().as_secs_f64()
