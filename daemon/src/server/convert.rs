@@ -182,34 +182,29 @@ pub fn usage_report(r: UsageReport) -> pb::UsageReport {
 
 /// The wire form of an agent (taking the record: its strings move, which
 /// matters when a thousand are listed).
-pub fn agent(r: AgentRecord, transcript_len: u64, waiting_for: Option<String>) -> pb::Agent {
-    let can_message = r.can_message();
-    let (resume_blocked_reason, resume_blocked_detail) = match r.resume_blocked {
-        Some(b) => (resume_blocked_reason(b.reason), b.detail),
+pub fn agent(r: &AgentRecord, transcript_len: u64, waiting_for: Option<String>) -> pb::Agent {
+    let (resume_blocked_reason, resume_blocked_detail) = match &r.resume_blocked {
+        Some(b) => (resume_blocked_reason(b.reason), b.detail.clone()),
         None => (pb::ResumeBlockedReason::Unspecified, String::new()),
     };
     pb::Agent {
         id: r.id.to_string(),
         short_id: r.short_id.to_string(),
-        name: r.name,
-        description: r.description,
-        subagent_type: r.subagent_type,
+        name: r.name.clone(),
+        description: r.description.clone(),
+        subagent_type: r.subagent_type.clone(),
         status: status(r.status) as i32,
         background: r.background,
         parent_id: r.parent.map(|p| p.to_string()).unwrap_or_default(),
-        model: r.model,
-        cwd: r
-            .cwd
-            .into_os_string()
-            .into_string()
-            .unwrap_or_else(|p| p.to_string_lossy().into_owned()),
+        model: r.model.clone(),
+        cwd: r.cwd.to_string_lossy().into_owned(),
         created_at: Some(timestamp(r.created_at_ms)),
         updated_at: Some(timestamp(r.updated_at_ms)),
         turns: r.turns,
         usage: Some(usage(&r.usage)),
-        can_message,
-        result: r.result,
-        error: r.error,
+        can_message: r.can_message(),
+        result: r.result.clone(),
+        error: r.error.clone(),
         permission_mode: permission_mode(r.permission_mode) as i32,
         max_turns: r.max_turns,
         transcript_len,
@@ -377,7 +372,7 @@ pub fn lifecycle(e: &Lifecycle) -> pb::WatchEvent {
     use pb::watch_event::Event;
     let mut task = None;
     let event = match &e.kind {
-        LifecycleKind::Created(r) => Event::Created(agent((**r).clone(), 1, None)),
+        LifecycleKind::Created(r) => Event::Created(agent(r, 1, None)),
         LifecycleKind::Status(s) => Event::Status(status_change(s)),
         LifecycleKind::Notification(n) => {
             task = Some(task_notification(n));

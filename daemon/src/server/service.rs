@@ -28,7 +28,18 @@ impl AgentApi {
         AgentApi { sup }
     }
 
-    fn wire(&self, record: AgentRecord) -> Result<pb::Agent, AgentdError> {
+    fn wire(&self, record: &AgentRecord) -> pb::Agent {
+        // A run's background flag reaches the record at its next write.
+        let live_background = record
+            .status
+            .is_live()
+            .then(|| self.sup.live_background(record.id))
+            .flatten();
+        self.wire_with(record, live_background)
+    }
+
+    /// `wire`, given the run's background flag (None: no run loaded).
+    fn wire_with(&self, record: &AgentRecord, live_background: Option<bool>) -> pb::Agent {
         let id = record.id;
         // Only what is on disk is shown (`store::unconfirmed`).
         let len = self.sup.store().durable_len(id, record.transcript_len);
@@ -39,17 +50,11 @@ impl AgentApi {
             }
             _ => None,
         };
-        // A run's background flag reaches the record at its next write.
-        let live_background = record
-            .status
-            .is_live()
-            .then(|| self.sup.live_background(id))
-            .flatten();
         let mut agent = convert::agent(record, len, waiting_for);
-        if let Some(background) = live_background {
+        if let Some(background) = live_background.filter(|_| record.status.is_live()) {
             agent.background = background;
         }
-        Ok(agent)
+        agent
     }
 }
 
@@ -113,7 +118,7 @@ impl AgentService for AgentApi {
                 parent_tool_use_id: String::new(),
             })
             .await?;
-        Ok(Response::new(self.wire(record)?))
+        Ok(Response::new(self.wire(&record)))
     }
 
     async fn fork_agent(
@@ -138,7 +143,7 @@ impl AgentService for AgentApi {
                 },
             )
             .await?;
-        Ok(Response::new(self.wire(record)?))
+        Ok(Response::new(self.wire(&record)))
     }
 
     async fn list_agents(
@@ -151,12 +156,13 @@ impl AgentService for AgentApi {
         } else {
             Some(self.sup.resolve(&r.parent_id)?.id)
         };
+        let live = self.sup.live_backgrounds();
         let agents = self
             .sup
             .list(r.all, parent)?
-            .into_iter()
-            .map(|rec| self.wire(rec))
-            .collect::<Result<_, _>>()?;
+            .iter()
+            .map(|rec| self.wire_with(rec, live.get(&rec.id).copied()))
+            .collect();
         Ok(Response::new(pb::ListAgentsResponse { agents }))
     }
 
@@ -165,7 +171,7 @@ impl AgentService for AgentApi {
         req: Request<pb::GetAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let record = self.sup.resolve(&req.into_inner().id)?;
-        Ok(Response::new(self.wire(record)?))
+        Ok(Response::new(self.wire(&record)))
     }
 
     async fn wait_agent(
@@ -173,7 +179,7 @@ impl AgentService for AgentApi {
         req: Request<pb::WaitAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let record = self.sup.wait(&req.into_inner().id).await?;
-        Ok(Response::new(self.wire(record)?))
+        Ok(Response::new(self.wire(&record)))
     }
 
     async fn send_message(
@@ -183,7 +189,7 @@ impl AgentService for AgentApi {
         let r = req.into_inner();
         let (record, revived) = self.sup.send(&r.id, &r.message, None).await?;
         Ok(Response::new(pb::SendMessageResponse {
-            agent: Some(self.wire(record)?),
+            agent: Some(self.wire(&record)),
             revived,
         }))
     }
@@ -210,7 +216,7 @@ impl AgentService for AgentApi {
         req: Request<pb::BackgroundRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let (record, _) = self.sup.background(&req.into_inner().id).await?;
-        Ok(Response::new(self.wire(record)?))
+        Ok(Response::new(self.wire(&record)))
     }
 
     async fn pause_agent(
@@ -218,7 +224,7 @@ impl AgentService for AgentApi {
         req: Request<pb::PauseAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let record = self.sup.pause(&req.into_inner().id).await?;
-        Ok(Response::new(self.wire(record)?))
+        Ok(Response::new(self.wire(&record)))
     }
 
     async fn interrupt_agent(
@@ -226,7 +232,7 @@ impl AgentService for AgentApi {
         req: Request<pb::InterruptAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let record = self.sup.interrupt(&req.into_inner().id).await?;
-        Ok(Response::new(self.wire(record)?))
+        Ok(Response::new(self.wire(&record)))
     }
 
     async fn update_agent(
@@ -237,7 +243,7 @@ impl AgentService for AgentApi {
         let mode = convert::permission_mode_from_wire(r.permission_mode)?;
         let model = Some(r.model.trim().to_string()).filter(|m| !m.is_empty());
         let record = self.sup.update(&r.id, mode, model).await?;
-        Ok(Response::new(self.wire(record)?))
+        Ok(Response::new(self.wire(&record)))
     }
 
     async fn cancel_agent(
@@ -245,7 +251,7 @@ impl AgentService for AgentApi {
         req: Request<pb::CancelAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
         let record = self.sup.cancel(&req.into_inner().id).await?;
-        Ok(Response::new(self.wire(record)?))
+        Ok(Response::new(self.wire(&record)))
     }
 
     async fn remove_agent(

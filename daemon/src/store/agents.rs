@@ -78,29 +78,6 @@ impl Store {
             .and_then(|bytes| self.decode_record(id.as_bytes(), &bytes)))
     }
 
-    /// Every agent record, oldest first.
-    pub fn agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
-        let trees = self.trees()?;
-        let mut records = Vec::new();
-        for item in trees.agents.iter() {
-            let (key, bytes) = item?;
-            records.extend(self.decode_record(&key, &bytes));
-        }
-        // Ids are random: order by creation. Sorting small keys and then
-        // taking the records in that order moves each record once.
-        let mut order: Vec<(i64, AgentId, usize)> = records
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.created_at_ms, r.id, i))
-            .collect();
-        order.sort_unstable();
-        let mut slots: Vec<Option<AgentRecord>> = records.into_iter().map(Some).collect();
-        Ok(order
-            .into_iter()
-            .filter_map(|(_, _, i)| slots[i].take())
-            .collect())
-    }
-
     /// The ids of the agents whose status satisfies `wanted` (reads only
     /// the status of each record: recovery runs this over every agent).
     pub fn ids_by_status(
@@ -127,30 +104,6 @@ impl Store {
             }
         }
         Ok(out)
-    }
-
-    /// How many agents are in each status (reads only the status of each
-    /// record).
-    pub fn count_by_status(&self) -> Result<std::collections::BTreeMap<Status, u64>, StoreError> {
-        let trees = self.trees()?;
-        let mut counts = std::collections::BTreeMap::new();
-        for item in trees.agents.iter() {
-            let (key, bytes) = item?;
-            match codec::decode_status(&bytes) {
-                Ok(status) => {
-                    // A record waiting to be written says it better.
-                    let status = match AgentId::from_slice(&key) {
-                        Some(id) if self.has_deferred() => {
-                            self.deferred_status(id).unwrap_or(status)
-                        }
-                        _ => status,
-                    };
-                    *counts.entry(status).or_insert(0) += 1;
-                }
-                Err(e) => self.note_corrupt("agent record", &key, &e),
-            }
-        }
-        Ok(counts)
     }
 
     /// Up to `limit` records whose id, as hex, starts with `hex_prefix`
@@ -208,10 +161,14 @@ impl Store {
     /// Writes a record without waiting for disk.
     pub fn put_agent(&self, record: &AgentRecord) -> Result<(), StoreError> {
         let trees = self.trees_for_write()?;
-        trees
+        if let Err(e) = trees
             .agents
             .insert(record.id.as_bytes(), codec::encode_agent(record))
-            .map_err(|e| self.write_error(e))?;
+        {
+            self.index_dropped();
+            return Err(self.write_error(e));
+        }
+        self.index_written(&trees, [record.id]);
         self.forget_deferred(record.id);
         Ok(())
     }
@@ -242,8 +199,12 @@ impl Store {
     pub async fn remove_agent(&self, id: AgentId) -> Result<(), StoreError> {
         let trees = self.trees_for_write()?;
         let record = self.get_agent(id)?;
-        self.remove_from(&trees, id, record.as_ref())
-            .map_err(|e| self.write_error(e))?;
+        if let Err(e) = self.remove_from(&trees, id, record.as_ref()) {
+            self.index_dropped();
+            return Err(self.write_error(e));
+        }
+        self.index_written(&trees, [id]);
+        drop(trees);
         self.flush().await
     }
 

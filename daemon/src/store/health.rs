@@ -274,6 +274,7 @@ fn reopen(store: &Store) -> Result<(), StoreError> {
             Ok(trees) => {
                 *slot.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(trees));
                 store.inner.unconfirmed.clear();
+                store.index_dropped();
                 return Ok(());
             }
             Err(e) if attempt < 100 => {
@@ -367,6 +368,15 @@ impl Store {
             Some(newer) => newer.clone(),
             None => record,
         }
+    }
+
+    /// The version of `id`'s record that waits to be written, if any.
+    pub(super) fn deferred_record(&self, id: AgentId) -> Option<AgentRecord> {
+        lock(&self.inner.health.control)
+            .deferred
+            .records
+            .get(&id)
+            .cloned()
     }
 
     pub(super) fn has_deferred(&self) -> bool {

@@ -143,7 +143,7 @@ impl Store {
         for (parent, item) in notes {
             keyed.push((new_key(trees, *parent)?, codec::encode_inbox_item(item)));
         }
-        (&trees.agents, &trees.inbox)
+        let written = (&trees.agents, &trees.inbox)
             .transaction(|(a, i)| {
                 for (id, bytes) in &records {
                     a.insert(id.as_bytes(), bytes.as_slice())?;
@@ -153,7 +153,12 @@ impl Store {
                 }
                 Ok::<(), ConflictableTransactionError<()>>(())
             })
-            .map_err(tx_error)
+            .map_err(tx_error);
+        match &written {
+            Ok(()) => self.index_written(trees, records.iter().map(|(id, _)| *id)),
+            Err(_) => self.index_dropped(),
+        }
+        written
     }
 }
 

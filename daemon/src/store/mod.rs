@@ -34,6 +34,7 @@ mod error;
 mod health;
 mod inbox;
 mod migrate;
+mod record_index;
 mod repos;
 mod transcript;
 mod unconfirmed;
@@ -72,6 +73,8 @@ struct Inner {
     corrupt: Mutex<HashSet<Vec<u8>>>,
     /// Writes sled holds in memory that a full disk kept off it.
     unconfirmed: unconfirmed::Ledger,
+    /// The agent records in memory, for listing (`record_index`).
+    records: record_index::RecordIndex,
 }
 
 /// The open database and its trees.
@@ -194,6 +197,7 @@ impl Store {
                 trees: RwLock::new(Some(Arc::new(trees))),
                 corrupt: Mutex::new(HashSet::new()),
                 unconfirmed: unconfirmed::Ledger::default(),
+                records: record_index::RecordIndex::default(),
             }),
         })
     }

@@ -71,6 +71,11 @@ impl Store {
         let applied = self
             .apply_append(&trees, id, &append)
             .map_err(|e| self.write_error(e));
+        match (&applied, append.record.is_some()) {
+            (Ok(()), true) => self.index_written(&trees, [id]),
+            (Ok(()), false) => {}
+            (Err(_), _) => self.index_dropped(),
+        }
         drop(trees);
         let flushed = match applied {
             Ok(()) => self.flush().await,

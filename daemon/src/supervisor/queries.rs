@@ -1,7 +1,8 @@
 //! Reading agents: resolving what a user typed, listing, counting, and
 //! waiting for an agent to stop.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::registry::AgentHandle;
 use super::{Supervisor, resolve};
@@ -30,14 +31,14 @@ impl Supervisor {
         &self,
         all: bool,
         parent: Option<AgentId>,
-    ) -> Result<Vec<AgentRecord>, AgentdError> {
+    ) -> Result<Vec<Arc<AgentRecord>>, AgentdError> {
         let cutoff = now_ms() - LIST_RECENT_MS;
         let records = match parent {
             None => self.store.agents()?,
             Some(p) => {
                 let mut children = Vec::new();
                 for id in self.store.children_of(p)? {
-                    children.extend(self.store.get_agent(id)?);
+                    children.extend(self.store.get_agent(id)?.map(Arc::new));
                 }
                 children.sort_by_key(|r| (r.created_at_ms, r.id));
                 children
@@ -104,6 +105,16 @@ impl Supervisor {
             .get(id)
             .and_then(|h| h.foreground())
             .map(|f| f.is_background())
+    }
+
+    /// `live_background` of every agent with a run loaded, reading the
+    /// registry once (a listing would otherwise lock it per agent).
+    pub fn live_backgrounds(&self) -> HashMap<AgentId, bool> {
+        self.registry
+            .handles()
+            .into_iter()
+            .filter_map(|(id, h)| Some((id, h.foreground()?.is_background())))
+            .collect()
     }
 
     pub(super) fn reload(&self, record: &AgentRecord) -> Result<AgentRecord, AgentdError> {

@@ -61,6 +61,11 @@ impl Registry {
         self.lock().get(&id).cloned()
     }
 
+    /// Every handle, taken under one short lock.
+    pub(super) fn handles(&self) -> Vec<(AgentId, Arc<AgentHandle>)> {
+        self.lock().iter().map(|(id, h)| (*id, h.clone())).collect()
+    }
+
     pub(super) fn remove(&self, id: AgentId) {
         self.lock().remove(&id);
     }

@@ -3,6 +3,7 @@
 //! by the daemon's price table.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::Supervisor;
 use crate::domain::{AgentRecord, Usage};
@@ -38,7 +39,11 @@ impl Supervisor {
     /// its descendants), or of every agent when `query` is empty.
     pub fn usage(&self, query: &str, family: bool) -> Result<UsageReport, AgentdError> {
         let records = if query.trim().is_empty() {
-            self.store.agents()?
+            self.store
+                .agents()?
+                .into_iter()
+                .map(Arc::unwrap_or_clone)
+                .collect()
         } else {
             let root = self.resolve(query)?;
             let mut records = if family {
