@@ -27,7 +27,7 @@ use super::{arg, ms, percentile, proc_stat, seed_named, status_kb};
 pub fn bench_scale(args: &[String]) {
     let agents: usize = arg(args, "--agents", "1000").parse().unwrap();
     let stored: usize = arg(args, "--agents-10k", "10000").parse().unwrap();
-    let runs: usize = arg(args, "--runs", "100").parse().unwrap();
+    let runs: usize = arg(args, "--runs", "300").parse().unwrap();
     if agents > 0 {
         let delta = Duration::from_millis(arg(args, "--delta-ms", "100").parse().unwrap());
         let chars: usize = arg(args, "--chars", "2000").parse().unwrap();
