@@ -51,9 +51,9 @@ impl AgentdError {
             AgentdError::Unimplemented(_) => Code::Unimplemented,
             AgentdError::Unavailable(_) => Code::Unavailable,
             // gRPC's own words: "the entire file system is out of space".
-            AgentdError::Store(StoreError::DiskFull { .. } | StoreError::NoSpace(_)) => {
-                Code::ResourceExhausted
-            }
+            AgentdError::Store(
+                StoreError::DiskFull { .. } | StoreError::NoSpace(_) | StoreError::NotOnDisk { .. },
+            ) => Code::ResourceExhausted,
             AgentdError::Store(StoreError::Reopening) => Code::Unavailable,
             AgentdError::Store(_) => Code::Internal,
         }

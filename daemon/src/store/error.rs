@@ -30,6 +30,16 @@ pub enum StoreError {
         "agentd's data directory {dir} is out of disk space ({free}); free some space and agentd continues on its own"
     )]
     DiskFull { dir: PathBuf, free: String },
+    /// A state change took effect, but the record saying so waits for
+    /// disk space: a crash before space is freed would undo it.
+    #[error(
+        "{what}, but that is not on disk yet: agentd's data directory {dir} is out of disk space ({free}); it is written as soon as space is freed, and until then a crash of agentd would undo it"
+    )]
+    NotOnDisk {
+        what: String,
+        dir: PathBuf,
+        free: String,
+    },
     #[error("store I/O failed: {0}")]
     Io(sled::Error),
     /// sled's own report of a full disk, where it surfaced outside the

@@ -130,12 +130,16 @@ impl Health {
     fn full_error(&self, free: u64) -> StoreError {
         StoreError::DiskFull {
             dir: self.dir.clone(),
-            free: format!(
-                "{} free, agentd keeps at least {} free",
-                mib(free),
-                mib(self.min_free)
-            ),
+            free: self.free_words(free),
         }
+    }
+
+    fn free_words(&self, free: u64) -> String {
+        format!(
+            "{} free, agentd keeps at least {} free",
+            mib(free),
+            mib(self.min_free)
+        )
     }
 
     /// Ok when a write may go ahead.
@@ -368,6 +372,28 @@ impl Store {
             Some(newer) => newer.clone(),
             None => record,
         }
+    }
+
+    /// Err when `id`'s record waits for disk space (it was written with
+    /// `put_agent_or_defer` or `finish_agent` on a full disk): readers are
+    /// shown it, but it is not on disk, so the change it records (`what`
+    /// happened) must not be acknowledged as done. Found by the torture
+    /// run: a pause answered "paused" on a full disk was undone by a crash,
+    /// and the agent went on working.
+    pub fn ensure_on_disk(
+        &self,
+        id: AgentId,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), StoreError> {
+        if !self.has_deferred() || self.deferred_record(id).is_none() {
+            return Ok(());
+        }
+        let health = &self.inner.health;
+        Err(StoreError::NotOnDisk {
+            what: what(),
+            dir: health.dir.clone(),
+            free: health.free_words(health.free_bytes()),
+        })
     }
 
     /// The version of `id`'s record that waits to be written, if any.

@@ -102,7 +102,11 @@ impl Supervisor {
             Some(t) => {
                 t.cancel();
                 self.wait_until_idle(&handle).await?;
-                self.reload(&record)
+                let paused = self.reload(&record)?;
+                self.store.ensure_on_disk(record.id, || {
+                    format!("agent {} stopped ({})", short(&record), paused.status)
+                })?;
+                Ok(paused)
             }
             None => Err(AgentdError::precondition(format!(
                 "agent {} is {}, not running; there is nothing to pause",
@@ -156,6 +160,11 @@ impl Supervisor {
         }
         for handle in &stopping {
             self.wait_until_idle(handle).await?;
+        }
+        for member in &family {
+            self.store.ensure_on_disk(member.id, || {
+                format!("agent {} was interrupted", short(member))
+            })?;
         }
         self.reload(&record)
     }
@@ -227,6 +236,11 @@ impl Supervisor {
         family.extend(self.descendants(record.id)?);
         for member in family.iter().rev() {
             self.cancel_one(member).await?;
+        }
+        for member in &family {
+            self.store.ensure_on_disk(member.id, || {
+                format!("agent {} was cancelled", short(member))
+            })?;
         }
         self.reload(&record)
     }

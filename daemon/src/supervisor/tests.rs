@@ -172,7 +172,16 @@ async fn an_agent_paused_while_waiting_for_space_continues_later_with_its_transc
     w.status_becomes(&id, Status::Running).await;
     w.sup.store().fake_free_space(Some(0));
     w.status_becomes(&id, Status::Waiting).await;
-    w.sup.pause(&id).await.unwrap();
+    // It stops, but its paused state cannot be written: the answer must
+    // not say "paused" as if it were on disk (a crash would undo it).
+    let not_on_disk = w.sup.pause(&id).await.unwrap_err();
+    assert_eq!(not_on_disk.code(), tonic::Code::ResourceExhausted);
+    assert!(
+        not_on_disk
+            .to_string()
+            .contains("stopped (paused), but that is not on disk yet"),
+        "{not_on_disk}"
+    );
     let mut writable = w.sup.store().writable();
     w.sup.store().fake_free_space(None);
     tokio::time::timeout(Duration::from_secs(10), writable.wait_for(|w| *w))

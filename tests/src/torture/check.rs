@@ -7,7 +7,7 @@ use std::path::Path;
 use agentd_shared::proto as pb;
 use serde_json::Value;
 
-use super::ledger::Ledger;
+use super::ledger::{Ledger, Paused, Sent};
 use super::model::{self, SIDE_LOG};
 use crate::ApiClient;
 
@@ -190,6 +190,64 @@ pub fn plan_followed(id: &str, t: &Transcript, status: i32, violations: &mut Vec
             "agent {id} ({key}): completed after {} of its plan's {needed} answers",
             answers.len()
         ));
+    }
+}
+
+/// An acknowledged pause holds across restarts: the agent takes no model
+/// turn after it unless it is given input. Input is a message sent after
+/// the pause, or a notification (a user entry): the entry after the
+/// length the pause was acknowledged at, if any, is such a user entry, or
+/// a message was sent to the agent after the pause (a revival a kill
+/// interrupted resumes with the model's turn; the message follows at the
+/// next boundary). With the agent's final `status`: one never given input
+/// since is still paused.
+pub fn pause_held(
+    id: &str,
+    t: &Transcript,
+    pauses: &[Paused],
+    sent: &[Sent],
+    status: Option<i32>,
+    violations: &mut Vec<String>,
+) {
+    for p in pauses {
+        let messaged = sent
+            .get(p.sent_before..)
+            .unwrap_or_default()
+            .iter()
+            .any(|s| s.agent == id);
+        match t.entries.get(p.at as usize) {
+            Some(e) if e.role != pb::Role::User as i32 && !messaged => {
+                let around: Vec<String> = (p.at.saturating_sub(2)..=p.at)
+                    .filter_map(|i| Some((i, t.entries.get(i as usize)?)))
+                    .map(|(i, e)| {
+                        let text = String::from_utf8_lossy(&e.content_json);
+                        format!(
+                            "{i} {}: {}",
+                            e.role,
+                            text.chars().take(100).collect::<String>()
+                        )
+                    })
+                    .collect();
+                violations.push(format!(
+                    "agent {id}: entry {}, after a pause acknowledged at that length, is the model's, given no input; entries {around:?}",
+                    p.at
+                ))
+            }
+            Some(_) => {}
+            None => {
+                if let Some(s) =
+                    status.filter(|s| *s != pb::AgentStatus::Paused as i32 && !messaged)
+                {
+                    violations.push(format!(
+                        "agent {id}: paused at length {} and given no input since, it ended {}",
+                        p.at,
+                        pb::AgentStatus::try_from(s)
+                            .map(|s| s.as_str_name())
+                            .unwrap_or("?")
+                    ));
+                }
+            }
+        }
     }
 }
 

@@ -23,6 +23,16 @@ pub struct Sent {
     pub refused: Option<tonic::Code>,
 }
 
+/// A pause the daemon acknowledged.
+#[derive(Clone, Copy, Debug)]
+pub struct Paused {
+    /// The transcript's length in the answer.
+    pub at: u64,
+    /// How many messages had been sent (to any agent) by then: those sent
+    /// later may revive it.
+    pub sent_before: usize,
+}
+
 #[derive(Default)]
 pub struct Ledger {
     /// Agent id → seq → the entry a client was shown.
@@ -43,6 +53,9 @@ pub struct Ledger {
     /// Keys (names) of agents whose creation the daemon refused: none of
     /// them may ever exist.
     pub refused_keys: Vec<(String, String)>,
+    /// Agent id → the pauses the daemon acknowledged (answered
+    /// PauseAgent with the agent paused).
+    pub paused: HashMap<String, Vec<Paused>>,
 }
 
 /// The ledger shared by the driver and its attached clients.

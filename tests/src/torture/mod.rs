@@ -95,6 +95,8 @@ pub struct Report {
     pub notifications: usize,
     pub sends_acknowledged: usize,
     pub pauses: u64,
+    /// Pauses answered with the agent paused: each must hold.
+    pub pauses_held: usize,
     pub attaches: u64,
     pub stalled_attaches: u64,
     pub entries_shown: u64,
@@ -139,13 +141,14 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  {} entries, {} tool calls, {} Bash side effects on disk, {} notifications, {} messages acknowledged, {} pauses",
+            "  {} entries, {} tool calls, {} Bash side effects on disk, {} notifications, {} messages acknowledged, {} pauses ({} acknowledged paused, each checked to hold)",
             self.entries,
             self.tool_calls,
             self.bash_run,
             self.notifications,
             self.sends_acknowledged,
-            self.pauses
+            self.pauses,
+            self.pauses_held
         )?;
         writeln!(
             f,
@@ -498,7 +501,15 @@ async fn after_restart(
     }
     // Transcripts of live agents, of those a client has seen, and of
     // those in worktrees.
-    let shown: Vec<String> = ledger.lock().shown.keys().cloned().collect();
+    let shown: Vec<String> = {
+        let ledger = ledger.lock();
+        ledger
+            .shown
+            .keys()
+            .chain(ledger.paused.keys())
+            .cloned()
+            .collect()
+    };
     let mut ids: Vec<String> = agents
         .iter()
         .filter(|a| !settled(a.status) || !a.worktree_path.is_empty())
@@ -511,7 +522,12 @@ async fn after_restart(
     for id in ids {
         match transcript(client, &id).await {
             Ok(t) => {
-                check::structure(&id, &t, &ledger.lock(), &mut v);
+                let ledger = ledger.lock();
+                check::structure(&id, &t, &ledger, &mut v);
+                if let Some(pauses) = ledger.paused.get(&id) {
+                    check::pause_held(&id, &t, pauses, &ledger.sent, None, &mut v);
+                }
+                drop(ledger);
                 transcripts.insert(id, t);
             }
             Err(e) => v.push(format!("restart {kill}: {e}")),
@@ -606,6 +622,11 @@ async fn finish(
                     check::all_answered(&a.short_id, &t, &mut v);
                 }
                 check::plan_followed(&a.short_id, &t, a.status, &mut v);
+                let ledger = ledger.lock();
+                if let Some(pauses) = ledger.paused.get(&a.id) {
+                    check::pause_held(&a.id, &t, pauses, &ledger.sent, Some(a.status), &mut v);
+                }
+                drop(ledger);
                 // Nothing fails in this workload but a model that keeps
                 // failing (faults only): a request the mock refused as
                 // malformed, or anything else, fails an agent.
@@ -621,6 +642,7 @@ async fn finish(
         }
     }
     report.agents = agents.len();
+    report.pauses_held = ledger.lock().paused.values().map(Vec::len).sum();
     for (key, why) in &ledger.lock().refused_keys {
         if let Some(a) = agents.iter().find(|a| &a.name == key) {
             v.push(format!(

@@ -12,7 +12,7 @@ use rand::rngs::StdRng;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::ledger::{Sent, SharedLedger, Shown};
+use super::ledger::{Paused, Sent, SharedLedger, Shown};
 use super::model::tag;
 use crate::{ApiClient, attach_start};
 
@@ -87,18 +87,41 @@ impl Cycle {
                 }
             }
             50..58 => {
-                if let Some(a) = pick(rng).filter(|a| a.status == pb::AgentStatus::Running as i32) {
+                // A running agent: most agents have ended by the time they
+                // are picked, and a pause must land to be held to.
+                let running: Vec<&pb::Agent> = agents
+                    .iter()
+                    .filter(|a| a.status == pb::AgentStatus::Running as i32)
+                    .collect();
+                let chosen = (!running.is_empty())
+                    .then(|| running[rng.random_range(0..running.len())].clone());
+                if let Some(a) = chosen {
                     let paused = self
                         .client
                         .pause_agent(pb::PauseAgentRequest { id: a.id })
                         .await;
                     match paused {
-                        Ok(_) => self.pauses += 1,
-                        // It ended meanwhile, or the daemon is going down.
+                        Ok(answer) => {
+                            self.pauses += 1;
+                            let agent = answer.into_inner();
+                            if agent.status == pb::AgentStatus::Paused as i32 {
+                                let mut ledger = self.ledger.lock();
+                                let sent_before = ledger.sent.len();
+                                ledger.paused.entry(agent.id).or_default().push(Paused {
+                                    at: agent.transcript_len,
+                                    sent_before,
+                                });
+                            }
+                        }
+                        // It ended meanwhile, or the daemon is going down,
+                        // or it stopped on a full disk that keeps its new
+                        // state off the disk (not acknowledged, so not held
+                        // to).
                         Err(s)
                             if matches!(
                                 s.code(),
-                                tonic::Code::FailedPrecondition
+                                tonic::Code::ResourceExhausted
+                                    | tonic::Code::FailedPrecondition
                                     | tonic::Code::Unavailable
                                     | tonic::Code::Unknown
                                     | tonic::Code::Cancelled
