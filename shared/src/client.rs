@@ -137,9 +137,6 @@ async fn connect_checked(path: &Path) -> Result<UnixStream, ConnectError> {
     Ok(stream)
 }
 
-/// How much the daemon may send before this client says it has read it.
-const RECEIVE_WINDOW: u32 = 16 * 1024 * 1024;
-
 /// Opens a gRPC channel over the Unix socket at `path`, after the checks
 /// above. The connection is made eagerly, so an absent daemon is reported
 /// here and not on first use.
@@ -156,13 +153,7 @@ pub async fn connect(path: &Path) -> Result<Channel, ConnectError> {
     let first = Arc::new(Mutex::new(Some(first)));
     let socket = path.to_path_buf();
     // The URI is required by the API but unused: the connector ignores it.
-    // HTTP/2's default 64 KiB windows make a large answer (a listing of
-    // a thousand agents is half a megabyte) wait for a window update from
-    // this side every 64 KiB: a round trip between two processes each, a
-    // scheduling delay each on a busy machine.
     let endpoint = Endpoint::from_static("http://agentd.local")
-        .initial_stream_window_size(RECEIVE_WINDOW)
-        .initial_connection_window_size(RECEIVE_WINDOW)
         .connect_timeout(Duration::from_secs(5))
         .http2_keep_alive_interval(Duration::from_secs(30))
         .keep_alive_while_idle(true);
