@@ -8,42 +8,13 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// Prints `value` as one line of JSON, in one write (Display through
+/// Prints `value` as one line of JSON through a buffer (Display through
 /// `println!` writes in small pieces, each scanned for newlines).
 pub fn print_json<T: Serialize + ?Sized>(value: &T) {
-    let mut out = Vec::with_capacity(64 * 1024);
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     let _ = serde_json::to_writer(&mut out, value);
-    out.push(b'\n');
-    let stdout = std::io::stdout();
-    fit_pipe(&stdout, out.len());
-    let _ = stdout.lock().write_all(&out);
-}
-
-/// The most an unprivileged process may make a pipe hold
-/// (`/proc/sys/fs/pipe-max-size`'s default).
-const PIPE_MAX: usize = 1024 * 1024;
-
-/// When stdout is a pipe, grows it to hold `len` bytes (up to 1 MiB): a
-/// listing of a thousand agents is then written at once, instead of 64
-/// KiB at a time, each waiting for the reader (`agentctl list --json |
-/// jq` on a busy machine). Best effort: a pipe that cannot grow is used as
-/// it is.
-fn fit_pipe(stdout: &std::io::Stdout, len: usize) {
-    use nix::fcntl::{FcntlArg, fcntl};
-    use std::os::fd::AsFd;
-    let is_pipe = nix::sys::stat::fstat(stdout.as_fd())
-        .is_ok_and(|st| st.st_mode & nix::libc::S_IFMT == nix::libc::S_IFIFO);
-    if !is_pipe {
-        return;
-    }
-    let current = fcntl(stdout.as_fd(), FcntlArg::F_GETPIPE_SZ).unwrap_or(0);
-    let wanted = len.min(PIPE_MAX);
-    if usize::try_from(current).unwrap_or(0) < wanted {
-        let _ = fcntl(
-            stdout.as_fd(),
-            FcntlArg::F_SETPIPE_SZ(i32::try_from(wanted).unwrap_or(i32::MAX)),
-        );
-    }
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
 }
 
 pub fn status_name(status: i32) -> &'static str {
