@@ -277,8 +277,10 @@ fn reopen(store: &Store) -> Result<(), StoreError> {
         match Trees::open(&store.inner.path) {
             Ok(trees) => {
                 *slot.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(trees));
-                store.inner.unconfirmed.clear();
+                // The index first: until it is dropped it may hold what
+                // the ledger still hides.
                 store.index_dropped();
+                store.inner.unconfirmed.clear();
                 return Ok(());
             }
             Err(e) if attempt < 100 => {

@@ -51,11 +51,19 @@ impl RecordIndex {
 
 impl Store {
     /// The index, loaded from sled if it is not. The guard is held while
-    /// loading, so no write's refresh slips in between.
+    /// loading, so no write's refresh slips in between; the trees are taken
+    /// before it, since taking them may wait out a reopen, which waits for
+    /// writers that may be waiting for this lock.
     fn loaded_index(&self) -> Result<MutexGuard<'_, Option<Loaded>>, StoreError> {
+        {
+            let index = self.inner.records.lock();
+            if index.is_some() {
+                return Ok(index);
+            }
+        }
+        let trees = self.trees()?;
         let mut index = self.inner.records.lock();
         if index.is_none() {
-            let trees = self.trees()?;
             let mut loaded = Loaded::default();
             for item in trees.agents.iter() {
                 let (key, bytes) = item?;
