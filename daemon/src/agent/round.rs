@@ -52,9 +52,11 @@ impl TurnLoop {
     pub(super) async fn run_round(&mut self, seq: u64, calls: &[Call]) -> Result<(), Halt> {
         let mut results = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
-            // Safe point: every earlier call of the round has its result.
+            // Safe point: every earlier call of the round has its result;
+            // this one and the rest are not run (each answered once: the
+            // torture run found the earlier ones answered twice).
             if let Some(stop) = self.stops.requested() {
-                return Err(self.close_round(seq, calls, results, stop).await);
+                return Err(self.close_round(seq, &calls[index..], results, stop).await);
             }
             let summary = tools::summarize(&call.name, &call.input);
             self.hub.publish_tool(ToolEvent {

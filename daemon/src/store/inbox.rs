@@ -117,18 +117,7 @@ impl Store {
         match written {
             Ok(()) => {
                 self.forget_deferred(record.id);
-                let flushed = self.flush().await;
-                if let Err(e) = &flushed
-                    && e.is_disk_full()
-                {
-                    // sled applied the record in memory only, and a reopen
-                    // drops it: kept to be written again (a record is
-                    // idempotent; the notification is not, and is not
-                    // repeated), and a pause is not acknowledged meanwhile
-                    // (`ensure_on_disk`).
-                    self.defer_record(record, None);
-                }
-                flushed
+                self.flush().await
             }
             Err(e) => {
                 if e.is_disk_full() {

@@ -351,3 +351,37 @@ async fn a_subagent_never_gets_a_looser_mode_even_when_its_parent_is_gone() {
         PermissionMode::Plan
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_between_two_calls_of_a_round_answers_each_call_once() {
+    let w = world();
+    let two_calls = w.script(
+        "two_calls.json",
+        json!({"turns": [
+            {"content": [
+                {"type": "text", "text": "two things"},
+                {"type": "tool_use", "name": "Bash", "input": {"command": "sleep 0.5"}},
+                {"type": "tool_use", "name": "Bash", "input": {"command": "echo second"}}
+            ]},
+            {"content": [{"type": "text", "text": "done"}]}
+        ]}),
+    );
+    let a = w.sup.create(w.new_agent(&two_calls, "work")).await.unwrap();
+    let id = a.id.to_string();
+    w.status_becomes(&id, Status::Running).await;
+    // While the first call sleeps: the pause lands before the second.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let paused = w.sup.pause(&id).await.unwrap();
+    assert_eq!(paused.status, Status::Paused);
+    let entries = w.sup.store().transcript(a.id, 0, 100).unwrap();
+    let results: serde_json::Value =
+        serde_json::from_slice(&entries.last().unwrap().content_json).unwrap();
+    let ids: Vec<&str> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["tool_use_id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 2, "one result per call: {results}");
+    assert_ne!(ids[0], ids[1], "each call answered once: {results}");
+}
