@@ -249,6 +249,8 @@ fn make_tree(
     lock_reason: &str,
     new_branch: bool,
 ) -> Result<(), AgentdError> {
+    let turn = super::one_at_a_time::RepositoryTurn::of(repo.commondir());
+    let _one_at_a_time = turn.take();
     let parent = plan
         .path
         .parent()

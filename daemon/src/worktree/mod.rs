@@ -20,6 +20,7 @@ mod diff;
 mod inspect;
 mod list;
 mod merge;
+mod one_at_a_time;
 mod remove;
 mod submodules;
 #[cfg(test)]

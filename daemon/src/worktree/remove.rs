@@ -164,8 +164,11 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
         }
         let mut prune = WorktreePruneOptions::new();
         prune.locked(true);
+        let turn = super::one_at_a_time::RepositoryTurn::of(repo.commondir());
+        let one_at_a_time = turn.take();
         wt.prune(Some(&mut prune))
             .map_err(|e| git_error("cannot prune the worktree's record", e))?;
+        drop(one_at_a_time);
         return drop_branch_if_merged(&repo, target, discard);
     }
     let inspection = match work_in(
@@ -204,8 +207,11 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
     })?;
     let mut prune = WorktreePruneOptions::new();
     prune.valid(true).locked(true).working_tree(false);
+    let turn = super::one_at_a_time::RepositoryTurn::of(repo.commondir());
+    let one_at_a_time = turn.take();
     wt.prune(Some(&mut prune))
         .map_err(|e| git_error("cannot prune the worktree's record", e))?;
+    drop(one_at_a_time);
     if let Ok(mut b) = repo.find_branch(&target.branch, BranchType::Local)
         && (discard || inspection.work.ahead == 0)
     {

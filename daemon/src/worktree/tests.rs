@@ -882,3 +882,29 @@ fn no_rm_rf_fallback_for_a_tree_git_does_not_know() {
     }
     assert!(wt.path.join("README").exists());
 }
+
+#[test]
+fn trees_made_at_the_same_moment_in_one_repository_are_all_made() {
+    // libgit2 scans every tree of the repository before adding one, and
+    // reports a tree another thread has only half made as "reference …
+    // is already checked out" (found by the torture run).
+    let repo = TestRepo::new();
+    for round in 0..20u32 {
+        let made: Vec<Result<(), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8u32)
+                .map(|i| {
+                    let repo = &repo;
+                    s.spawn(move || {
+                        let short = format!("{round:02x}{i:02x}0000");
+                        let plan =
+                            plan(&repo.root, None, &short, STORE).map_err(|e| e.to_string())?;
+                        create(&plan, &running_reason(&short, "")).map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let failed: Vec<&String> = made.iter().filter_map(|r| r.as_ref().err()).collect();
+        assert!(failed.is_empty(), "round {round}: {failed:?}");
+    }
+}
