@@ -369,11 +369,7 @@ impl Store {
         if !self.has_deferred() {
             return record;
         }
-        let control = lock(&self.inner.health.control);
-        match control.deferred.records.get(&record.id) {
-            Some(newer) => newer.clone(),
-            None => record,
-        }
+        self.deferred_record(record.id).unwrap_or(record)
     }
 
     /// Err when `id`'s record waits for disk space (it was written with

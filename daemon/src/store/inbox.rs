@@ -165,7 +165,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{InboxKind, Role, Status, TranscriptEntry, now_ms};
+    use crate::domain::{InboxKind, Status, now_ms};
     use crate::store::{Append, StoreOptions};
 
     fn item(text: &str) -> InboxItem {
@@ -192,15 +192,7 @@ mod tests {
         let texts: Vec<&str> = waiting.iter().map(|(_, i)| i.text.as_str()).collect();
         assert_eq!(texts, ["first", "second"]);
         let keys: Vec<InboxKey> = waiting.iter().map(|(k, _)| *k).collect();
-        let entry = [TranscriptEntry {
-            seq: 0,
-            role: Role::User,
-            content_json: b"[]".to_vec(),
-            created_at_ms: now_ms(),
-            usage: None,
-            stop_reason: None,
-            cache_point: None,
-        }];
+        let entry = [crate::store::test_entry(0, "delivered")];
         store
             .append_durable(
                 id,

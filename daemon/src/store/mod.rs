@@ -52,6 +52,20 @@ pub use unconfirmed::Unconfirmed;
 
 use crate::domain::AgentId;
 
+/// A user entry holding one text block, for the store's tests.
+#[cfg(test)]
+pub(crate) fn test_entry(seq: u64, text: &str) -> crate::domain::TranscriptEntry {
+    crate::domain::TranscriptEntry {
+        seq,
+        role: crate::domain::Role::User,
+        content_json: format!(r#"[{{"type":"text","text":"{text}"}}]"#).into_bytes(),
+        created_at_ms: crate::domain::now_ms(),
+        usage: None,
+        stop_reason: None,
+        cache_point: None,
+    }
+}
+
 /// The on-disk schema this build reads and writes.
 pub const SCHEMA_VERSION: u32 = 2;
 

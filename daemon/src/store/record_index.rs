@@ -103,9 +103,10 @@ impl Store {
         if let Some(loaded) = &*self.loaded_index()? {
             for record in loaded.by_age.values() {
                 // A record waiting to be written says it better.
-                let status = match deferred {
-                    true => self.deferred_status(record.id).unwrap_or(record.status),
-                    false => record.status,
+                let status = if deferred {
+                    self.deferred_status(record.id).unwrap_or(record.status)
+                } else {
+                    record.status
                 };
                 *counts.entry(status).or_insert(0) += 1;
             }
@@ -150,8 +151,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Role, TranscriptEntry, now_ms};
-    use crate::store::{Append, StoreOptions};
+    use crate::store::{Append, StoreOptions, test_entry};
 
     fn record(n: u8, created_at_ms: i64) -> AgentRecord {
         let id = AgentId::random();
@@ -182,18 +182,6 @@ mod tests {
             .collect()
     }
 
-    fn entry(seq: u64) -> TranscriptEntry {
-        TranscriptEntry {
-            seq,
-            role: Role::User,
-            content_json: b"[]".to_vec(),
-            created_at_ms: now_ms(),
-            usage: None,
-            stop_reason: None,
-            cache_point: None,
-        }
-    }
-
     #[tokio::test]
     async fn the_listing_follows_every_kind_of_record_write() {
         let dir = tempfile::tempdir().unwrap();
@@ -207,7 +195,7 @@ mod tests {
         assert_eq!(listed(&store), vec![b.clone(), a.clone()], "oldest first");
 
         a.turns = 3;
-        let entries = [entry(0), entry(1)];
+        let entries = [test_entry(0, "a"), test_entry(1, "b")];
         store
             .append_durable(a.id, Append::with_record(&entries, &a))
             .await

@@ -233,20 +233,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Role, now_ms};
+    use crate::domain::now_ms;
     use crate::store::StoreOptions;
 
-    fn entry(seq: u64, text: &str) -> TranscriptEntry {
-        TranscriptEntry {
-            seq,
-            role: Role::User,
-            content_json: format!(r#"[{{"type":"text","text":"{text}"}}]"#).into_bytes(),
-            created_at_ms: now_ms(),
-            usage: None,
-            stop_reason: None,
-            cache_point: None,
-        }
-    }
+    use crate::store::test_entry as entry;
 
     #[tokio::test]
     async fn transcript_scan_is_ordered_and_per_agent() {

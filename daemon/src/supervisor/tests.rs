@@ -360,7 +360,7 @@ async fn a_pause_between_two_calls_of_a_round_answers_each_call_once() {
         json!({"turns": [
             {"content": [
                 {"type": "text", "text": "two things"},
-                {"type": "tool_use", "name": "Bash", "input": {"command": "sleep 0.5"}},
+                {"type": "tool_use", "name": "Bash", "input": {"command": "sleep 1"}},
                 {"type": "tool_use", "name": "Bash", "input": {"command": "echo second"}}
             ]},
             {"content": [{"type": "text", "text": "done"}]}
@@ -384,4 +384,8 @@ async fn a_pause_between_two_calls_of_a_round_answers_each_call_once() {
         .collect();
     assert_eq!(ids.len(), 2, "one result per call: {results}");
     assert_ne!(ids[0], ids[1], "each call answered once: {results}");
+    assert_eq!(
+        results[0]["content"], "(no output)",
+        "the pause landed after the first call ran: {results}"
+    );
 }
