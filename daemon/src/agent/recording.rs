@@ -16,24 +16,32 @@ impl TurnLoop {
     /// Appends `blocks` plus every item waiting in the inbox as one user
     /// message, taking the items out of the inbox in the same transaction.
     /// Returns whether anything was appended.
-    pub(super) async fn deliver_inbox(&mut self, mut blocks: Vec<Value>) -> Result<bool, Halt> {
-        let waiting = self.store.inbox(self.record.id)?;
-        let keys: Vec<InboxKey> = waiting.iter().map(|(k, _)| *k).collect();
-        for (_, item) in &waiting {
-            blocks.push(json!({"type": "text", "text": item.text}));
+    pub(super) async fn deliver_inbox(&mut self, blocks: Vec<Value>) -> Result<bool, Halt> {
+        loop {
+            let waiting = self.store.inbox(self.record.id)?;
+            let keys: Vec<InboxKey> = waiting.iter().map(|(k, _)| *k).collect();
+            let mut content = blocks.clone();
+            for (_, item) in &waiting {
+                content.push(json!({"type": "text", "text": item.text}));
+            }
+            if content.is_empty() {
+                return Ok(false);
+            }
+            let content = json_bytes(&Value::Array(content));
+            match self
+                .write_entry(Role::User, content, None, None, &keys)
+                .await
+            {
+                Ok(()) => return Ok(true),
+                // An item read above is gone (withdrawn, or dropped with a
+                // reopen after a full disk): nothing was written; read the
+                // inbox again.
+                Err(Halt::Store(StoreError::InboxChanged)) => {
+                    tracing::debug!(agent = %self.record.id, "the inbox changed during delivery; reading it again");
+                }
+                Err(halt) => return Err(halt),
+            }
         }
-        if blocks.is_empty() {
-            return Ok(false);
-        }
-        self.write_entry(
-            Role::User,
-            json_bytes(&Value::Array(blocks)),
-            None,
-            None,
-            &keys,
-        )
-        .await?;
-        Ok(true)
     }
 
     /// Appends an entry with the record (and removes `consumed` inbox

@@ -51,6 +51,12 @@ pub enum StoreError {
     NoSpace(sled::Error),
     #[error("the store is being reopened after a disk-full error; try again in a moment")]
     Reopening,
+    /// An append meant to deliver inbox items, and one of them was no
+    /// longer in the inbox: it was withdrawn, or it had never reached the
+    /// disk and a reopen dropped it. Nothing was written; the deliverer
+    /// reads the inbox again.
+    #[error("the inbox changed while its items were being delivered; read it again")]
+    InboxChanged,
     /// A transcript entry could not be read (it was skipped and counted):
     /// the conversation has a hole, and sending it on would misstate it.
     #[error(

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::inbox::{InboxKey, new_key};
 use super::{Inner, Store, StoreError, Trees};
 use crate::domain::{AgentId, AgentRecord, InboxItem};
 
@@ -62,7 +63,18 @@ enum State {
 #[derive(Default)]
 struct Deferred {
     records: HashMap<AgentId, AgentRecord>,
-    notes: Vec<(AgentId, InboxItem)>,
+    notes: Vec<DeferredNote>,
+}
+
+/// A notification to a parent that waits to be written.
+#[derive(Clone, Debug)]
+pub(super) struct DeferredNote {
+    pub(super) parent: AgentId,
+    /// Its inbox key, fixed the first time it was tried. An attempt whose
+    /// flush failed may have reached the disk after all: written again
+    /// under the same key it replaces itself instead of arriving twice.
+    pub(super) key: Option<InboxKey>,
+    pub(super) item: InboxItem,
 }
 
 impl Deferred {
@@ -90,6 +102,9 @@ pub(super) struct Health {
     has_deferred: std::sync::atomic::AtomicBool,
     /// Free space reported instead of the file system's, for tests.
     fake_free: Mutex<Option<u64>>,
+    /// Fail the next flush as out of space, for tests.
+    #[cfg(test)]
+    fake_flush_failure: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -113,7 +128,15 @@ impl Health {
             writable: watch::channel(true).0,
             has_deferred: std::sync::atomic::AtomicBool::new(false),
             fake_free: Mutex::new(None),
+            #[cfg(test)]
+            fake_flush_failure: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    #[cfg(test)]
+    pub(super) fn take_fake_flush_failure(&self) -> bool {
+        self.fake_flush_failure
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
     }
 
     fn free_bytes(&self) -> u64 {
@@ -161,6 +184,30 @@ impl Health {
         let free = self.free_bytes();
         self.enter_full(&mut lock(&self.control), store, true);
         self.full_error(free)
+    }
+
+    /// sled ran out of space flushing a record (and notification) it had
+    /// applied: what it holds in memory is dropped by the reopen, so they
+    /// are kept to be written again. One step with marking sled poisoned,
+    /// so the healer cannot reopen and report healthy in between.
+    pub(super) fn poisoned_deferring(
+        &self,
+        store: &Store,
+        record: &AgentRecord,
+        note: Option<DeferredNote>,
+    ) -> StoreError {
+        let free = self.free_bytes();
+        let mut control = lock(&self.control);
+        self.defer(&mut control, record, note);
+        self.enter_full(&mut control, store, true);
+        self.full_error(free)
+    }
+
+    fn defer(&self, control: &mut Control, record: &AgentRecord, note: Option<DeferredNote>) {
+        self.has_deferred
+            .store(true, std::sync::atomic::Ordering::Release);
+        control.deferred.records.insert(record.id, record.clone());
+        control.deferred.notes.extend(note);
     }
 
     fn enter_full(&self, control: &mut Control, store: &Store, poisoned: bool) {
@@ -227,8 +274,9 @@ fn heal(weak: Weak<Inner>) {
             }
         };
         let mut control = lock(&health.control);
-        if !control.deferred.is_empty() {
-            // More was deferred meanwhile: write that too first.
+        if !control.deferred.is_empty() || control.state == (State::Full { poisoned: true }) {
+            // More was deferred meanwhile, or a write failed since the
+            // reopen: write that too first, reopening again.
             continue;
         }
         control.state = State::Healthy;
@@ -297,8 +345,21 @@ fn reopen(store: &Store) -> Result<(), StoreError> {
 /// many records and notifications were written.
 fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
     let health = &store.inner.health;
+    let trees = store
+        .trees()
+        .map_err(|e| sled::Error::ReportableBug(e.to_string()))?;
     let (records, notes) = {
-        let control = lock(&health.control);
+        let mut control = lock(&health.control);
+        // Each notification gets its key once, whatever happens to the
+        // attempts to write it.
+        let mut notes = Vec::with_capacity(control.deferred.notes.len());
+        for note in &mut control.deferred.notes {
+            let key = match note.key {
+                Some(key) => key,
+                None => *note.key.insert(new_key(&trees, note.parent)?),
+            };
+            notes.push((key, note.item.clone()));
+        }
         (
             control
                 .deferred
@@ -306,15 +367,12 @@ fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
                 .values()
                 .cloned()
                 .collect::<Vec<_>>(),
-            control.deferred.notes.clone(),
+            notes,
         )
     };
     if records.is_empty() && notes.is_empty() {
         return Ok(0);
     }
-    let trees = store
-        .trees()
-        .map_err(|e| sled::Error::ReportableBug(e.to_string()))?;
     store.write_finished(&trees, &records, &notes)?;
     trees.db.flush()?;
     let mut control = lock(&health.control);
@@ -341,16 +399,10 @@ impl Store {
 
     /// Keeps a record that could not be written for lack of space (see the
     /// module docs); the healer writes it once it can.
-    pub(super) fn defer_record(&self, record: &AgentRecord, note: Option<(AgentId, &InboxItem)>) {
+    pub(super) fn defer_record(&self, record: &AgentRecord, note: Option<DeferredNote>) {
         let health = &self.inner.health;
         let mut control = lock(&health.control);
-        health
-            .has_deferred
-            .store(true, std::sync::atomic::Ordering::Release);
-        control.deferred.records.insert(record.id, record.clone());
-        if let Some((parent, item)) = note {
-            control.deferred.notes.push((parent, item.clone()));
-        }
+        health.defer(&mut control, record, note);
         health.ensure_healer(&mut control, self);
     }
 
@@ -422,6 +474,16 @@ impl Store {
     pub fn deferred_count(&self) -> usize {
         let control = lock(&self.inner.health.control);
         control.deferred.records.len() + control.deferred.notes.len()
+    }
+
+    /// Test hook: the next flush fails as out of space (after the write
+    /// it follows was applied in sled's memory).
+    #[cfg(test)]
+    pub(crate) fn fail_next_flush(&self) {
+        self.inner
+            .health
+            .fake_flush_failure
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Test hook: report this much free space instead of the real figure.

@@ -7,6 +7,7 @@
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
+use super::health::DeferredNote;
 use super::{Store, StoreError, Trees, codec, prefixed};
 use crate::domain::{AgentId, AgentRecord, InboxItem};
 
@@ -21,7 +22,7 @@ pub(super) fn tx_error(e: TransactionError<()>) -> sled::Error {
     }
 }
 
-fn new_key(trees: &Trees, id: AgentId) -> sled::Result<InboxKey> {
+pub(super) fn new_key(trees: &Trees, id: AgentId) -> sled::Result<InboxKey> {
     let mut key = [0u8; 24];
     key.copy_from_slice(&prefixed(id, &trees.db.generate_id()?.to_be_bytes()));
     Ok(key)
@@ -100,49 +101,71 @@ impl Store {
     }
 
     /// Records an agent's final state and, when it has a parent to notify,
-    /// puts the notification in the parent's inbox — both or neither.
-    /// Without disk space both are kept for later (see `health`) and
-    /// `DiskFull` is returned.
+    /// puts the notification in the parent's inbox — both or neither, and
+    /// on disk when this returns Ok. Without disk space (refused up front,
+    /// or the flush failed) both are kept for later and shown meanwhile
+    /// (see `health`; `ensure_on_disk` tells the difference) and `DiskFull`
+    /// is returned.
     pub async fn finish_agent(
         &self,
         record: &AgentRecord,
         notify: Option<(AgentId, &InboxItem)>,
     ) -> Result<(), StoreError> {
+        let mut note = notify.map(|(parent, item)| DeferredNote {
+            parent,
+            key: None,
+            item: item.clone(),
+        });
         let written = self.trees_for_write().and_then(|trees| {
-            let notes: Vec<(AgentId, InboxItem)> =
-                notify.iter().map(|(p, i)| (*p, (*i).clone())).collect();
-            self.write_finished(&trees, std::slice::from_ref(record), &notes)
+            let mut keyed = Vec::new();
+            if let Some(note) = &mut note {
+                let key = new_key(&trees, note.parent).map_err(|e| self.write_error(e))?;
+                note.key = Some(key);
+                keyed.push((key, note.item.clone()));
+            }
+            self.write_finished(&trees, std::slice::from_ref(record), &keyed)
                 .map_err(|e| self.write_error(e))
         });
         match written {
             Ok(()) => {
                 self.forget_deferred(record.id);
-                self.flush().await
+                // Applied in sled's memory: a failed flush leaves it there
+                // until the reopen drops it, so it is kept to be written
+                // again (found in issue 13's review: a pause acknowledged in
+                // that window was not on disk).
+                match self.flush_sled().await? {
+                    Ok(()) => Ok(()),
+                    Err(e) if super::error::is_out_of_space(&e) => {
+                        Err(self.inner.health.poisoned_deferring(self, record, note))
+                    }
+                    Err(e) => Err(self.write_error(e)),
+                }
             }
             Err(e) => {
                 if e.is_disk_full() {
-                    self.defer_record(record, notify);
+                    self.defer_record(record, note);
                 }
                 Err(e)
             }
         }
     }
 
-    /// Writes records and notifications in one transaction.
+    /// Writes records and notifications (under their inbox keys) in one
+    /// transaction.
     pub(super) fn write_finished(
         &self,
         trees: &Trees,
         records: &[AgentRecord],
-        notes: &[(AgentId, InboxItem)],
+        notes: &[(InboxKey, InboxItem)],
     ) -> sled::Result<()> {
         let records: Vec<(AgentId, Vec<u8>)> = records
             .iter()
             .map(|r| (r.id, codec::encode_agent(r)))
             .collect();
-        let mut keyed = Vec::with_capacity(notes.len());
-        for (parent, item) in notes {
-            keyed.push((new_key(trees, *parent)?, codec::encode_inbox_item(item)));
-        }
+        let keyed: Vec<(InboxKey, Vec<u8>)> = notes
+            .iter()
+            .map(|(key, item)| (*key, codec::encode_inbox_item(item)))
+            .collect();
         let written = (&trees.agents, &trees.inbox)
             .transaction(|(a, i)| {
                 for (id, bytes) in &records {
@@ -280,5 +303,101 @@ mod tests {
             Status::Completed
         );
         assert_eq!(store.inbox(parent).unwrap().len(), 1, "exactly once");
+    }
+
+    #[tokio::test]
+    async fn a_finish_whose_flush_fails_is_not_on_disk_until_written_again_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let (parent, child) = (AgentId::random(), AgentId::random());
+        let mut rec = AgentRecord::new(child, child.short_prefix(8), now_ms());
+        rec.status = Status::Running;
+        store.put_agent_durable(&rec).await.unwrap();
+
+        // sled applies the record and the notification in memory; the
+        // flush after them runs out of space.
+        store.fail_next_flush();
+        rec.status = Status::Paused;
+        let err = store
+            .finish_agent(&rec, Some((parent, &item("paused"))))
+            .await
+            .unwrap_err();
+        assert!(err.is_disk_full(), "{err}");
+        // Shown as it ended, but never acknowledged as on disk: a crash now
+        // would undo it.
+        assert_eq!(
+            store.get_agent(child).unwrap().unwrap().status,
+            Status::Paused
+        );
+        let not_on_disk = store.ensure_on_disk(child, || "paused".into()).unwrap_err();
+        assert!(
+            matches!(not_on_disk, StoreError::NotOnDisk { .. }),
+            "{not_on_disk}"
+        );
+        assert_eq!(store.deferred_count(), 2, "the record and its notification");
+
+        // Space is back (this flush failure was only pretended, so the
+        // reopen keeps what sled held: the case of a write that reached the
+        // disk although its flush failed). Written again under the same key,
+        // the notification is there once.
+        let mut writable = store.writable();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            writable.wait_for(|w| *w),
+        )
+        .await
+        .expect("the store heals")
+        .unwrap();
+        assert_eq!(store.deferred_count(), 0);
+        store.ensure_on_disk(child, || "paused".into()).unwrap();
+        assert_eq!(store.inbox(parent).unwrap().len(), 1, "exactly once");
+        drop(store);
+        let store = crate::store::reopen_for_tests(dir.path());
+        assert_eq!(
+            store.get_agent(child).unwrap().unwrap().status,
+            Status::Paused
+        );
+        assert_eq!(store.inbox(parent).unwrap().len(), 1, "exactly once");
+    }
+
+    #[tokio::test]
+    async fn an_append_delivering_an_item_no_longer_in_the_inbox_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let id = AgentId::random();
+        let kept = store.push_inbox(id, &item("kept")).await.unwrap();
+        let gone = store.push_inbox(id, &item("withdrawn")).await.unwrap();
+        assert!(store.withdraw_inbox_item(&gone).await.unwrap());
+
+        let entry = [crate::store::test_entry(0, "kept withdrawn")];
+        let err = store
+            .append_durable(
+                id,
+                Append {
+                    consumed: &[kept, gone],
+                    ..Append::entries(&entry)
+                },
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::InboxChanged), "{err}");
+        assert!(store.transcript(id, 0, 10).unwrap().is_empty());
+        assert_eq!(store.inbox(id).unwrap().len(), 1, "the item still waits");
+        assert_eq!(store.unconfirmed(id), None);
+
+        // Read again, the delivery goes through.
+        let entry = [crate::store::test_entry(0, "kept")];
+        store
+            .append_durable(
+                id,
+                Append {
+                    consumed: &[kept],
+                    ..Append::entries(&entry)
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(store.transcript(id, 0, 10).unwrap().len(), 1);
+        assert!(store.inbox(id).unwrap().is_empty());
     }
 }

@@ -254,9 +254,20 @@ impl Store {
 
     /// Forces everything written so far to disk (fsync).
     pub async fn flush(&self) -> Result<(), StoreError> {
+        self.flush_sled().await?.map_err(|e| self.write_error(e))
+    }
+
+    /// Flushes, returning sled's own error for the caller to map.
+    async fn flush_sled(&self) -> Result<sled::Result<()>, StoreError> {
+        #[cfg(test)]
+        if self.inner.health.take_fake_flush_failure() {
+            return Ok(Err(sled::Error::Io(std::io::Error::from_raw_os_error(
+                nix::libc::ENOSPC,
+            ))));
+        }
         let trees = self.trees()?;
         let flushed = tokio::task::spawn_blocking(move || trees.db.flush()).await?;
-        flushed.map(drop).map_err(|e| self.write_error(e))
+        Ok(flushed.map(drop))
     }
 
     /// Records a corrupt item: logged the first time it is seen, counted.

@@ -63,14 +63,31 @@ impl<'a> Append<'a> {
     }
 }
 
+/// An inbox item an append was to deliver was not in the inbox.
+struct InboxChanged;
+
+enum AppendError {
+    Sled(sled::Error),
+    InboxChanged,
+}
+
+impl From<sled::Error> for AppendError {
+    fn from(e: sled::Error) -> AppendError {
+        AppendError::Sled(e)
+    }
+}
+
 impl Store {
     /// Appends entries (and what goes with them, see [`Append`]) and waits
     /// until they are on disk.
     pub async fn append_durable(&self, id: AgentId, append: Append<'_>) -> Result<(), StoreError> {
         let trees = self.trees_for_write()?;
-        let applied = self
-            .apply_append(&trees, id, &append)
-            .map_err(|e| self.write_error(e));
+        let applied = match self.apply_append(&trees, id, &append) {
+            Ok(()) => Ok(()),
+            Err(AppendError::Sled(e)) => Err(self.write_error(e)),
+            // Nothing was applied.
+            Err(AppendError::InboxChanged) => return Err(StoreError::InboxChanged),
+        };
         match (&applied, append.record.is_some()) {
             (Ok(()), true) => self.index_written(&trees, [id]),
             (Ok(()), false) => {}
@@ -94,7 +111,7 @@ impl Store {
         flushed
     }
 
-    fn apply_append(&self, trees: &Trees, id: AgentId, a: &Append<'_>) -> sled::Result<()> {
+    fn apply_append(&self, trees: &Trees, id: AgentId, a: &Append<'_>) -> Result<(), AppendError> {
         let entries: Vec<(Vec<u8>, Vec<u8>)> = a
             .entries
             .iter()
@@ -104,16 +121,16 @@ impl Store {
             // One tree: one insert is atomic by itself, a batch of several
             // is atomic too; both are cheaper than a transaction.
             if let [(k, v)] = entries.as_slice() {
-                return trees
+                return Ok(trees
                     .transcripts
                     .insert(k.as_slice(), v.as_slice())
-                    .map(drop);
+                    .map(drop)?);
             }
             let mut batch = sled::Batch::default();
             for (k, v) in entries {
                 batch.insert(k, v);
             }
-            return trees.transcripts.apply_batch(batch);
+            return Ok(trees.transcripts.apply_batch(batch)?);
         }
         let last = a.entries.iter().map(|e| e.seq + 1).max().unwrap_or(0);
         let record = a.record.map(|r| {
@@ -136,8 +153,10 @@ impl Store {
             .filter(|_| a.created.is_some())
             .and_then(|r| r.parent.map(|p| agents::child_key(p, r.id)));
         use sled::Transactional;
-        use sled::transaction::{ConflictableTransactionError, TransactionalTree};
-        type Abort = ConflictableTransactionError<()>;
+        use sled::transaction::{
+            ConflictableTransactionError, TransactionError, TransactionalTree,
+        };
+        type Abort = ConflictableTransactionError<InboxChanged>;
         let put = |t: &TransactionalTree,
                    agents: &TransactionalTree,
                    inbox: &TransactionalTree|
@@ -149,7 +168,13 @@ impl Store {
                 agents.insert(id.as_bytes(), r.as_slice())?;
             }
             for k in a.consumed {
-                inbox.remove(k.as_slice())?;
+                // An item that is gone was withdrawn, or never reached the
+                // disk and was dropped by a reopen (a notification written
+                // again under the same key is back by then): delivering
+                // its text now could deliver it twice.
+                if inbox.remove(k.as_slice())?.is_none() {
+                    return Err(ConflictableTransactionError::Abort(InboxChanged));
+                }
             }
             Ok(())
         };
@@ -181,7 +206,10 @@ impl Store {
             (&trees.transcripts, &trees.agents, &trees.inbox)
                 .transaction(|(t, agents, inbox)| put(t, agents, inbox))
         };
-        result.map_err(super::inbox::tx_error)
+        result.map_err(|e| match e {
+            TransactionError::Storage(e) => AppendError::Sled(e),
+            TransactionError::Abort(InboxChanged) => AppendError::InboxChanged,
+        })
     }
 
     /// Up to `limit` entries of `id`'s transcript from `from_seq` on.
