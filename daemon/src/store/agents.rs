@@ -2,6 +2,8 @@
 //! by parent, so that resolving a name or listing an agent's descendants
 //! never reads every record.
 
+use std::sync::Arc;
+
 use super::{Store, StoreError, Trees, codec, prefixed};
 use crate::domain::{AgentId, AgentRecord, SHORT_ID_LEN, ShortId, Status};
 
@@ -160,6 +162,11 @@ impl Store {
 
     /// Writes a record without waiting for disk.
     pub fn put_agent(&self, record: &AgentRecord) -> Result<(), StoreError> {
+        self.write_agent(record).map(drop)
+    }
+
+    /// Writes a record; returns the handle it was written on.
+    fn write_agent(&self, record: &AgentRecord) -> Result<Arc<Trees>, StoreError> {
         let trees = self.trees_for_write()?;
         if let Err(e) = trees
             .agents
@@ -170,7 +177,7 @@ impl Store {
         }
         self.index_written(&trees, [record.id]);
         self.forget_deferred(record.id);
-        Ok(())
+        Ok(trees)
     }
 
     /// Writes a record, or, without disk space, keeps it to be written
@@ -190,8 +197,8 @@ impl Store {
 
     /// Writes a record and waits until it is on disk.
     pub async fn put_agent_durable(&self, record: &AgentRecord) -> Result<(), StoreError> {
-        self.put_agent(record)?;
-        self.flush().await
+        let trees = self.write_agent(record)?;
+        self.flush_on(trees).await
     }
 
     /// Deletes everything stored for `id`: record, transcript, prompt,
@@ -204,8 +211,7 @@ impl Store {
             return Err(self.write_error(e));
         }
         self.index_written(&trees, [id]);
-        drop(trees);
-        self.flush().await
+        self.flush_on(trees).await
     }
 
     fn remove_from(

@@ -42,6 +42,13 @@ pub enum StoreError {
     },
     #[error("store I/O failed: {0}")]
     Io(sled::Error),
+    /// A state change took effect, but a write of the store failed for a
+    /// reason other than space since it was opened: sled makes nothing
+    /// durable after that, so the change is not on disk.
+    #[error(
+        "{what}, but that is not on disk: agentd's store failed a write ({cause}) and writes nothing more until agentd is restarted; see agentd's log, check the disk, and restart agentd"
+    )]
+    WriteFailed { what: String, cause: String },
     /// sled's own report of a full disk, where it surfaced outside the
     /// write paths that turn it into `DiskFull` (sled repeats a stored
     /// ENOSPC on later operations until the store is reopened).
@@ -93,7 +100,12 @@ pub(crate) fn is_out_of_space(e: &sled::Error) -> bool {
             matches!(
                 io.raw_os_error(),
                 Some(code) if code == nix::libc::ENOSPC || code == nix::libc::EDQUOT
-            ) || io.kind() == std::io::ErrorKind::StorageFull
+            // sled hands out copies of a stored error that keep only the
+            // kind.
+            ) || matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            )
         }
         _ => false,
     }
@@ -103,4 +115,22 @@ pub(crate) fn is_out_of_space(e: &sled::Error) -> bool {
 /// (sled reports it only in words).
 pub(crate) fn is_lock_held(e: &sled::Error) -> bool {
     matches!(e, sled::Error::Io(io) if io.to_string().starts_with("could not acquire lock"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_space_is_recognised_also_in_the_copies_sled_hands_out() {
+        let raw = |code| sled::Error::Io(std::io::Error::from_raw_os_error(code));
+        assert!(is_out_of_space(&raw(nix::libc::ENOSPC)));
+        assert!(is_out_of_space(&raw(nix::libc::EDQUOT)));
+        // sled repeats a stored error as a copy with only its kind.
+        for e in [raw(nix::libc::ENOSPC), raw(nix::libc::EDQUOT)] {
+            assert!(is_out_of_space(&e.clone()), "{e:?}");
+        }
+        assert!(!is_out_of_space(&raw(nix::libc::EIO)));
+        assert!(!is_out_of_space(&raw(nix::libc::EIO).clone()));
+    }
 }

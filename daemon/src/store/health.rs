@@ -74,6 +74,11 @@ pub(super) struct DeferredNote {
     /// flush failed may have reached the disk after all: written again
     /// under the same key it replaces itself instead of arriving twice.
     pub(super) key: Option<InboxKey>,
+    /// The record (id and bytes) its first attempt wrote in the same
+    /// transaction. If the disk holds that record after the reopen, the
+    /// note reached the disk too, and the parent may have taken it from
+    /// its inbox already: it is not written again.
+    pub(super) written_with: Option<(AgentId, Vec<u8>)>,
     pub(super) item: InboxItem,
 }
 
@@ -100,11 +105,14 @@ pub(super) struct Health {
     writable: watch::Sender<bool>,
     /// Set while anything is deferred, so reads skip the lock otherwise.
     has_deferred: std::sync::atomic::AtomicBool,
+    /// Set when a write failed for a reason other than space (sled then
+    /// writes nothing more until reopened): why.
+    write_failed: Mutex<Option<String>>,
     /// Free space reported instead of the file system's, for tests.
     fake_free: Mutex<Option<u64>>,
-    /// Fail the next flush as out of space, for tests.
+    /// Fail the next flush with this errno, for tests.
     #[cfg(test)]
-    fake_flush_failure: std::sync::atomic::AtomicBool,
+    fake_flush_failure: Mutex<Option<i32>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -127,16 +135,24 @@ impl Health {
             }),
             writable: watch::channel(true).0,
             has_deferred: std::sync::atomic::AtomicBool::new(false),
+            write_failed: Mutex::new(None),
             fake_free: Mutex::new(None),
             #[cfg(test)]
-            fake_flush_failure: std::sync::atomic::AtomicBool::new(false),
+            fake_flush_failure: Mutex::new(None),
         }
     }
 
     #[cfg(test)]
-    pub(super) fn take_fake_flush_failure(&self) -> bool {
-        self.fake_flush_failure
-            .swap(false, std::sync::atomic::Ordering::AcqRel)
+    pub(super) fn take_fake_flush_failure(&self) -> Option<i32> {
+        lock(&self.fake_flush_failure).take()
+    }
+
+    pub(super) fn write_failed(&self, e: &std::io::Error) {
+        let mut failed = lock(&self.write_failed);
+        if failed.is_none() {
+            tracing::error!(error = %e, "a write of the store failed: agentd makes nothing durable until it is restarted");
+            *failed = Some(e.to_string().chars().take(200).collect());
+        }
     }
 
     fn free_bytes(&self) -> u64 {
@@ -259,9 +275,6 @@ fn heal(weak: Weak<Inner>) {
                 continue;
             }
             reopened = true;
-            if let State::Full { poisoned } = &mut lock(&health.control).state {
-                *poisoned = false;
-            }
         }
         let written = match write_deferred(&store) {
             Ok(n) => n,
@@ -324,6 +337,13 @@ fn reopen(store: &Store) -> Result<(), StoreError> {
     loop {
         match Trees::open(&store.inner.path) {
             Ok(trees) => {
+                // Not poisoned any more, said before anyone can write to
+                // the new handle (none can while the slot is empty), so a
+                // write failing on it is not forgotten.
+                if let State::Full { poisoned } = &mut lock(&store.inner.health.control).state {
+                    *poisoned = false;
+                }
+                *lock(&store.inner.health.write_failed) = None;
                 *slot.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(trees));
                 // The index first: until it is dropped it may hold what
                 // the ledger still hides.
@@ -348,32 +368,56 @@ fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
     let trees = store
         .trees()
         .map_err(|e| sled::Error::ReportableBug(e.to_string()))?;
-    let (records, notes) = {
+    // Each notification gets its key once, whatever happens to the
+    // attempts to write it (the keys are made outside the lock: making one
+    // can wait for the disk).
+    let unkeyed: Vec<AgentId> = lock(&health.control)
+        .deferred
+        .notes
+        .iter()
+        .filter(|n| n.key.is_none())
+        .map(|n| n.parent)
+        .collect();
+    let mut made = Vec::with_capacity(unkeyed.len());
+    for parent in unkeyed {
+        made.push(new_key(&trees, parent)?);
+    }
+    let (records, notes, taken) = {
         let mut control = lock(&health.control);
-        // Each notification gets its key once, whatever happens to the
-        // attempts to write it.
+        let mut made = made.into_iter();
         let mut notes = Vec::with_capacity(control.deferred.notes.len());
         for note in &mut control.deferred.notes {
-            let key = match note.key {
-                Some(key) => key,
-                None => *note.key.insert(new_key(&trees, note.parent)?),
+            // Notes are only ever appended: those counted above come first.
+            let Some(key) = note.key.or_else(|| made.next()) else {
+                break;
             };
-            notes.push((key, note.item.clone()));
+            note.key = Some(key);
+            notes.push(note.clone());
         }
-        (
-            control
-                .deferred
-                .records
-                .values()
-                .cloned()
-                .collect::<Vec<_>>(),
-            notes,
-        )
+        let records = control
+            .deferred
+            .records
+            .values()
+            .cloned()
+            .collect::<Vec<_>>();
+        let taken = notes.len();
+        (records, notes, taken)
     };
-    if records.is_empty() && notes.is_empty() {
+    if records.is_empty() && taken == 0 {
         return Ok(0);
     }
-    store.write_finished(&trees, &records, &notes)?;
+    let mut keyed = Vec::with_capacity(notes.len());
+    for note in notes {
+        if let Some((child, bytes)) = &note.written_with
+            && trees.agents.get(child.as_bytes())?.as_deref() == Some(bytes.as_slice())
+        {
+            continue;
+        }
+        if let Some(key) = note.key {
+            keyed.push((key, note.item));
+        }
+    }
+    store.write_finished(&trees, &records, &keyed)?;
     trees.db.flush()?;
     let mut control = lock(&health.control);
     for r in &records {
@@ -381,10 +425,9 @@ fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
             control.deferred.records.remove(&r.id);
         }
     }
-    // Notes are only ever appended: the first ones are those written.
-    let written_notes = notes.len().min(control.deferred.notes.len());
-    control.deferred.notes.drain(..written_notes);
-    Ok(records.len() + notes.len())
+    let taken = taken.min(control.deferred.notes.len());
+    control.deferred.notes.drain(..taken);
+    Ok(records.len() + keyed.len())
 }
 
 impl Store {
@@ -429,12 +472,19 @@ impl Store {
     /// shown it, but it is not on disk, so the change it records (`what`
     /// happened) must not be acknowledged as done. Found by the torture
     /// run: a pause answered "paused" on a full disk was undone by a crash,
-    /// and the agent went on working.
+    /// and the agent went on working. Err too once a write failed for
+    /// another reason: sled makes nothing durable after that.
     pub fn ensure_on_disk(
         &self,
         id: AgentId,
         what: impl FnOnce() -> String,
     ) -> Result<(), StoreError> {
+        if let Some(cause) = lock(&self.inner.health.write_failed).clone() {
+            return Err(StoreError::WriteFailed {
+                what: what(),
+                cause,
+            });
+        }
         if !self.has_deferred() || self.deferred_record(id).is_none() {
             return Ok(());
         }
@@ -476,14 +526,13 @@ impl Store {
         control.deferred.records.len() + control.deferred.notes.len()
     }
 
-    /// Test hook: the next flush fails as out of space (after the write
-    /// it follows was applied in sled's memory).
+    /// Test hook: the next flush fails with `errno` (after the write it
+    /// follows was applied in sled's memory). sled itself is not told, so
+    /// a reopen still writes what it holds: the case of a write that
+    /// reached the disk although its flush failed.
     #[cfg(test)]
-    pub(crate) fn fail_next_flush(&self) {
-        self.inner
-            .health
-            .fake_flush_failure
-            .store(true, std::sync::atomic::Ordering::Release);
+    pub(crate) fn fail_next_flush(&self, errno: i32) {
+        *lock(&self.inner.health.fake_flush_failure) = Some(errno);
     }
 
     /// Test hook: report this much free space instead of the real figure.

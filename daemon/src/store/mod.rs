@@ -248,24 +248,36 @@ impl Store {
         if error::is_out_of_space(&e) {
             self.inner.health.poisoned(self)
         } else {
+            if let sled::Error::Io(io) = &e {
+                self.inner.health.write_failed(io);
+            }
             StoreError::Io(e)
         }
     }
 
     /// Forces everything written so far to disk (fsync).
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.flush_sled().await?.map_err(|e| self.write_error(e))
+        let trees = self.trees()?;
+        self.flush_on(trees).await
+    }
+
+    /// Flushes the handle a write was made on. Not a fresh one: a reopen
+    /// in between would have dropped the write (if sled could not flush
+    /// it), and the new handle's flush would report it on disk.
+    async fn flush_on(&self, trees: Arc<Trees>) -> Result<(), StoreError> {
+        self.flush_sled(trees)
+            .await?
+            .map_err(|e| self.write_error(e))
     }
 
     /// Flushes, returning sled's own error for the caller to map.
-    async fn flush_sled(&self) -> Result<sled::Result<()>, StoreError> {
+    async fn flush_sled(&self, trees: Arc<Trees>) -> Result<sled::Result<()>, StoreError> {
         #[cfg(test)]
-        if self.inner.health.take_fake_flush_failure() {
+        if let Some(errno) = self.inner.health.take_fake_flush_failure() {
             return Ok(Err(sled::Error::Io(std::io::Error::from_raw_os_error(
-                nix::libc::ENOSPC,
+                errno,
             ))));
         }
-        let trees = self.trees()?;
         let flushed = tokio::task::spawn_blocking(move || trees.db.flush()).await?;
         Ok(flushed.map(drop))
     }

@@ -23,7 +23,7 @@ impl Store {
             .worktree_repos
             .insert(key, &[] as &[u8])
             .map_err(|e| self.write_error(e))?;
-        self.flush().await
+        self.flush_on(trees).await
     }
 
     /// Every repository recorded, oldest key order.

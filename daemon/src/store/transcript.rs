@@ -93,9 +93,8 @@ impl Store {
             (Ok(()), false) => {}
             (Err(_), _) => self.index_dropped(),
         }
-        drop(trees);
         let flushed = match applied {
-            Ok(()) => self.flush().await,
+            Ok(()) => self.flush_on(trees).await,
             Err(e) => Err(e),
         };
         match &flushed {
@@ -161,6 +160,14 @@ impl Store {
                    agents: &TransactionalTree,
                    inbox: &TransactionalTree|
          -> Result<(), Abort> {
+            // This very append may be on disk already: one whose flush
+            // failed on another writer's data after its own was written,
+            // tried again after the reopen. Then its items are gone because
+            // it took them, and writing it again changes nothing.
+            let landed = match (entries.first(), a.consumed.is_empty()) {
+                (Some((k, v)), false) => t.get(k.as_slice())?.as_deref() == Some(v.as_slice()),
+                _ => false,
+            };
             for (k, v) in &entries {
                 t.insert(k.as_slice(), v.as_slice())?;
             }
@@ -172,7 +179,7 @@ impl Store {
                 // disk and was dropped by a reopen (a notification written
                 // again under the same key is back by then): delivering
                 // its text now could deliver it twice.
-                if inbox.remove(k.as_slice())?.is_none() {
+                if inbox.remove(k.as_slice())?.is_none() && !landed {
                     return Err(ConflictableTransactionError::Abort(InboxChanged));
                 }
             }
