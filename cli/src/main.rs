@@ -8,6 +8,7 @@ mod commands;
 mod cost;
 mod exit;
 mod follow;
+mod list_json;
 mod permission_prompt;
 mod process;
 mod render;

@@ -1,12 +1,13 @@
 //! `agentctl list`
 
+use std::io::Write;
 use std::time::SystemTime;
 
 use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::{render, tree};
+use crate::{list_json, render, tree};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -32,8 +33,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .into_inner()
         .agents;
     if args.json {
-        let json: Vec<_> = agents.iter().map(render::AgentJson::of).collect();
-        render::print_json(&json);
+        // One write; the trailing newline is found at once by stdout's
+        // line buffering, which then writes the whole buffer through.
+        let _ = std::io::stdout()
+            .lock()
+            .write_all(&list_json::agents(&agents));
         return Ok(SUCCESS);
     }
     if agents.is_empty() {
