@@ -15,6 +15,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc);
     tonic_prost_build::configure()
+        // Written by hand, to answer with agents encoded ahead (see there).
+        .extern_path(
+            ".agentd.v1.ListAgentsResponse",
+            "crate::list_response::ListAgentsResponse",
+        )
         .file_descriptor_set_path(out_dir.join("agentd_v1_descriptor.bin"))
         .compile_with_config(config, &[file], &[proto_root])?;
     Ok(())

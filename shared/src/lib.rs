@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod ids;
+pub mod list_response;
 pub mod paths;
 pub mod tool_summary;
 
@@ -10,6 +11,8 @@ pub mod tool_summary;
 pub mod proto {
     #![allow(clippy::all, missing_docs)]
     tonic::include_proto!("agentd.v1");
+
+    pub use crate::list_response::ListAgentsResponse;
 
     /// Encoded file descriptor set, for gRPC server reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] =

@@ -10,6 +10,7 @@ use futures::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::wire_cache::{self, Extras, WireCache};
 use super::{attach, convert};
 use crate::domain::{self, AgentRecord};
 use crate::error::AgentdError;
@@ -21,11 +22,15 @@ const MAX_PAGE: u32 = 5000;
 
 pub struct AgentApi {
     sup: Arc<Supervisor>,
+    listed: WireCache,
 }
 
 impl AgentApi {
     pub fn new(sup: Arc<Supervisor>) -> Self {
-        AgentApi { sup }
+        AgentApi {
+            sup,
+            listed: WireCache::default(),
+        }
     }
 
     fn wire(&self, record: &AgentRecord) -> pb::Agent {
@@ -40,9 +45,12 @@ impl AgentApi {
 
     /// `wire`, given the run's background flag (None: no run loaded).
     fn wire_with(&self, record: &AgentRecord, live_background: Option<bool>) -> pb::Agent {
+        wire_cache::agent(record, &self.extras(record, live_background))
+    }
+
+    /// What goes into `record`'s wire form besides the record.
+    fn extras(&self, record: &AgentRecord, live_background: Option<bool>) -> Extras {
         let id = record.id;
-        // Only what is on disk is shown (`store::unconfirmed`).
-        let len = self.sup.store().durable_len(id, record.transcript_len);
         let waiting_for = match record.status {
             domain::Status::Waiting => self.sup.waiting_for(id),
             domain::Status::Interrupted if self.sup.resume_deferred_for_disk(id) => {
@@ -50,11 +58,12 @@ impl AgentApi {
             }
             _ => None,
         };
-        let mut agent = convert::agent(record, len, waiting_for);
-        if let Some(background) = live_background.filter(|_| record.status.is_live()) {
-            agent.background = background;
+        Extras {
+            // Only what is on disk is shown (`store::unconfirmed`).
+            transcript_len: self.sup.store().durable_len(id, record.transcript_len),
+            waiting_for,
+            background: live_background.filter(|_| record.status.is_live()),
         }
-        agent
     }
 }
 
@@ -157,13 +166,14 @@ impl AgentService for AgentApi {
             Some(self.sup.resolve(&r.parent_id)?.id)
         };
         let live = self.sup.live_backgrounds();
-        let agents = self
-            .sup
-            .list(r.all, parent)?
-            .iter()
-            .map(|rec| self.wire_with(rec, live.get(&rec.id).copied()))
-            .collect();
-        Ok(Response::new(pb::ListAgentsResponse { agents }))
+        let records = self.sup.list(r.all, parent)?;
+        let encoded = self.listed.encode(
+            &records,
+            |rec| self.extras(rec, live.get(&rec.id).copied()),
+            wire_cache::agent,
+            parent.is_none(),
+        );
+        Ok(Response::new(pb::ListAgentsResponse::from_encoded(encoded)))
     }
 
     async fn get_agent(
