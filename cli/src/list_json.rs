@@ -26,63 +26,111 @@ pub fn agents(agents: &[pb::Agent]) -> Vec<u8> {
     out
 }
 
-/// One agent as an object, fields in declaration order (serde's).
+/// One agent as an object, fields in declaration order (serde's). The
+/// struct is taken apart whole, so a field added to it does not compile
+/// until it is written here too.
 fn agent(out: &mut Vec<u8>, a: &AgentJson<'_>) {
+    let AgentJson {
+        id,
+        short_id,
+        name,
+        description,
+        subagent_type,
+        status,
+        background,
+        parent_id,
+        model,
+        cwd,
+        created_at,
+        updated_at,
+        turns,
+        tool_uses,
+        max_turns,
+        permission_mode,
+        usage: tokens,
+        can_message,
+        resume_blocked_reason,
+        resume_blocked_detail,
+        result,
+        error,
+        waiting_for,
+        transcript_len,
+        worktree: tree,
+        sandbox,
+        no_network,
+    } = a;
     let mut o = Object::open(out);
-    o.str("id", a.id);
-    o.str("short_id", a.short_id);
-    o.opt_str("name", a.name);
-    o.str("description", a.description);
-    o.opt_str("subagent_type", a.subagent_type);
-    o.str("status", a.status);
-    o.bool("background", a.background);
-    o.opt_str("parent_id", a.parent_id);
-    o.str("model", a.model);
-    o.str("cwd", a.cwd);
-    o.str("created_at", &a.created_at);
-    o.str("updated_at", &a.updated_at);
-    o.uint("turns", a.turns.into());
-    o.uint("tool_uses", a.tool_uses.into());
-    o.uint("max_turns", a.max_turns.into());
-    o.str("permission_mode", a.permission_mode);
+    o.str("id", id);
+    o.str("short_id", short_id);
+    o.opt_str("name", *name);
+    o.str("description", description);
+    o.opt_str("subagent_type", *subagent_type);
+    o.str("status", status);
+    o.bool("background", *background);
+    o.opt_str("parent_id", *parent_id);
+    o.str("model", model);
+    o.str("cwd", cwd);
+    o.str("created_at", created_at);
+    o.str("updated_at", updated_at);
+    o.uint("turns", (*turns).into());
+    o.uint("tool_uses", (*tool_uses).into());
+    o.uint("max_turns", (*max_turns).into());
+    o.str("permission_mode", permission_mode);
     o.key("usage");
-    usage(o.out, &a.usage);
-    o.bool("can_message", a.can_message);
-    o.opt_str("resume_blocked_reason", a.resume_blocked_reason);
-    o.opt_str("resume_blocked_detail", a.resume_blocked_detail);
-    o.opt_str("result", a.result);
-    o.opt_str("error", a.error);
-    o.opt_str("waiting_for", a.waiting_for);
-    o.uint("transcript_len", a.transcript_len);
-    if let Some(w) = &a.worktree {
+    usage(o.out, tokens);
+    o.bool("can_message", *can_message);
+    o.opt_str("resume_blocked_reason", *resume_blocked_reason);
+    o.opt_str("resume_blocked_detail", *resume_blocked_detail);
+    o.opt_str("result", *result);
+    o.opt_str("error", *error);
+    o.opt_str("waiting_for", *waiting_for);
+    o.uint("transcript_len", *transcript_len);
+    if let Some(w) = tree {
         o.key("worktree");
         worktree(o.out, w);
     }
-    o.str("sandbox", a.sandbox);
-    o.bool("no_network", a.no_network);
+    o.str("sandbox", sandbox);
+    o.bool("no_network", *no_network);
     o.close();
 }
 
 fn usage(out: &mut Vec<u8>, u: &UsageJson) {
+    let UsageJson {
+        input_tokens,
+        output_tokens,
+        cache_read_input_tokens,
+        cache_creation_input_tokens,
+    } = u;
     let mut o = Object::open(out);
-    o.uint("input_tokens", u.input_tokens);
-    o.uint("output_tokens", u.output_tokens);
-    o.uint("cache_read_input_tokens", u.cache_read_input_tokens);
-    o.uint("cache_creation_input_tokens", u.cache_creation_input_tokens);
+    o.uint("input_tokens", *input_tokens);
+    o.uint("output_tokens", *output_tokens);
+    o.uint("cache_read_input_tokens", *cache_read_input_tokens);
+    o.uint("cache_creation_input_tokens", *cache_creation_input_tokens);
     o.close();
 }
 
 fn worktree(out: &mut Vec<u8>, w: &AgentWorktreeJson<'_>) {
+    let AgentWorktreeJson {
+        path,
+        branch,
+        base,
+        state,
+        checkout,
+        owned,
+        changed,
+        untracked,
+        ahead,
+    } = w;
     let mut o = Object::open(out);
-    o.str("path", w.path);
-    o.str("branch", w.branch);
-    o.str("base", w.base);
-    o.str("state", w.state);
-    o.str("checkout", w.checkout);
-    o.bool("owned", w.owned);
-    o.uint("changed", w.changed.into());
-    o.uint("untracked", w.untracked.into());
-    o.uint("ahead", w.ahead.into());
+    o.str("path", path);
+    o.str("branch", branch);
+    o.str("base", base);
+    o.str("state", state);
+    o.str("checkout", checkout);
+    o.bool("owned", *owned);
+    o.uint("changed", (*changed).into());
+    o.uint("untracked", (*untracked).into());
+    o.uint("ahead", (*ahead).into());
     o.close();
 }
 

@@ -171,7 +171,7 @@ impl AgentService for AgentApi {
             &records,
             |rec| self.extras(rec, live.get(&rec.id).copied()),
             wire_cache::agent,
-            parent.is_none(),
+            r.all && parent.is_none(),
         );
         Ok(Response::new(pb::ListAgentsResponse::from_encoded(encoded)))
     }

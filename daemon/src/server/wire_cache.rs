@@ -52,8 +52,10 @@ pub struct WireCache {
 impl WireCache {
     /// The encoded wire form of each of `records`, in order, made with
     /// `wire` for those whose record or extras changed since the last
-    /// listing. `whole`: these are all the agents there are (not one
-    /// parent's children), so entries for any other are dropped.
+    /// listing. `whole`: these are all the agents there are (`list --all`,
+    /// not one parent's children), so entries for any other are dropped;
+    /// the plain listing leaves out agents that ended long ago, so it
+    /// keeps theirs.
     pub fn encode(
         &self,
         records: &[Arc<AgentRecord>],
@@ -61,6 +63,8 @@ impl WireCache {
         wire: impl Fn(&AgentRecord, &Extras) -> pb::Agent,
         whole: bool,
     ) -> Vec<Bytes> {
+        // Outside the lock: it asks the supervisor.
+        let extras: Vec<Extras> = records.iter().map(|r| extras(r)).collect();
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let mut listed = if whole {
             HashMap::with_capacity(records.len())
@@ -68,8 +72,7 @@ impl WireCache {
             HashMap::new()
         };
         let mut out = Vec::with_capacity(records.len());
-        for record in records {
-            let extras = extras(record);
+        for (record, extras) in records.iter().zip(extras) {
             let reuse = entries
                 .remove(&record.id)
                 .filter(|c| Arc::ptr_eq(&c.record, record) && c.extras == extras);
@@ -87,6 +90,11 @@ impl WireCache {
         }
         if whole {
             *entries = listed;
+        } else if entries.len() > 2 * records.len() + 1024 {
+            // Agents removed since the last whole listing: without one, a
+            // bound (the cache only saves work; dropping it loses nothing).
+            let here: std::collections::HashSet<AgentId> = records.iter().map(|r| r.id).collect();
+            entries.retain(|id, _| here.contains(id));
         }
         out
     }
@@ -175,7 +183,14 @@ mod tests {
         assert_eq!(cache.len(), 3);
         cache.encode(std::slice::from_ref(&a), plain, wire, false);
         assert_eq!(cache.len(), 3, "one parent's children: the rest stay");
-        cache.encode(&[a, c], plain, wire, true);
+        cache.encode(&[a.clone(), c], plain, wire, true);
         assert_eq!(cache.len(), 2, "b was removed");
+
+        // Without whole listings, removed agents are dropped past a bound.
+        let many: Vec<_> = (0..1100).map(|_| record(Status::Running)).collect();
+        cache.encode(&many, plain, wire, false);
+        assert_eq!(cache.len(), 1102);
+        cache.encode(std::slice::from_ref(&a), plain, wire, false);
+        assert_eq!(cache.len(), 1, "only what this listing holds");
     }
 }
