@@ -255,12 +255,8 @@ mod tests {
 
     #[tokio::test]
     async fn without_space_a_finish_is_deferred_shown_and_written_when_space_returns() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        let (parent, child) = (AgentId::random(), AgentId::random());
-        let mut rec = AgentRecord::new(child, child.short_prefix(8), now_ms());
-        rec.status = Status::Running;
-        store.put_agent_durable(&rec).await.unwrap();
+        let (dir, store, parent, mut rec) = running_child().await;
+        let child = rec.id;
 
         store.fake_free_space(Some(0));
         rec.status = Status::Completed;
@@ -308,12 +304,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_finish_whose_flush_fails_is_not_on_disk_until_written_again_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        let (parent, child) = (AgentId::random(), AgentId::random());
-        let mut rec = AgentRecord::new(child, child.short_prefix(8), now_ms());
-        rec.status = Status::Running;
-        store.put_agent_durable(&rec).await.unwrap();
+        let (dir, store, parent, mut rec) = running_child().await;
+        let child = rec.id;
 
         // sled applies the record and the notification in memory; the
         // flush after them runs out of space.
@@ -341,14 +333,7 @@ mod tests {
         // reopen keeps what sled held: the case of a write that reached the
         // disk although its flush failed). Written again under the same key,
         // the notification is there once.
-        let mut writable = store.writable();
-        tokio::time::timeout(
-            std::time::Duration::from_secs(10),
-            writable.wait_for(|w| *w),
-        )
-        .await
-        .expect("the store heals")
-        .unwrap();
+        healed(&store).await;
         assert_eq!(store.deferred_count(), 0);
         store.ensure_on_disk(child, || "paused".into()).unwrap();
         assert_eq!(store.inbox(parent).unwrap().len(), 1, "exactly once");
@@ -402,6 +387,17 @@ mod tests {
         assert!(store.inbox(id).unwrap().is_empty());
     }
 
+    /// A store holding one running child of a parent that is not stored.
+    async fn running_child() -> (tempfile::TempDir, Store, AgentId, AgentRecord) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let (parent, child) = (AgentId::random(), AgentId::random());
+        let mut rec = AgentRecord::new(child, child.short_prefix(8), now_ms());
+        rec.status = Status::Running;
+        store.put_agent_durable(&rec).await.unwrap();
+        (dir, store, parent, rec)
+    }
+
     /// Waits until the healer has written what was deferred.
     async fn healed(store: &Store) {
         let mut writable = store.writable();
@@ -416,12 +412,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_notification_its_parent_took_before_the_flush_failed_is_not_written_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        let (parent, child) = (AgentId::random(), AgentId::random());
-        let mut rec = AgentRecord::new(child, child.short_prefix(8), now_ms());
-        rec.status = Status::Running;
-        store.put_agent_durable(&rec).await.unwrap();
+        let (_dir, store, parent, mut rec) = running_child().await;
+        let child = rec.id;
         store.fail_next_flush(nix::libc::ENOSPC);
         rec.status = Status::Completed;
         store
