@@ -293,13 +293,7 @@ mod tests {
         assert_eq!(store.deferred_count(), 0);
         assert_eq!(store.inbox(parent).unwrap().len(), 1);
         drop(store);
-        // The healer thread lets go of its handle a moment after it reports.
-        let store = crate::store::reopen_for_tests(dir.path());
-        assert_eq!(
-            store.get_agent(child).unwrap().unwrap().status,
-            Status::Completed
-        );
-        assert_eq!(store.inbox(parent).unwrap().len(), 1, "exactly once");
+        assert_on_disk(&dir, child, Status::Completed, parent);
     }
 
     #[tokio::test]
@@ -338,12 +332,7 @@ mod tests {
         store.ensure_on_disk(child, || "paused".into()).unwrap();
         assert_eq!(store.inbox(parent).unwrap().len(), 1, "exactly once");
         drop(store);
-        let store = crate::store::reopen_for_tests(dir.path());
-        assert_eq!(
-            store.get_agent(child).unwrap().unwrap().status,
-            Status::Paused
-        );
-        assert_eq!(store.inbox(parent).unwrap().len(), 1, "exactly once");
+        assert_on_disk(&dir, child, Status::Paused, parent);
     }
 
     #[tokio::test]
@@ -396,6 +385,15 @@ mod tests {
         rec.status = Status::Running;
         store.put_agent_durable(&rec).await.unwrap();
         (dir, store, parent, rec)
+    }
+
+    /// Opened again from disk, `child` ended as `status` and `parent`
+    /// holds exactly one notification.
+    fn assert_on_disk(dir: &tempfile::TempDir, child: AgentId, status: Status, parent: AgentId) {
+        // The healer thread lets go of its handle a moment after it reports.
+        let store = crate::store::reopen_for_tests(dir.path());
+        assert_eq!(store.get_agent(child).unwrap().unwrap().status, status);
+        assert_eq!(store.inbox(parent).unwrap().len(), 1, "exactly once");
     }
 
     /// Waits until the healer has written what was deferred.
