@@ -5,8 +5,10 @@
 //! they overlap for about half a minute). While all of them run: the
 //! daemon's RSS (sampled, and its high-water mark), its CPU time per agent
 //! and per agent-second, and `agentctl list --json` against the baseline
-//! `agentctl status --json`, alternating. Then every agent must complete
-//! with the whole text.
+//! `agentctl status --json`, alternating with three controls: the
+//! `ListAgents` call from a warm client and from a new connection (the
+//! daemon's share), and a process that does nothing (the machine's share
+//! of any command). Then every agent must complete with the whole text.
 //!
 //! Stored: `--agents-10k` (10,000; 0 skips) named agents written straight
 //! into a store. Restart to ready against an empty store, alternating;
@@ -46,6 +48,19 @@ fn timed(env: &Env, args: &[&str]) -> (Duration, String) {
     let took = t.elapsed();
     assert_eq!(out.code, 0, "agentctl {args:?}: {}", out.stderr);
     (took, out.stdout)
+}
+
+/// One process that does nothing (`true`), spawned and read the way
+/// [`timed`] runs `agentctl`: the floor any command's latency stands on.
+fn timed_nothing() -> Duration {
+    let t = Instant::now();
+    let out = std::process::Command::new("true")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run true");
+    let took = t.elapsed();
+    assert!(out.status.success());
+    took
 }
 
 /// Prints one row per series: p50, p99, and p50 against the first (the
@@ -203,17 +218,23 @@ fn streaming(agents: usize, runs: usize, delta: Duration, chars: usize) {
     // A quiet window: the daemon's CPU for streaming alone.
     let quiet = Duration::from_secs(5);
     let (_, cpu_q0) = proc_stat(pid);
+    let bench_pid = std::process::id() as i32;
+    let (_, bench_q0) = proc_stat(bench_pid);
     std::thread::sleep(quiet);
     let (_, cpu_q1) = proc_stat(pid);
+    let (_, bench_q1) = proc_stat(bench_pid);
     let running_after_quiet = running(&env);
 
     // Listing while they stream, alternating with the baseline; the
     // ListAgents call alone from a warm client separates the daemon's
-    // share from the process's.
+    // share from the process's, the same call on a new connection shows
+    // what connecting adds, and a process that does nothing shows what
+    // the machine adds to any process.
     let mut client = rt
         .block_on(agentd_shared::client::agent_client(&env.socket()))
         .unwrap();
     let (mut base, mut list, mut rpc) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut fresh, mut nothing) = (Vec::new(), Vec::new());
     let mut min_running = usize::MAX;
     let mut bytes = 0;
     let listing = Instant::now();
@@ -228,6 +249,21 @@ fn streaming(agents: usize, runs: usize, delta: Duration, chars: usize) {
             .len();
         rpc.push(t.elapsed());
         assert_eq!(n, agents);
+        let t = Instant::now();
+        let n = rt
+            .block_on(async {
+                let mut c = agentd_shared::client::agent_client(&env.socket())
+                    .await
+                    .expect("connect");
+                c.list_agents(pb::ListAgentsRequest::default()).await
+            })
+            .unwrap()
+            .into_inner()
+            .agents
+            .len();
+        fresh.push(t.elapsed());
+        assert_eq!(n, agents);
+        nothing.push(timed_nothing());
         let (t, out) = timed(&env, &["list", "--json"]);
         list.push(t);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -238,6 +274,7 @@ fn streaming(agents: usize, runs: usize, delta: Duration, chars: usize) {
     }
     let listing = listing.elapsed();
     let (_, cpu_listed) = proc_stat(pid);
+    let (_, bench_listed) = proc_stat(bench_pid);
     let rss_listing = status_kb(pid, "VmRSS:");
 
     // Every agent completes with the whole text.
@@ -329,6 +366,11 @@ fn streaming(agents: usize, runs: usize, delta: Duration, chars: usize) {
         1000.0 * total_cpu / agent_secs
     );
     println!(
+        "  the bench's own process (the mock model and the clients): {:.0}% of one core while they stream, {:.0}% during the listing phase",
+        100.0 * (bench_q1 - bench_q0) / quiet.as_secs_f64(),
+        100.0 * (bench_listed - bench_q1) / listing.as_secs_f64()
+    );
+    println!(
         "  every agent completed with its whole text: {completed}/{agents}; model calls {} (none lost, none repeated); at least {min_running} of {agents} were running during each listing",
         reqs.len()
     );
@@ -338,6 +380,11 @@ fn streaming(agents: usize, runs: usize, delta: Duration, chars: usize) {
             ("agentctl status --json (baseline)".into(), base),
             (format!("agentctl list --json, {agents} agents"), list),
             ("ListAgents RPC alone (warm client, in process)".into(), rpc),
+            ("ListAgents on a new connection, in process".into(), fresh),
+            (
+                "a process that does nothing (true), same spawn".into(),
+                nothing,
+            ),
         ],
     );
 }
