@@ -24,7 +24,7 @@ use agentd_e2e::Env;
 use agentd_e2e::mock::{MockMessage, MockServer, Reply};
 use agentd_shared::proto as pb;
 
-use super::{arg, ms, percentile, proc_stat, seed_named, status_kb};
+use super::{arg, list_all, ms, percentile, proc_stat, seed_named, status_kb};
 
 pub fn bench_scale(args: &[String]) {
     let agents: usize = arg(args, "--agents", "1000").parse().unwrap();
@@ -241,28 +241,16 @@ fn streaming(agents: usize, runs: usize, delta: Duration, chars: usize) {
     for _ in 0..runs {
         base.push(timed(&env, &["status", "--json"]).0);
         let t = Instant::now();
-        let n = rt
-            .block_on(client.list_agents(pb::ListAgentsRequest::default()))
-            .unwrap()
-            .into_inner()
-            .agents
-            .len();
+        rt.block_on(list_all(&mut client, agents));
         rpc.push(t.elapsed());
-        assert_eq!(n, agents);
         let t = Instant::now();
-        let n = rt
-            .block_on(async {
-                let mut c = agentd_shared::client::agent_client(&env.socket())
-                    .await
-                    .expect("connect");
-                c.list_agents(pb::ListAgentsRequest::default()).await
-            })
-            .unwrap()
-            .into_inner()
-            .agents
-            .len();
+        rt.block_on(async {
+            let mut fresh_client = agentd_shared::client::agent_client(&env.socket())
+                .await
+                .expect("connect");
+            list_all(&mut fresh_client, agents).await
+        });
         fresh.push(t.elapsed());
-        assert_eq!(n, agents);
         nothing.push(timed_nothing());
         let (t, out) = timed(&env, &["list", "--json"]);
         list.push(t);
