@@ -60,3 +60,15 @@ pub fn landlock_line(abi: i32) -> String {
         format!("ABI {abi} (write confinement and TCP rules)")
     }
 }
+
+/// How a sandboxed agent's commands are contained, in a line.
+pub fn containment_line(s: &pb::DaemonStatus) -> String {
+    if s.containment.is_empty() {
+        format!(
+            "commands cannot be contained, so sandboxed agents are refused: {}",
+            s.containment_unavailable
+        )
+    } else {
+        format!("commands run in {}", s.containment)
+    }
+}

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use agentd::config::Config;
+use agentd::sandbox::pid_namespace;
 use agentd::server::{ServeOptions, serve};
 use agentd_shared::paths;
 
@@ -64,6 +65,15 @@ fn forget_secrets(names: &[String]) {
 }
 
 fn main() -> ExitCode {
+    // A keeper or init of an agent's process namespace execs this binary
+    // to shed the daemon's memory; it runs nothing else.
+    if let Some(mode) = std::env::args()
+        .nth(1)
+        .as_deref()
+        .and_then(pid_namespace::helper_mode)
+    {
+        pid_namespace::helper_main(mode);
+    }
     let args = Args::parse();
     agentd::logging::init();
     // Before any thread: these take LISTEN_* and NOTIFY_SOCKET out of the
@@ -96,6 +106,14 @@ fn main() -> ExitCode {
         }
     };
     forget_secrets(&config.secret_env_names());
+    // From the main thread, which lives as long as the daemon.
+    if let Err(e) = pid_namespace::set_helper() {
+        tracing::warn!(error = %e, "cannot open the daemon's own binary; namespace helpers stay forks of the daemon");
+    }
+    match pid_namespace::support() {
+        Ok(mode) => tracing::info!("sandboxed commands run in {}", mode.describe()),
+        Err(why) => tracing::warn!("sandboxed agents will be refused: {why}"),
+    }
     let opts = ServeOptions {
         socket: paths::absolute(&paths::socket_path(args.socket.as_deref())),
         inherited,

@@ -199,7 +199,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let mut sandbox_ok = true;
     if let Some(s) = &status {
         let default_off = s.default_sandbox == pb::SandboxMode::Off as i32;
-        sandbox_ok = default_off || s.landlock_abi >= 3;
+        sandbox_ok = default_off || (s.landlock_abi >= 3 && !s.containment.is_empty());
         checks.push(check(
             "landlock",
             if sandbox_ok {
@@ -208,8 +208,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 Level::Fail
             },
             format!(
-                "{}; sandbox {} by default{}",
+                "{}; {}; sandbox {} by default{}",
                 sandbox_view::landlock_line(s.landlock_abi),
+                sandbox_view::containment_line(s),
                 sandbox_view::name(s.default_sandbox),
                 if sandbox_ok {
                     ""
@@ -217,7 +218,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                     " — agents will be refused: this kernel cannot enforce it"
                 }
             ),
-            "set sandbox = \"off\" in config.toml or start agents with --sandbox off (tools then run unconfined)",
+            "set sandbox = \"off\" in config.toml or start agents with --sandbox off (tools then run unconfined); for containment, allow unprivileged user namespaces",
         ));
     }
 
@@ -284,7 +285,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "client_version": agentd_shared::VERSION,
                 "landlock_abi": status.as_ref().map(|s| s.landlock_abi),
                 "default_sandbox": status.as_ref().map(|s| sandbox_view::name(s.default_sandbox)),
-                "sandbox_enforceable": status.as_ref().map(|s| s.landlock_abi >= 3),
+                "sandbox_enforceable": status
+                    .as_ref()
+                    .map(|s| s.landlock_abi >= 3 && !s.containment.is_empty()),
+                "containment": status.as_ref().map(|s| s.containment.clone()),
                 "network_rules": status.as_ref().map(|s| s.landlock_abi >= 4),
                 "git": git,
                 "checks": list,

@@ -42,6 +42,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "corrupt_records": s.corrupt_records,
                 "disk_full": s.disk_full,
                 "landlock_abi": s.landlock_abi,
+                "containment": (!s.containment.is_empty()).then_some(&s.containment),
+                "containment_unavailable": (!s.containment_unavailable.is_empty())
+                    .then_some(&s.containment_unavailable),
                 "default_sandbox": crate::sandbox_view::name(s.default_sandbox),
             })
         );
@@ -74,9 +77,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         }
     );
     println!(
-        "sandbox:  {} by default; Landlock {}",
+        "sandbox:  {} by default; Landlock {}; {}",
         crate::sandbox_view::name(s.default_sandbox),
-        crate::sandbox_view::landlock_line(s.landlock_abi)
+        crate::sandbox_view::landlock_line(s.landlock_abi),
+        crate::sandbox_view::containment_line(&s)
     );
     if s.disk_full {
         println!("disk:     FULL — writes wait until space is freed in the data directory");

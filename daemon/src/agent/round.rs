@@ -312,6 +312,7 @@ impl TurnLoop {
             cancel: self.stops.interrupt.child_token(),
             spool: Some(spool),
             env: self.tool_env.clone(),
+            processes: self.processes.clone(),
             worktree_of: self
                 .record
                 .worktree

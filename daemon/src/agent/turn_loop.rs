@@ -29,8 +29,8 @@ use crate::domain::{
 };
 use crate::model::{MessageBytes, ModelRequest, Provider};
 use crate::store::{Store, StoreError};
-use crate::tools::ToolEnv;
 use crate::tools::spool::Spool;
+use crate::tools::{AgentProcesses, ToolEnv};
 
 /// Consecutive responses cut off at max_tokens that the loop asks the model
 /// to continue before it gives up.
@@ -175,6 +175,8 @@ pub struct TurnLoop {
     pub(super) provider: Provider,
     pub(super) stops: StopSignals,
     pub(super) tool_env: Arc<ToolEnv>,
+    /// This run's processes (its PID namespace); ended with the run.
+    pub(super) processes: Arc<AgentProcesses>,
     pub(super) spool: Spool,
     /// The conversation as it is sent, with the seq of each entry.
     pub(super) messages: Vec<(u64, MessageBytes)>,
@@ -207,6 +209,7 @@ impl TurnLoop {
             provider: setup.provider,
             stops: setup.stops,
             tool_env: setup.tool_env,
+            processes: Arc::default(),
             spool: setup.spool,
             messages,
             next_seq,

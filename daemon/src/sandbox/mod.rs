@@ -4,9 +4,13 @@
 //!
 //! - `abi`: which Landlock ABI the kernel offers (`status`, `doctor`, and
 //!   the fail-closed check when an agent is created).
-//! - `ruleset`: a policy made into a Landlock ruleset, ready for the child.
+//! - `ruleset`: a policy made into a Landlock ruleset and seccomp filters,
+//!   ready for the child.
+//! - `pid_namespace`: the PID namespace each confined command runs in, so
+//!   nothing it starts outlives its agent or the daemon.
 
 mod abi;
+pub mod pid_namespace;
 mod ruleset;
 
 use std::path::{Path, PathBuf};
@@ -93,6 +97,13 @@ pub fn refusal(
             "denying the network needs Landlock ABI {MIN_NET_ABI} (Linux 6.7) and this kernel offers ABI {abi}; drop --no-network, or use --sandbox off"
         ));
     }
+    if let Err(why) = pid_namespace::support() {
+        return Some(why);
+    }
+    // Compared as the kernel resolves them: a link must not hide an overlap.
+    let workspace = &workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
     if mode == SandboxMode::WorkspaceWrite
         && let Some(p) = protected
             .iter()

@@ -38,25 +38,53 @@ fn writable() -> BitFlags<AccessFs> {
 #[derive(Debug)]
 pub struct Confinement {
     fd: OwnedFd,
-    /// Refuses `socket(AF_UNIX, …)`: Landlock does not control connecting
-    /// to a path-named Unix socket, and those lead to services that run
-    /// commands unconfined (the daemon's own socket, `systemd --user`,
-    /// tmux, X11, container engines).
-    unix_sockets: &'static seccompiler::BpfProgram,
+    /// The seccomp programs every confined process gets (`filters`).
+    filters: &'static Filters,
 }
 
-/// Built once: the same program confines every tool process.
-static NO_UNIX_SOCKETS: std::sync::OnceLock<Result<seccompiler::BpfProgram, String>> =
-    std::sync::OnceLock::new();
+/// Two seccomp programs, built once: the same ones confine every tool
+/// process.
+#[derive(Debug)]
+struct Filters {
+    /// Refuses `socket(AF_UNIX, …)` with EACCES: Landlock does not control
+    /// connecting to a path-named Unix socket, and those lead to services
+    /// that run commands unconfined (the daemon's own socket, `systemd
+    /// --user`, tmux, X11, container engines, ssh-agent). `socketpair`,
+    /// which names no path, stays allowed.
+    unix_sockets: seccompiler::BpfProgram,
+    /// Refuses io_uring with EPERM (as container runtimes do): its
+    /// operations (`IORING_OP_SOCKET`, `IORING_OP_CONNECT`, opens) are not
+    /// system calls a seccomp filter sees, so it would make and connect
+    /// the very sockets the first program refuses.
+    io_uring: seccompiler::BpfProgram,
+}
 
-/// The seccomp program that refuses new Unix-domain sockets with EACCES
-/// (`socketpair`, which names no path, stays allowed).
-fn no_unix_sockets() -> Result<seccompiler::BpfProgram, String> {
+static FILTERS: std::sync::OnceLock<Result<Filters, String>> = std::sync::OnceLock::new();
+
+/// On x86_64, the x32 ABI reaches the same calls with this bit set; a
+/// kernel built with it would otherwise let them pass.
+#[cfg(target_arch = "x86_64")]
+const X32: i64 = 0x4000_0000;
+#[cfg(not(target_arch = "x86_64"))]
+const X32: i64 = 0;
+
+fn with_x32(nr: i64) -> Vec<i64> {
+    if X32 == 0 {
+        vec![nr]
+    } else {
+        vec![nr, nr | X32]
+    }
+}
+
+fn filters() -> Result<Filters, String> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
     let err =
         |e: seccompiler::BackendError| format!("cannot build the sandbox's seccomp filter: {e}");
+    let arch: seccompiler::TargetArch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| err(e))?;
     let unix = SeccompCondition::new(
         0,
         SeccompCmpArgLen::Dword,
@@ -64,24 +92,41 @@ fn no_unix_sockets() -> Result<seccompiler::BpfProgram, String> {
         libc::AF_UNIX as u64,
     )
     .map_err(err)?;
-    let arch = std::env::consts::ARCH
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| err(e))?;
-    let filter = SeccompFilter::new(
-        [(
-            libc::SYS_socket,
-            vec![SeccompRule::new(vec![unix]).map_err(err)?],
-        )]
-        .into_iter()
-        .collect(),
+    let unix_rule = SeccompRule::new(vec![unix]).map_err(err)?;
+    let unix_sockets = SeccompFilter::new(
+        with_x32(libc::SYS_socket)
+            .into_iter()
+            .map(|nr| (nr, vec![unix_rule.clone()]))
+            .collect(),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EACCES as u32),
         arch,
     )
     .map_err(err)?;
-    filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| err(e))
+    let io_uring = SeccompFilter::new(
+        [
+            libc::SYS_io_uring_setup,
+            libc::SYS_io_uring_enter,
+            libc::SYS_io_uring_register,
+        ]
+        .into_iter()
+        .flat_map(with_x32)
+        // No condition: every call of these is refused.
+        .map(|nr| (nr, vec![]))
+        .collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(err)?;
+    Ok(Filters {
+        unix_sockets: unix_sockets
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| err(e))?,
+        io_uring: io_uring
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| err(e))?,
+    })
 }
 
 impl Confinement {
@@ -89,15 +134,23 @@ impl Confinement {
     /// and executing everywhere; writing beneath the workspace and the temp
     /// dir (workspace-write) and to the usual devices; with `no_network`, no
     /// TCP bind or connect at all.
-    pub fn build(policy: &Policy) -> Result<Confinement, String> {
+    /// `scope_signals`: also keep signals inside this one process tree
+    /// (ABI 6) — needed where the PID namespace it runs in lacks a `/proc`
+    /// of its own and so does not keep them in by itself.
+    pub fn build(policy: &Policy, scope_signals: bool) -> Result<Confinement, String> {
         let err = |e: landlock::RulesetError| format!("cannot build the sandbox: {e}");
+        // ABI 6: no abstract Unix sockets of others (the daemon's, other
+        // agents', the person's) and, where asked, no signals to them.
+        let scopes = if scope_signals {
+            Scope::Signal | Scope::AbstractUnixSocket
+        } else {
+            Scope::AbstractUnixSocket.into()
+        };
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(FS_ABI))
             .map_err(err)?
-            // ABI 6: no signals to processes outside (the daemon, other
-            // agents, the person's) and no abstract Unix sockets of theirs.
-            .scope(Scope::Signal | Scope::AbstractUnixSocket)
+            .scope(scopes)
             .map_err(err)?;
         if policy.no_network {
             ruleset = ruleset
@@ -133,11 +186,11 @@ impl Confinement {
         let fd = fd.ok_or_else(|| {
             "this kernel offers no Landlock, so the sandbox cannot be enforced; run the agent with --sandbox off".to_string()
         })?;
-        let unix_sockets = NO_UNIX_SOCKETS
-            .get_or_init(no_unix_sockets)
+        let filters = FILTERS
+            .get_or_init(filters)
             .as_ref()
             .map_err(Clone::clone)?;
-        Ok(Confinement { fd, unix_sockets })
+        Ok(Confinement { fd, filters })
     }
 
     /// Confines the calling process for good: no new privileges, then the
@@ -160,7 +213,10 @@ impl Confinement {
         }
         // No allocation on the error path either: the child must not call
         // malloc between fork and exec.
-        seccompiler::apply_filter(self.unix_sockets)
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))
+        for program in [&self.filters.unix_sockets, &self.filters.io_uring] {
+            seccompiler::apply_filter(program)
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+        }
+        Ok(())
     }
 }

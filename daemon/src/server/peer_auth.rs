@@ -38,14 +38,27 @@ pub struct PeerUid<S> {
     uid: u32,
 }
 
-/// Why the process `pid` looks like one an agent's tool started: the
-/// daemon is among its ancestors (it is the subreaper of its tools'
-/// processes, so a double fork does not leave its descent: `tools::adopt`),
-/// or it carries the marker every tool process gets
-/// (`tools::reap::MARKER_VAR`) in its environment. A process another
-/// service starts on a tool's behalf (`systemd-run --user`, `at`) is not
-/// caught.
+/// Why the process `pid` looks like one an agent's tool started: it runs
+/// in a PID namespace other than the daemon's (every confined command runs
+/// in one of its own, which nothing it starts can leave, and which the
+/// kernel keeps whatever the process does to its environment or ancestry:
+/// `sandbox::pid_namespace`), the daemon is among its ancestors (it is the
+/// subreaper of its tools' processes, so a double fork does not leave its
+/// descent: `tools::adopt`), or it carries the marker every unconfined
+/// tool process gets (`tools::reap::MARKER_VAR`) in its environment. A
+/// process another service starts on an unconfined tool's behalf
+/// (`systemd-run --user`, `at`) is not caught; a confined tool reaches no
+/// such service (no Unix sockets).
 fn from_a_tool(pid: i32) -> Option<&'static str> {
+    use crate::sandbox::pid_namespace::namespace_of;
+    // Fail closed: a namespace that cannot be read is not the daemon's.
+    match (namespace_of(&pid.to_string()), namespace_of("self")) {
+        (Some(theirs), Some(ours)) if theirs == ours => {}
+        (Some(_), Some(_)) => {
+            return Some("it runs in another PID namespace, as every sandboxed command does");
+        }
+        _ => return Some("its process cannot be inspected"),
+    }
     let daemon = std::process::id() as i32;
     let parent_of = |p: i32| -> Option<i32> {
         let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
@@ -116,9 +129,9 @@ where
                     && let Some(why) = from_a_tool(pid)
                 {
                     tracing::warn!(peer_pid = pid, method = %req.uri().path(), why, "refused a request from an agent's tool");
-                    let status = Status::permission_denied(
-                        "agentd does not take requests from its agents' own tools: a sandboxed agent must not start, steer or answer for agents through the socket",
-                    );
+                    let status = Status::permission_denied(format!(
+                        "agentd does not take requests from its agents' own tools ({why}): a sandboxed agent must not start, steer or answer for agents through the socket; run agentctl from your own shell, in the daemon's PID namespace"
+                    ));
                     return Box::pin(async move { Ok(status.into_http()) });
                 }
                 Box::pin(self.inner.call(req))

@@ -81,6 +81,12 @@ impl AgentService for AgentApi {
         Ok(Response::new(pb::DaemonStatus {
             corrupt_records: store.corrupt_count(),
             landlock_abi: crate::sandbox::kernel_abi(),
+            containment: crate::sandbox::pid_namespace::support()
+                .map(|m| m.describe().to_string())
+                .unwrap_or_default(),
+            containment_unavailable: crate::sandbox::pid_namespace::support()
+                .err()
+                .unwrap_or_default(),
             default_sandbox: convert::sandbox(self.sup.default_sandbox()) as i32,
             disk_full: store.is_full(),
             version: agentd_shared::VERSION.to_string(),

@@ -2,22 +2,20 @@
 
 use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
 
 use super::paths::{optional_u64, required_str};
 use super::spool::SpoolWriter;
-use super::{ToolContext, ToolEnv, ToolOutput, ToolSpec};
-use crate::sandbox::{Confinement, Policy};
+use super::tool_process::{self, ToolProcess};
+use super::{ToolContext, ToolOutput, ToolSpec};
+use crate::sandbox::Policy;
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -47,13 +45,13 @@ number of characters left out is reported.\n\
 - A non-zero exit status makes the result an error that starts with `Exit code N`.\n\
 - stdin is not connected, so interactive commands (editors, pagers, prompts) cannot be used; \
 pass flags such as `--yes` or `--no-pager` instead.\n\
-- The command runs in its own process group. `timeout` is in milliseconds (default 120000, \
-at most 600000); when it expires, or the agent is cancelled, the whole group is killed and \
-the output so far is returned.\n\
+- `timeout` is in milliseconds (default 120000, at most 600000); when it expires, or the \
+agent is cancelled, the command is killed with everything it started and the output so far \
+is returned.\n\
 - Each call starts a fresh shell: `cd`, variables and aliases do not carry over to the next \
 call. Chain dependent steps with `&&`.\n\
-- Processes started in the background with `&` keep running after the command returns; \
-redirect their output to a file, or the result will not wait for it.\n\
+- Processes started in the background with `&` keep running after the command returns, \
+until the agent stops; redirect their output to a file, or the result will not wait for it.\n\
 - Prefer the Read, Write, Edit, Glob and Grep tools for looking at and changing files.",
         input_schema: json!({
             "type": "object",
@@ -111,34 +109,23 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
         ));
     }
 
-    let confinement = match &ctx.sandbox {
-        Some(policy) => {
-            if let Some(why) = crate::sandbox::refusal(
-                policy.mode,
-                policy.no_network,
-                &policy.workspace,
-                &ctx.env.protected,
-            ) {
-                return Err(ToolOutput::error(format!(
-                    "The command was not run: {why}."
-                )));
-            }
-            let built = Confinement::build(policy)
-                .map_err(|e| ToolOutput::error(format!("The command was not run: {e}.")))?;
-            Some((policy, Arc::new(built)))
-        }
-        None => None,
-    };
-    let mut child = spawn(
-        command,
-        &ctx.cwd,
-        &ctx.env,
-        confinement.as_ref().map(|(p, c)| (*p, c)),
-    )
-    .map_err(|e| ToolOutput::error(format!("Failed to start the shell: {e}")))?;
-    // Kills the whole group if this future is dropped before the shell exits.
-    let mut group = ProcessGroup::of(&child);
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+    if let Some(policy) = &ctx.sandbox
+        && let Some(why) = crate::sandbox::refusal(
+            policy.mode,
+            policy.no_network,
+            &policy.workspace,
+            &ctx.env.protected,
+        )
+    {
+        return Err(ToolOutput::error(format!(
+            "The command was not run: {why}."
+        )));
+    }
+    let mut process = spawn(command, ctx)
+        .await
+        .map_err(|e| ToolOutput::error(format!("Failed to start the shell: {e}")))?;
+    let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
+    else {
         return Err(ToolOutput::error("Failed to capture the command's output."));
     };
     let mut pipes = Pipes::new(stdout, stderr, SpoolWriter::create(ctx.spool.as_deref()));
@@ -157,10 +144,8 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
         }
         tokio::select! {
             () = pipes.read_chunk(), if open => {}
-            waited = child.wait(), if status.is_none() => match waited {
+            waited = process.wait(), if status.is_none() => match waited {
                 Ok(exit) => {
-                    // The shell is reaped: its pid may be reused from now on.
-                    group.disarm();
                     status = Some(exit);
                     drain.as_mut().reset(Instant::now() + DRAIN_AFTER_EXIT);
                 }
@@ -199,28 +184,28 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             })
         }
         Outcome::TimedOut => {
-            group.kill(&mut child);
+            process.kill();
             pipes.drain_for(DRAIN_AFTER_KILL).await;
-            reap(&mut child, &mut group).await;
+            process.reap().await;
             Err(ToolOutput::error(format!(
-                "The command timed out after {timeout_ms} ms and was killed, together with its \
-process group.\nOutput before the timeout:\n{}",
+                "The command timed out after {timeout_ms} ms and was killed, together with \
+everything it started.\nOutput before the timeout:\n{}",
                 pipes.render()
             )))
         }
         Outcome::Cancelled => {
-            group.kill(&mut child);
+            process.kill();
             pipes.drain_for(DRAIN_AFTER_KILL).await;
-            reap(&mut child, &mut group).await;
+            process.reap().await;
             Err(ToolOutput::error(format!(
-                "The command was cancelled and killed, together with its process group.\n\
+                "The command was cancelled and killed, together with everything it started.\n\
 Output before cancellation:\n{}",
                 pipes.render()
             )))
         }
         Outcome::WaitFailed(e) => {
-            group.kill(&mut child);
-            reap(&mut child, &mut group).await;
+            process.kill();
+            process.reap().await;
             Err(ToolOutput::error(format!(
                 "Lost track of the command: {e}\n{}",
                 pipes.render()
@@ -270,125 +255,45 @@ enum Outcome {
 }
 
 /// Starts `bash -c command`, or `sh -c command` where bash is not installed,
-/// in its own process group, without the secrets in its environment, and
-/// marked so that whatever it leaves behind can be reaped (`reap`).
-fn spawn(
-    command: &str,
-    cwd: &Path,
-    env: &ToolEnv,
-    sandbox: Option<(&Policy, &Arc<Confinement>)>,
-) -> std::io::Result<Child> {
-    let daemon = nix::unistd::getpid();
+/// without the secrets in its environment: confined and in the agent's
+/// process namespace when the agent has a sandbox (`tool_process`), else
+/// in a process group of its own and marked so that whatever it leaves
+/// behind can be reaped (`reap`).
+async fn spawn(command: &str, ctx: &ToolContext) -> std::io::Result<ToolProcess> {
     let build = |shell: &str| {
         let mut cmd = Command::new(shell);
         cmd.arg("-c")
             .arg(command)
-            .current_dir(cwd)
+            .current_dir(&ctx.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        for name in &env.secrets {
+            .stderr(Stdio::piped());
+        for name in &ctx.env.secrets {
             cmd.env_remove(name);
         }
-        if let Some((name, value)) = &env.marker {
-            cmd.env(name, value);
-        }
-        if let Some((policy, _)) = sandbox {
-            for var in ["TMPDIR", "TMP", "TEMP"] {
-                cmd.env(var, &policy.tmpdir);
+        match &ctx.sandbox {
+            Some(policy) => {
+                for var in ["TMPDIR", "TMP", "TEMP"] {
+                    cmd.env(var, &policy.tmpdir);
+                }
+            }
+            None => {
+                if let Some((name, value)) = &ctx.env.marker {
+                    cmd.env(name, value);
+                }
             }
         }
-        in_child(&mut cmd, daemon, sandbox.map(|(_, c)| c.clone()));
         cmd
     };
-    let _spawning = super::adopt::spawning();
-    let child = match build("bash").spawn() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => build("sh").spawn(),
+    let spawn_with = async |shell: &str| match &ctx.sandbox {
+        Some(policy) => {
+            tool_process::spawn_contained(&ctx.processes, build(shell), &ctx.cwd, policy).await
+        }
+        None => tool_process::spawn_grouped(build(shell)),
+    };
+    match spawn_with("bash").await {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => spawn_with("sh").await,
         result => result,
-    }?;
-    if let Some(pid) = child.id() {
-        super::adopt::own(pid);
-    }
-    Ok(child)
-}
-
-/// In the child, before exec: the shell is killed when the daemon dies (so
-/// a killed daemon does not leave it running a command whose result nobody
-/// will record), and it is confined by the sandbox, which everything it
-/// starts inherits.
-#[allow(unsafe_code)]
-fn in_child(cmd: &mut Command, daemon: Pid, confinement: Option<Arc<Confinement>>) {
-    // SAFETY: the closure runs in the child between fork and exec and makes
-    // only async-signal-safe system calls (prctl, getppid, kill,
-    // landlock_restrict_self); it allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            // A session of its own: its own process group (killed as one),
-            // and no controlling terminal — nothing it runs can type into
-            // the person's terminal (TIOCSTI) through /dev/tty.
-            nix::unistd::setsid()?;
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-            // The daemon died between fork and prctl: nothing will kill us.
-            if nix::unistd::getppid() != daemon {
-                let _ = nix::sys::signal::raise(Signal::SIGKILL);
-            }
-            if let Some(c) = &confinement {
-                c.apply_in_child()?;
-            }
-            Ok(())
-        });
-    }
-}
-
-/// The process group the command runs in (its pgid is the shell's pid). It is
-/// killed when dropped unless disarmed, which must happen once the shell has
-/// been reaped: its pid, and so the group id, may then be reused.
-struct ProcessGroup {
-    pgid: Option<Pid>,
-}
-
-impl ProcessGroup {
-    fn of(child: &Child) -> Self {
-        Self {
-            pgid: child
-                .id()
-                .and_then(|pid| i32::try_from(pid).ok())
-                .map(Pid::from_raw),
-        }
-    }
-
-    /// Kills every process in the group, and the shell itself in case it has
-    /// left the group.
-    fn kill(&self, child: &mut Child) {
-        self.kill_group();
-        let _ = child.start_kill();
-    }
-
-    fn kill_group(&self) {
-        if let Some(pgid) = self.pgid {
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill_group();
-    }
-}
-
-/// Waits briefly for a killed shell so it does not linger as a zombie.
-async fn reap(child: &mut Child, group: &mut ProcessGroup) {
-    if tokio::time::timeout(Duration::from_secs(5), child.wait())
-        .await
-        .is_ok()
-    {
-        group.disarm();
     }
 }
 
@@ -572,6 +477,7 @@ fn truncate_middle(text: &str, max_chars: usize, already_omitted: usize) -> Stri
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::path::Path;
     use tokio_util::sync::CancellationToken;
 
     fn ctx(dir: &Path) -> ToolContext {

@@ -15,6 +15,7 @@ pub mod paths;
 mod read;
 pub mod reap;
 pub mod spool;
+mod tool_process;
 mod write;
 
 use std::path::PathBuf;
@@ -24,6 +25,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::ToolName;
+
+pub use tool_process::AgentProcesses;
 
 /// What a tool call needs from its agent.
 #[derive(Debug, Clone)]
@@ -43,6 +46,9 @@ pub struct ToolContext {
     pub worktree_of: Option<(PathBuf, PathBuf)>,
     /// How the processes tools start are confined; None: not at all.
     pub sandbox: Option<crate::sandbox::Policy>,
+    /// The processes of the agent's run (its PID namespace), ended with
+    /// the run.
+    pub processes: Arc<AgentProcesses>,
 }
 
 impl ToolContext {
@@ -54,6 +60,7 @@ impl ToolContext {
             env: Arc::default(),
             worktree_of: None,
             sandbox: None,
+            processes: Arc::default(),
         }
     }
 

@@ -1,0 +1,143 @@
+#![allow(clippy::unwrap_used)]
+
+use std::io::Read as _;
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+
+fn modes() -> Vec<Mode> {
+    let mut modes = vec![support().unwrap()];
+    // As root, the way people get (in a user namespace) is tried too.
+    if modes[0] == Mode::Direct {
+        modes.push(Mode::UserNamespace);
+    }
+    modes
+}
+
+/// Runs `script` with `bash -c` in `ns`; its stdout and exit status.
+fn run_in(ns: &AgentNamespace, script: &str) -> (String, std::process::ExitStatus) {
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg("-c")
+        .arg(script)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    ns.join(&mut cmd, Path::new("/tmp"), || Ok(())).unwrap();
+    let mut child = cmd.spawn().unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    (out, child.wait().unwrap())
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+/// Pids (the daemon's numbering) of the processes whose command line holds
+/// `tag`.
+fn with_tag(tag: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(tag) && alive(pid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn commands_share_the_agents_namespace_and_see_each_other() {
+    for mode in modes() {
+        let ns = AgentNamespace::make(mode).await.unwrap();
+        assert!(ns.own_proc(), "{mode:?}: the namespace has its own /proc");
+        let tag = format!("agentd-test-{}", uuid::Uuid::new_v4().simple());
+        let (_, status) = run_in(
+            &ns,
+            &format!("(exec -a {tag} sleep 300 >/dev/null 2>&1 &); echo started"),
+        );
+        assert!(status.success(), "{mode:?}");
+        // The next command sees it by its own numbering, and can stop it.
+        let (out, status) = run_in(&ns, &format!("pgrep -f ^{tag} && pkill -f ^{tag}"));
+        assert!(status.success(), "{mode:?}: {out}");
+        let pid: i32 = out.trim().parse().unwrap();
+        assert!(pid < 100, "{mode:?}: a pid of the namespace: {pid}");
+        wait_for("the server to stop", || with_tag(&tag).is_empty());
+        // Exit codes and signals come back as the command's own.
+        let (_, status) = run_in(&ns, "exit 7");
+        assert_eq!(status.code(), Some(7), "{mode:?}");
+        let (_, status) = run_in(&ns, "kill -TERM $$");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGTERM),
+            "{mode:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn nothing_started_in_it_outlives_the_namespace() {
+    for mode in modes() {
+        let mut ns = AgentNamespace::make(mode).await.unwrap();
+        let tag = format!("agentd-test-{}", uuid::Uuid::new_v4().simple());
+        // Leaves the session, the environment, the process tree and its
+        // name behind.
+        let (_, status) = run_in(
+            &ns,
+            &format!(
+                "(setsid env -i nohup bash -c '(exec -a {tag} sleep 300 &)' >/dev/null 2>&1 &); exit 0"
+            ),
+        );
+        assert!(status.success());
+        wait_for("the survivor to start", || with_tag(&tag).len() == 1);
+        assert!(ns.alive());
+        drop(ns);
+        wait_for("the survivor to die with its namespace", || {
+            with_tag(&tag).is_empty()
+        });
+    }
+}
+
+#[tokio::test]
+async fn commands_run_in_a_namespace_other_than_the_daemons() {
+    let ns = AgentNamespace::make(support().unwrap()).await.unwrap();
+    let (out, _) = run_in(&ns, "readlink /proc/self/ns/pid");
+    let ours = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    assert!(out.trim().starts_with("pid:["), "{out}");
+    assert_ne!(out.trim(), ours.to_string_lossy(), "{out}");
+    assert_ne!(namespace_of("self"), None);
+}
+
+#[tokio::test]
+async fn a_namespace_whose_init_died_is_seen_as_dead() {
+    let mut ns = AgentNamespace::make(support().unwrap()).await.unwrap();
+    let keeper = ns.keeper.id().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(keeper as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_for("the keeper to die", || !ns.alive());
+}
