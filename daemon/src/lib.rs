@@ -6,6 +6,7 @@
 //! the [`server`] exposes them over gRPC on a Unix socket.
 
 pub mod agent;
+pub mod beneath;
 pub mod config;
 pub mod domain;
 pub mod error;

@@ -6,10 +6,13 @@
 //!   the fail-closed check when an agent is created).
 //! - `ruleset`: a policy made into a Landlock ruleset and seccomp filters,
 //!   ready for the child.
-//! - `pid_namespace`: the PID namespace each confined command runs in, so
-//!   nothing it starts outlives its agent or the daemon.
+//! - `pid_namespace`: the PID namespace a confined agent's commands run in,
+//!   so nothing they start outlives the agent or the daemon.
+//! - `confined_thread`: the daemon's own git work in a repository an agent
+//!   can change, allowed to write only where it was verified to.
 
 mod abi;
+pub mod confined_thread;
 pub mod pid_namespace;
 mod ruleset;
 

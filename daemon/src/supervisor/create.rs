@@ -390,7 +390,11 @@ impl Supervisor {
                 let workspace = crate::sandbox::Policy::for_agent(parent)
                     .map(|p| p.workspace)
                     .unwrap_or_else(|| parent.cwd.clone());
-                if child.cwd.starts_with(&workspace) {
+                // Compared as the kernel resolves them: a link in either
+                // path must not make outside look inside.
+                let real =
+                    |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+                if real(&child.cwd).starts_with(real(&workspace)) {
                     Ok(())
                 } else {
                     Err(AgentdError::precondition(format!(

@@ -182,27 +182,37 @@ impl Supervisor {
     /// logged (and listed by `agentctl worktrees`).
     pub(super) async fn sweep_worktrees(&self) {
         for common in self.store.worktree_repos().unwrap_or_default() {
-            let dir = git2::Repository::open(&common)
+            let main = git2::Repository::open(&common)
                 .ok()
-                .and_then(|r| r.workdir().map(|w| w.join(worktree::WORKTREES_DIR)));
-            let Some(dir) = dir else { continue };
-            let Ok(entries) = std::fs::read_dir(&dir) else {
+                .and_then(|r| r.workdir().and_then(|w| w.canonicalize().ok()));
+            let Some(main) = main else { continue };
+            let dir = main.join(worktree::WORKTREES_DIR);
+            // Through the directory as verified: never through a link.
+            let places = match worktree::Places::verify(&main, &common, false) {
+                Ok(p) => p,
+                Err(e) => {
+                    if dir.symlink_metadata().is_ok() {
+                        tracing::warn!(path = %dir.display(), "not sweeping worktrees: {e}");
+                    }
+                    continue;
+                }
+            };
+            let Ok(entries) = std::fs::read_dir(places.tree_path("")) else {
                 continue;
             };
             for entry in entries.flatten() {
-                let name = entry.file_name();
-                if name
-                    .to_string_lossy()
-                    .starts_with(worktree::TOMBSTONE_PREFIX)
-                {
-                    let path = entry.path();
-                    match tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&path)).await
-                    {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with(worktree::TOMBSTONE_PREFIX) {
+                    let shown = dir.join(&name);
+                    let path = places.tree_path(&name);
+                    let removed =
+                        tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&path)).await;
+                    match removed {
                         Ok(Ok(())) => {
-                            tracing::info!(path = %entry.path().display(), "finished removing a worktree a crash interrupted")
+                            tracing::info!(path = %shown.display(), "finished removing a worktree a crash interrupted")
                         }
                         _ => {
-                            tracing::warn!(path = %entry.path().display(), "cannot finish removing a worktree a crash interrupted")
+                            tracing::warn!(path = %shown.display(), "cannot finish removing a worktree a crash interrupted")
                         }
                     }
                 }

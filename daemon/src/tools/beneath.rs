@@ -6,95 +6,29 @@
 
 use std::fs::File;
 use std::io::{Read as _, Write as _};
-use std::os::fd::OwnedFd;
-use std::path::{Component, Path};
+use std::path::Path;
 
-use nix::errno::Errno;
-use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
-use nix::sys::stat::Mode;
+use nix::fcntl::OFlag;
 
-fn how(flags: OFlag, mode: u32) -> OpenHow {
-    // openat2 refuses flags O_PATH does not take, and a mode without O_CREAT.
-    let extra = if flags.contains(OFlag::O_PATH) {
-        OFlag::O_CLOEXEC
-    } else {
-        OFlag::O_CLOEXEC | OFlag::O_NOCTTY
-    };
-    OpenHow::new()
-        .flags(flags | extra)
-        .mode(Mode::from_bits_truncate(mode))
-        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS)
-}
-
-fn io(e: Errno) -> std::io::Error {
-    std::io::Error::from_raw_os_error(e as i32)
-}
-
-/// Opens the directory `root` to resolve from.
-fn open_root(root: &Path) -> std::io::Result<OwnedFd> {
-    nix::fcntl::open(
-        root,
-        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(io)
-}
-
-/// `rel` must be relative and free of `..`: a path below `root`.
-fn check_relative(rel: &Path) -> std::io::Result<()> {
-    if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return Err(std::io::Error::from_raw_os_error(libc::EXDEV));
-    }
-    Ok(())
-}
-
-/// Makes the missing directories of `dir` (relative, beneath `root`).
-fn make_dirs(root: &OwnedFd, dir: &Path) -> std::io::Result<()> {
-    let mut prefix = std::path::PathBuf::new();
-    for component in dir.components() {
-        let parent = if prefix.as_os_str().is_empty() {
-            None
-        } else {
-            Some(prefix.clone())
-        };
-        prefix.push(component);
-        match openat2(root, &prefix, how(OFlag::O_PATH | OFlag::O_DIRECTORY, 0)) {
-            Ok(_) => continue,
-            Err(Errno::ENOENT) => {}
-            Err(e) => return Err(io(e)),
-        }
-        let parent_fd = match parent {
-            Some(p) => openat2(root, &p, how(OFlag::O_PATH | OFlag::O_DIRECTORY, 0)).map_err(io)?,
-            None => root.try_clone()?,
-        };
-        match nix::sys::stat::mkdirat(
-            &parent_fd,
-            component.as_os_str(),
-            Mode::from_bits_truncate(0o755),
-        ) {
-            Ok(()) | Err(Errno::EEXIST) => {}
-            Err(e) => return Err(io(e)),
-        }
-    }
-    Ok(())
-}
+use crate::beneath::{self, Links};
 
 /// Writes `content` to `rel` beneath `root`, making missing directories,
 /// creating or truncating the file.
 pub fn write(root: &Path, rel: &Path, content: &[u8]) -> std::io::Result<()> {
-    check_relative(rel)?;
-    let dir = open_root(root)?;
+    beneath::check_relative(rel)?;
+    let dir = beneath::open_dir(root)?;
     if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        make_dirs(&dir, parent)?;
+        beneath::dir(&dir, parent, Links::StayInside, true)?;
     }
     // Not blocking (a FIFO must not hang the call) and not truncating
     // before the file is known to be a regular one.
-    let fd = openat2(
+    let fd = beneath::open(
         &dir,
         rel,
-        how(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_NONBLOCK, 0o644),
-    )
-    .map_err(io)?;
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_NONBLOCK,
+        0o644,
+        Links::StayInside,
+    )?;
     let file = regular(File::from(fd))?;
     file.set_len(0)?;
     let mut file = file;
@@ -103,9 +37,14 @@ pub fn write(root: &Path, rel: &Path, content: &[u8]) -> std::io::Result<()> {
 
 /// Reads `rel` beneath `root`.
 pub fn read(root: &Path, rel: &Path) -> std::io::Result<Vec<u8>> {
-    check_relative(rel)?;
-    let dir = open_root(root)?;
-    let fd = openat2(&dir, rel, how(OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0)).map_err(io)?;
+    let dir = beneath::open_dir(root)?;
+    let fd = beneath::open(
+        &dir,
+        rel,
+        OFlag::O_RDONLY | OFlag::O_NONBLOCK,
+        0,
+        Links::StayInside,
+    )?;
     let mut out = Vec::new();
     regular(File::from(fd))?.read_to_end(&mut out)?;
     Ok(out)
@@ -143,6 +82,7 @@ pub fn explain(e: &std::io::Error, path: &Path) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use nix::sys::stat::Mode;
 
     #[test]
     fn writes_stay_beneath_the_root_whatever_the_links_say() {
@@ -159,8 +99,8 @@ mod tests {
             let e = write(&root, Path::new(rel), b"x").unwrap_err();
             assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{rel}: {e}");
         }
-        assert!(check_relative(Path::new("../x")).is_err());
-        assert!(check_relative(Path::new("/etc/passwd")).is_err());
+        assert!(beneath::check_relative(Path::new("../x")).is_err());
+        assert!(beneath::check_relative(Path::new("/etc/passwd")).is_err());
         assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
         // A FIFO is refused at once, never waited on.
         nix::unistd::mkfifo(&root.join("fifo"), Mode::from_bits_truncate(0o644)).unwrap();

@@ -2,12 +2,12 @@
 //! changes nothing), then create the branch and the tree, locked from the
 //! start, with submodules initialised (`create`).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use git2::{BranchType, Oid, Repository, WorktreeAddOptions};
 
-use super::{EXCLUDE_LINE, WORKTREES_DIR, branch_for, git_error};
+use super::places::Places;
+use super::{WORKTREES_DIR, branch_for, git_error};
 use crate::domain::{AgentWorktree, WorkSummary, WorktreeState};
 use crate::error::{AgentdError, quote};
 
@@ -183,8 +183,44 @@ pub fn plan(
 pub fn create(plan: &Plan, lock_reason: &str) -> Result<(), AgentdError> {
     let repo =
         Repository::open(&plan.checkout).map_err(|e| git_error("cannot open the repository", e))?;
-    exclude_agentd_dir(repo.commondir())?;
-    make_tree(&repo, plan, lock_reason, true)
+    let common = repo.commondir().to_path_buf();
+    drop(repo);
+    make_tree_in_places(plan, &common, lock_reason, true)
+}
+
+/// Verifies where the tree goes (`Places`), excludes the worktrees
+/// directory, and makes the tree confined to the verified places.
+fn make_tree_in_places(
+    plan: &Plan,
+    common: &Path,
+    lock_reason: &str,
+    new_branch: bool,
+) -> Result<(), AgentdError> {
+    let main = super::checkout_of(&plan.path)
+        .filter(|m| plan.path.parent() == Some(&m.join(WORKTREES_DIR)))
+        .ok_or_else(|| {
+            AgentdError::precondition(format!(
+                "{} is not where agentd makes worktrees",
+                plan.path.display()
+            ))
+        })?;
+    let places = Places::verify(&main, common, true)?;
+    places.exclude_worktrees(common)?;
+    places.confined(|| {
+        let repo = Repository::open(&plan.checkout)
+            .map_err(|e| git_error("cannot open the repository", e))?;
+        make_tree(&repo, plan, lock_reason, new_branch)
+    })?;
+    // Made where it was verified to go, not through a link swapped in
+    // meanwhile.
+    if !places.holds_tree(&plan.name) {
+        return Err(AgentdError::precondition(format!(
+            "the worktree {} did not end up in {} (a link was swapped in while it was made); agentd left what was made for you to look at",
+            plan.name,
+            main.join(WORKTREES_DIR).display()
+        )));
+    }
+    Ok(())
 }
 
 /// Makes again the tree of an agent that is to run again but whose tree is
@@ -239,8 +275,9 @@ pub fn recreate(
             .map_err(|e| git_error("cannot forget the vanished worktree", e))?;
     }
     let branch_exists = repo.find_branch(&plan.branch, BranchType::Local).is_ok();
-    exclude_agentd_dir(repo.commondir())?;
-    make_tree(&repo, &plan, lock_reason, !branch_exists)
+    let common = repo.commondir().to_path_buf();
+    drop(repo);
+    make_tree_in_places(&plan, &common, lock_reason, !branch_exists)
 }
 
 fn make_tree(
@@ -251,13 +288,6 @@ fn make_tree(
 ) -> Result<(), AgentdError> {
     let turn = super::one_at_a_time::RepositoryTurn::of(repo.commondir());
     let _one_at_a_time = turn.take();
-    let parent = plan
-        .path
-        .parent()
-        .ok_or_else(|| AgentdError::precondition("the worktree path has no parent"))?;
-    std::fs::create_dir_all(parent).map_err(|e| {
-        AgentdError::precondition(format!("cannot create {}: {e}", parent.display()))
-    })?;
     // libgit2 makes this directory without tolerating that another tree
     // being made at the same moment made it first.
     let records = repo.commondir().join("worktrees");
@@ -324,37 +354,4 @@ fn make_tree(
         return Err(e);
     }
     Ok(())
-}
-
-/// Adds `.agentd/` to `<common dir>/info/exclude` unless it is there, so the
-/// person's checkout stays clean. Never touches a tracked file.
-fn exclude_agentd_dir(common_dir: &Path) -> Result<(), AgentdError> {
-    // Trees are made concurrently: one reads and appends at a time.
-    static EXCLUDE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = EXCLUDE.lock().unwrap_or_else(|p| p.into_inner());
-    let info = common_dir.join("info");
-    let exclude = info.join("exclude");
-    let current = std::fs::read(&exclude).unwrap_or_default();
-    if current
-        .split(|b| *b == b'\n')
-        .any(|l| l.trim_ascii() == EXCLUDE_LINE.as_bytes())
-    {
-        return Ok(());
-    }
-    std::fs::create_dir_all(&info)
-        .map_err(|e| AgentdError::precondition(format!("cannot create {}: {e}", info.display())))?;
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&exclude)
-        .map_err(|e| {
-            AgentdError::precondition(format!("cannot open {}: {e}", exclude.display()))
-        })?;
-    let sep = if current.is_empty() || current.ends_with(b"\n") {
-        ""
-    } else {
-        "\n"
-    };
-    writeln!(file, "{sep}{EXCLUDE_LINE}")
-        .map_err(|e| AgentdError::precondition(format!("cannot write {}: {e}", exclude.display())))
 }

@@ -21,6 +21,7 @@ mod inspect;
 mod list;
 mod merge;
 mod one_at_a_time;
+mod places;
 mod remove;
 mod submodules;
 #[cfg(test)]
@@ -35,6 +36,7 @@ pub use diff::diff;
 pub use inspect::{Inspection, inspect, work_in};
 pub use list::{Found, agentd_worktrees, common_dir_of, pinned};
 pub use merge::{Merged, merge};
+pub use places::Places;
 pub use remove::{Settled, Target, discard, remove_if_clean, would_remove};
 
 use crate::domain::AgentWorktree;

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use git2::{BranchType, Repository, WorktreeLockStatus, WorktreePruneOptions};
 
 use super::inspect::{Inspection, work_in};
-use super::{REMOVING_REASON, TOMBSTONE_PREFIX, git_error, is_agentd_tree, removable_lock};
+use super::places::Places;
+use super::{
+    REMOVING_REASON, TOMBSTONE_PREFIX, checkout_of, git_error, is_agentd_tree, removable_lock,
+};
 use crate::domain::WorkSummary;
 use crate::error::AgentdError;
 
@@ -171,6 +174,30 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
         drop(one_at_a_time);
         return drop_branch_if_merged(&repo, target, discard);
     }
+    // Nothing is inspected or removed through a link planted in the path
+    // to the tree.
+    let verified = checkout_of(&target.path)
+        .map(|main| Places::verify(&main, repo.commondir(), false))
+        .unwrap_or_else(|| {
+            Err(AgentdError::precondition(format!(
+                "{} is not where agentd makes worktrees",
+                target.path.display()
+            )))
+        });
+    let places = match verified {
+        Ok(p) if p.holds_tree(&target.name) => p,
+        Ok(_) => {
+            let _ = wt.unlock();
+            return Ok(Settled::Untouchable(format!(
+                "{} is a symbolic link, not the tree agentd made; agentd removes nothing through it",
+                target.path.display()
+            )));
+        }
+        Err(e) => {
+            let _ = wt.unlock();
+            return Ok(Settled::Untouchable(e.to_string()));
+        }
+    };
     let inspection = match work_in(
         &target.path,
         &target.branch,
@@ -195,15 +222,19 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
     }
     // Renamed first: a crash mid-way leaves a tombstone (swept at start),
     // never half a tree where an agent could be resumed.
-    let tombstone = target
-        .path
-        .with_file_name(format!("{TOMBSTONE_PREFIX}{}", target.name));
-    std::fs::rename(&target.path, &tombstone).map_err(|e| {
+    // Through the verified directory: a link swapped in since is not
+    // followed.
+    let tombstone_name = format!("{TOMBSTONE_PREFIX}{}", target.name);
+    let tombstone = places.tree_path(&tombstone_name);
+    std::fs::rename(places.tree_path(&target.name), &tombstone).map_err(|e| {
         let _ = wt.unlock();
         AgentdError::precondition(format!("cannot remove {}: {e}", target.path.display()))
     })?;
     std::fs::remove_dir_all(&tombstone).map_err(|e| {
-        AgentdError::precondition(format!("cannot remove {}: {e}", tombstone.display()))
+        AgentdError::precondition(format!(
+            "cannot remove {}: {e}",
+            target.path.with_file_name(&tombstone_name).display()
+        ))
     })?;
     let mut prune = WorktreePruneOptions::new();
     prune.valid(true).locked(true).working_tree(false);

@@ -1,0 +1,172 @@
+//! What a malicious repository or agent plants for the daemon to trip on
+//! (DESIGN §9, §14, §16), as the hostile review attacked: links that would
+//! send the daemon's own writes into the person's files, agent-type files
+//! that are endless, huge or FIFOs, a FIFO handed to Read, a replaced
+//! `.git` link in a worktree. The real daemon against the mock model.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::path::{Path, PathBuf};
+
+use agentd_e2e::Env;
+use agentd_e2e::gitrepo::{git, init_repo};
+use agentd_e2e::mock::{MockMessage, MockServer, RecordedRequest, Reply, n_messages, prompt_of};
+use serde_json::{Value, json};
+
+const MODEL: &str = "anthropic:claude-test";
+
+fn world(mock: &MockServer) -> (Env, PathBuf, PathBuf) {
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    env.write_config("[retry]\nmax_attempts = 2\ninitial_backoff_ms = 20\nmax_backoff_ms = 100\n");
+    let repo = env.project().canonicalize().unwrap();
+    init_repo(&repo);
+    // Where the person's files are: what nothing may write into.
+    let outside = env.root.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    (env, repo, outside)
+}
+
+/// A parent agent (prompt "PARENT …") that answers with each of `calls`
+/// in turn (one tool call per turn), then "ok".
+fn parent_does(mock: &MockServer, calls: Vec<(&'static str, Value)>) {
+    let n = calls.len();
+    for (i, (name, input)) in calls.into_iter().enumerate() {
+        mock.when(
+            move |r| prompt_of(r).starts_with("PARENT") && n_messages(r) == 2 * i + 1,
+            Reply::Message(MockMessage::tool(format!("call-{i}"), name, input)),
+        );
+    }
+    let _ = n;
+    mock.when(|r| prompt_of(r).starts_with("PARENT"), Reply::text("ok"));
+    mock.when(
+        |r| prompt_of(r).contains("CHILD"),
+        Reply::text("child done"),
+    );
+}
+
+/// The tool results the parent's last request carried back, in order.
+fn parent_results(mock: &MockServer) -> Vec<(bool, String)> {
+    let last: RecordedRequest = mock
+        .requests()
+        .into_iter()
+        .filter(|r| prompt_of(r).starts_with("PARENT"))
+        .max_by_key(n_messages)
+        .unwrap();
+    let mut out = Vec::new();
+    for m in last.json["messages"].as_array().unwrap() {
+        for b in m["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_result" {
+                out.push((
+                    b["is_error"] == true,
+                    agentd_e2e::mock::text_of(&b["content"]),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn run_parent(env: &Env) {
+    env.ctl(&["run", "--model", MODEL, "PARENT go"])
+        .expect_code(0);
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_confined_agent_cannot_send_a_childs_worktree_through_a_planted_link() {
+    let mock = MockServer::start();
+    let (env, _repo, outside) = world(&mock);
+    let _daemon = env.start_daemon();
+    parent_does(
+        &mock,
+        vec![
+            (
+                "Bash",
+                json!({"command": format!(
+                    "rm -rf .agentd/worktrees && mkdir -p .agentd && ln -s {} .agentd/worktrees",
+                    outside.display()
+                )}),
+            ),
+            (
+                "Agent",
+                json!({"description": "child", "prompt": "CHILD hi", "isolation": "worktree"}),
+            ),
+        ],
+    );
+    run_parent(&env);
+    let results = parent_results(&mock);
+    assert!(!results[0].0, "the link was planted: {results:?}");
+    assert!(
+        results[1].0 && results[1].1.contains("symbolic link"),
+        "the child is refused: {results:?}"
+    );
+    assert!(
+        entries(&outside).is_empty(),
+        "nothing was checked out through the link: {:?}",
+        entries(&outside)
+    );
+}
+
+#[test]
+fn a_confined_agent_cannot_make_the_daemon_append_to_a_file_through_info_exclude() {
+    let mock = MockServer::start();
+    let (env, _repo, outside) = world(&mock);
+    let bashrc = outside.join("bashrc");
+    std::fs::write(&bashrc, "alias ls='ls -F'\n").unwrap();
+    let _daemon = env.start_daemon();
+    parent_does(
+        &mock,
+        vec![
+            (
+                "Bash",
+                json!({"command": format!(
+                    "rm -f .git/info/exclude && ln -s {} .git/info/exclude",
+                    bashrc.display()
+                )}),
+            ),
+            (
+                "Agent",
+                json!({"description": "child", "prompt": "CHILD hi", "isolation": "worktree"}),
+            ),
+        ],
+    );
+    run_parent(&env);
+    let results = parent_results(&mock);
+    assert!(!results[0].0, "the link was planted: {results:?}");
+    assert!(
+        results[1].0 && results[1].1.contains("symbolic link"),
+        "the child is refused: {results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&bashrc).unwrap(),
+        "alias ls='ls -F'\n",
+        "nothing was appended through the link"
+    );
+}
+
+#[test]
+fn a_cloned_repository_with_a_committed_link_gets_no_worktree_through_it() {
+    let mock = MockServer::start();
+    let (env, repo, outside) = world(&mock);
+    // git stores links: a clone brings this one along.
+    std::fs::create_dir_all(repo.join(".agentd")).unwrap();
+    std::os::unix::fs::symlink("../../outside", repo.join(".agentd/worktrees")).unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "a link"]);
+    let _daemon = env.start_daemon();
+    mock.when(|_| true, Reply::text("done"));
+    let out = env.ctl(&["run", "--worktree", "--model", MODEL, "go"]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert!(entries(&outside).is_empty(), "{:?}", entries(&outside));
+}
