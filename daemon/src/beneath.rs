@@ -175,6 +175,51 @@ pub fn open_file_nofollow(path: &Path) -> std::io::Result<OwnedFd> {
     .map_err(io)
 }
 
+/// Opens `path` for reading if it is a regular file: opened without
+/// blocking (a FIFO with no writer would hold the open forever, a thread
+/// with it), then checked on the descriptor, so it cannot turn into a FIFO
+/// or device between a check and the read. Links are followed (the caller
+/// resolved and contained the path).
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    let fd = nix::fcntl::open(
+        path,
+        OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC | OFlag::O_NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(io)?;
+    let file = File::from(fd);
+    if !file.metadata()?.file_type().is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a FIFO, socket or device)",
+        ));
+    }
+    Ok(file)
+}
+
+/// Why `read_contained` refused a file.
+#[derive(Debug)]
+pub enum ContainedRead {
+    Missing,
+    /// It resolves (through a link) outside its directory.
+    Outside,
+    Refused(Unreadable),
+}
+
+/// Reads the file `path` found in `dir` (a directory a repository or a
+/// person controls: agent types, fork profiles): it must resolve inside
+/// `dir` (a link may point elsewhere in it, never out), be a regular file
+/// and hold at most `cap` bytes; opened without blocking and read no
+/// further than the cap.
+pub fn read_contained(dir: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, ContainedRead> {
+    let real_dir = dir.canonicalize().map_err(|_| ContainedRead::Missing)?;
+    let real = path.canonicalize().map_err(|_| ContainedRead::Missing)?;
+    if !real.starts_with(&real_dir) {
+        return Err(ContainedRead::Outside);
+    }
+    let fd = open_file_nofollow(&real).map_err(|e| ContainedRead::Refused(Unreadable::Io(e)))?;
+    read_capped(fd, cap).map_err(ContainedRead::Refused)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -130,7 +130,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(opts)) {
+    let served = runtime.block_on(serve(opts));
+    // A blocking call that never returns (a read the kernel does not
+    // interrupt) must not keep the daemon from exiting, nor the next one
+    // from taking the store.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");

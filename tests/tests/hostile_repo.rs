@@ -170,3 +170,101 @@ fn a_cloned_repository_with_a_committed_link_gets_no_worktree_through_it() {
     assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
     assert!(entries(&outside).is_empty(), "{:?}", entries(&outside));
 }
+
+#[test]
+fn agent_type_files_that_are_endless_huge_or_fifos_are_skipped_unread() {
+    let mock = MockServer::start();
+    let (env, repo, _outside) = world(&mock);
+    let types = repo.join(".claude/agents");
+    std::fs::create_dir_all(&types).unwrap();
+    // git stores links: a clone can hold any of these.
+    std::os::unix::fs::symlink("/dev/zero", types.join("aaa.md")).unwrap();
+    nix::unistd::mkfifo(
+        &types.join("fifo.md"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    // 200 MB (sparse: it takes no disk).
+    std::fs::File::create(types.join("huge.md"))
+        .unwrap()
+        .set_len(200 << 20)
+        .unwrap();
+    std::fs::write(
+        types.join("helper.md"),
+        "---\nname: helper\ndescription: helps\n---\nYou help.\n",
+    )
+    .unwrap();
+    let _daemon = env.start_daemon();
+    parent_does(
+        &mock,
+        vec![
+            (
+                "Agent",
+                json!({"description": "child", "prompt": "CHILD hi", "subagent_type": "helper"}),
+            ),
+            (
+                "Agent",
+                json!({"description": "child", "prompt": "CHILD hi", "subagent_type": "aaa"}),
+            ),
+            (
+                "Agent",
+                json!({"description": "child", "prompt": "CHILD hi", "subagent_type": "nobody"}),
+            ),
+        ],
+    );
+    let id = env
+        .ctl(&["run", "--background", "--model", MODEL, "PARENT go"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
+    let results = parent_results(&mock);
+    assert!(
+        !results[0].0 && results[0].1.contains("child done"),
+        "the good type still works: {results:?}"
+    );
+    assert!(
+        results[1].0 && results[1].1.contains("links outside"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].0
+            && results[2].1.contains("not a regular file")
+            && results[2].1.contains("64 KiB"),
+        "what was skipped is said: {results:?}"
+    );
+}
+
+#[test]
+fn read_and_grep_refuse_a_fifo_and_the_daemon_still_stops() {
+    let mock = MockServer::start();
+    let (env, _repo, _outside) = world(&mock);
+    let daemon = env.start_daemon();
+    parent_does(
+        &mock,
+        vec![
+            ("Bash", json!({"command": "mkfifo pipe"})),
+            ("Read", json!({"file_path": "pipe"})),
+            ("Grep", json!({"pattern": "x", "path": "pipe"})),
+        ],
+    );
+    let id = env
+        .ctl(&["run", "--background", "--model", MODEL, "PARENT go"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
+    let results = parent_results(&mock);
+    assert!(
+        results[1].0 && results[1].1.contains("not a regular file"),
+        "{results:?}"
+    );
+    assert!(!results[2].1.contains("pipe:"), "{results:?}");
+    // Nothing is left blocked: the daemon stops, and a new one takes the
+    // store.
+    assert!(daemon.terminate().success());
+    let _again = env.start_daemon();
+    env.ctl(&["show", &id]).expect_code(0);
+}

@@ -4,8 +4,6 @@
 //! stored with the fork, so a later change to the file changes nothing for
 //! it.
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -62,61 +60,38 @@ fn repo_root(cwd: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// Open flags for a profile: do not follow a link, do not block.
-fn libc_flags() -> i32 {
-    (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits()
-}
-
 /// Loads the profile `name` for a fork working in `cwd`.
 pub fn load(name: &str, cwd: &Path) -> Result<ForkProfile, String> {
     validate_name(name)?;
     let dir = repo_root(cwd).join(".agentd/fork-profiles");
     let path = dir.join(format!("{name}.md"));
     let shown = path.display();
-    let real_dir = dir.canonicalize().map_err(|_| {
-        format!(
-            "fork profile '{name}' not found: {} does not exist",
-            dir.display()
-        )
-    })?;
-    let real = path
-        .canonicalize()
-        .map_err(|_| format!("fork profile '{name}' not found: there is no {shown}"))?;
-    if !real.starts_with(&real_dir) {
-        return Err(format!(
-            "fork profile {shown} links outside {}; refusing it",
-            dir.display()
-        ));
-    }
+    use crate::beneath::{ContainedRead, Unreadable};
     // Checked on the file as opened (not followed, never blocking on a
     // FIFO), and read no further than the limit: the file cannot change
     // kind or grow between the checks and the read.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_flags())
-        .open(&real)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("fork profile {shown} is not a regular file"));
-    }
-    if meta.len() > MAX_BYTES {
-        return Err(format!(
-            "fork profile {shown} is {} bytes; the limit is {MAX_BYTES} bytes (64 KiB)",
-            meta.len()
-        ));
-    }
-    let mut text = String::new();
-    file.take(MAX_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if text.len() as u64 > MAX_BYTES {
-        return Err(format!(
-            "fork profile {shown} is over the limit of {MAX_BYTES} bytes (64 KiB)"
-        ));
-    }
+    let bytes = crate::beneath::read_contained(&dir, &path, MAX_BYTES).map_err(|e| match e {
+        ContainedRead::Missing if !dir.exists() => format!(
+            "fork profile '{name}' not found: {} does not exist",
+            dir.display()
+        ),
+        ContainedRead::Missing => {
+            format!("fork profile '{name}' not found: there is no {shown}")
+        }
+        ContainedRead::Outside => format!(
+            "fork profile {shown} links outside {}; refusing it",
+            dir.display()
+        ),
+        ContainedRead::Refused(Unreadable::NotRegular) => {
+            format!("fork profile {shown} is not a regular file")
+        }
+        ContainedRead::Refused(Unreadable::TooLarge(n)) => {
+            format!("fork profile {shown} is {n} bytes; the limit is {MAX_BYTES} bytes (64 KiB)")
+        }
+        ContainedRead::Refused(Unreadable::Io(e)) => format!("cannot read {shown}: {e}"),
+    })?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| format!("fork profile {shown} is not UTF-8 text"))?;
     parse(name, &path, &text)
 }
 

@@ -254,21 +254,61 @@ fn repo_root(cwd: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-fn find_in(dir: &Path, name: &str, dialect: Dialect) -> Result<Option<AgentType>, String> {
+/// The most bytes of one type file (as for fork profiles).
+pub const MAX_TYPE_BYTES: u64 = 64 * 1024;
+/// The most directory entries looked at in one types directory.
+const MAX_ENTRIES: usize = 4096;
+
+/// The text of the type file `path` in `dir`, read as fork profiles are: a
+/// regular file resolving inside `dir`, opened without blocking, at most
+/// 64 KiB. A repository decides what these files are (`/dev/zero`, a FIFO,
+/// a 200 MB file): none of it may hang or fill the daemon.
+fn read_type_file(dir: &Path, path: &Path) -> Result<String, String> {
+    use crate::beneath::{ContainedRead, Unreadable};
+    let bytes = crate::beneath::read_contained(dir, path, MAX_TYPE_BYTES).map_err(|e| match e {
+        ContainedRead::Missing => "it cannot be resolved".to_string(),
+        ContainedRead::Outside => format!("it links outside {}", dir.display()),
+        ContainedRead::Refused(Unreadable::NotRegular) => {
+            "it is not a regular file (a FIFO, device or directory)".to_string()
+        }
+        ContainedRead::Refused(Unreadable::TooLarge(n)) => {
+            format!("it is {n} bytes; the limit is {MAX_TYPE_BYTES} bytes (64 KiB)")
+        }
+        ContainedRead::Refused(Unreadable::Io(e)) => format!("it cannot be read: {e}"),
+    })?;
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())
+}
+
+fn find_in(
+    dir: &Path,
+    name: &str,
+    dialect: Dialect,
+    skipped: &mut Vec<String>,
+) -> Result<Option<AgentType>, String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(None);
     };
     let mut paths: Vec<PathBuf> = entries
+        .take(MAX_ENTRIES)
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
         .collect();
     paths.sort();
     for path in paths {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        // A malformed file is an error only when it could be the one asked
-        // for (its file stem or declared name matches).
+        // A file that cannot be the one asked for is skipped (and said so);
+        // one that could (its stem matches) is an error.
         let stem_matches = path.file_stem().is_some_and(|s| s == name);
+        let text = match read_type_file(dir, &path) {
+            Ok(text) => text,
+            Err(why) if stem_matches => {
+                return Err(format!("agent type file {}: {why}", path.display()));
+            }
+            Err(why) => {
+                tracing::warn!(file = %path.display(), "skipped an agent type file: {why}");
+                skipped.push(format!("{} ({why})", path.display()));
+                continue;
+            }
+        };
         match parse_type_file_as(&path, &text, dialect) {
             Ok(t) if t.name == name => return Ok(Some(t)),
             Ok(_) => {}
@@ -301,17 +341,31 @@ fn resolve_in(
         (Some(config_dir.join("agents")), Dialect::Agentd),
         (home_claude, Dialect::ClaudeCode),
     ];
+    let mut skipped = Vec::new();
     for (dir, dialect) in places {
         if let Some(dir) = dir
-            && let Some(t) = find_in(&dir, name, dialect)?
+            && let Some(t) = find_in(&dir, name, dialect, &mut skipped)?
         {
             return Ok(t);
         }
     }
     builtin(name).ok_or_else(|| {
+        let skipped = if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; skipped, unreadable: {}",
+                skipped
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         format!(
             "unknown subagent_type '{name}': built-in types are general-purpose and Explore; \
-custom types live in {}, {}, {} and ~/.claude/agents",
+custom types live in {}, {}, {} and ~/.claude/agents{skipped}",
             repo_dir.display(),
             root.join(".claude/agents").display(),
             config_dir.join("agents").display()

@@ -1,6 +1,5 @@
 //! `Grep`: searches file contents with a regular expression.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read as _};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -285,7 +284,8 @@ narrow the search to see the rest.)\n"
         content: &mut String,
         content_full: &mut bool,
     ) -> Option<FileMatches> {
-        let mut file = File::open(path).ok()?;
+        // Never a FIFO or device: opening one could wait forever.
+        let mut file = crate::beneath::open_regular(path).ok()?;
         let mut prefix = Vec::with_capacity(BINARY_SNIFF_BYTES);
         (&mut file)
             .take(BINARY_SNIFF_BYTES as u64)

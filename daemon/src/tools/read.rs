@@ -1,6 +1,5 @@
 //! `Read`: shows a text file with line numbers.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read as _};
 use std::path::Path;
 
@@ -81,16 +80,34 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             path.display()
         )));
     }
+    if !meta.is_file() {
+        return Err(not_a_file(&path));
+    }
     tokio::task::spawn_blocking(move || read_lines(&path, offset, limit))
         .await
         .map_err(|e| ToolOutput::error(format!("Reading the file failed: {e}")))?
+}
+
+fn not_a_file(path: &Path) -> ToolOutput {
+    ToolOutput::error(format!(
+        "{} is not a regular file (a FIFO, socket or device); Read only reads files.",
+        path.display()
+    ))
 }
 
 /// The numbered lines `offset..offset + limit` of the file at `path`.
 fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<ToolOutput, ToolOutput> {
     let io_error =
         |e: std::io::Error| ToolOutput::error(format!("Cannot read {}: {e}", path.display()));
-    let mut file = File::open(path).map_err(io_error)?;
+    // Checked again on what is opened (without blocking): it may have been
+    // swapped for a FIFO since.
+    let mut file = crate::beneath::open_regular(path).map_err(|e| {
+        if e.raw_os_error().is_none() {
+            not_a_file(path)
+        } else {
+            io_error(e)
+        }
+    })?;
     let mut prefix = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
         .take(BINARY_SNIFF_BYTES as u64)
