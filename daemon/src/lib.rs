@@ -18,4 +18,5 @@ pub mod server;
 pub mod store;
 pub mod supervisor;
 pub mod tools;
+pub mod umask;
 pub mod worktree;

@@ -74,6 +74,8 @@ fn main() -> ExitCode {
     {
         pid_namespace::helper_main(mode);
     }
+    // The daemon's own files (the store) are private from the start.
+    agentd::umask::make_private();
     let args = Args::parse();
     agentd::logging::init();
     // Before any thread: these take LISTEN_* and NOTIFY_SOCKET out of the

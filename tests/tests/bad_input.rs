@@ -346,7 +346,7 @@ fn unknown_enum_values_are_refused_never_read_as_a_default() {
 }
 
 #[test]
-fn a_huge_id_is_not_found_with_a_short_message() {
+fn a_huge_or_malformed_id_is_an_invalid_argument_with_a_short_message() {
     let env = Env::new();
     let _daemon = env.start_daemon();
     let id = "z".repeat(100_000);
@@ -446,7 +446,7 @@ fn a_huge_id_is_not_found_with_a_short_message() {
         for (what, s) in statuses {
             assert_eq!(
                 s.code(),
-                Code::NotFound,
+                Code::InvalidArgument,
                 "{what}: {:?} {}",
                 s.code(),
                 &s.message()[..s.message().len().min(200)]

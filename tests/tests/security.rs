@@ -29,10 +29,14 @@ fn tools_never_see_provider_keys_or_configured_secrets() {
         )),
     ));
     mock.enqueue(Reply::Message(MockMessage::text("done")));
+    // Unconfined, so that $PPID is the daemon itself (a sandboxed command
+    // does not even see the daemon's process: it runs in a PID namespace).
     let id = env
         .ctl(&[
             "run",
             "--background",
+            "--sandbox",
+            "off",
             "--model",
             "anthropic:claude-test",
             "print env",
@@ -107,4 +111,59 @@ fn a_data_directory_of_another_user_is_refused() {
     assert!(err.contains("exited"), "{err}");
     let log = env.daemon_log_text();
     assert!(log.contains("belongs to uid 65534"), "{log}");
+}
+
+#[test]
+fn what_the_daemon_makes_later_is_private_and_what_it_makes_for_the_person_is_not() {
+    let mock = MockServer::start();
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    let daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(MockMessage::text("Writing.").with(
+        Block::tool(
+            "w1",
+            "Write",
+            serde_json::json!({"file_path": "notes/new.txt", "content": "x"}),
+        ),
+    )));
+    mock.enqueue(Reply::Message(
+        MockMessage::text("And a command.").with(Block::bash("b1", "touch made-by-bash")),
+    ));
+    mock.enqueue(Reply::Message(MockMessage::text("done")));
+    env.ctl(&["run", "--model", "anthropic:claude-test", "write"])
+        .expect_code(0);
+    assert!(daemon.terminate().success());
+    // Everything in the data directory — the store's files sled made
+    // during the run among them — is the daemon's alone.
+    let mut stack = vec![env.data_dir()];
+    let mut seen = 0;
+    while let Some(p) = stack.pop() {
+        let m = mode(&p);
+        assert_eq!(m & 0o077, 0, "{} is {m:o}", p.display());
+        seen += 1;
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    assert!(seen > 3, "the store has files");
+    // The person's files get the person's mask, as their editor would.
+    let person = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
+    nix::sys::stat::umask(person);
+    let want_file = 0o666 & !person.bits();
+    let want_dir = 0o777 & !person.bits();
+    let project = env.project();
+    assert_eq!(mode(&project.join("notes/new.txt")), want_file);
+    assert_eq!(mode(&project.join("notes")), want_dir);
+    assert_eq!(mode(&project.join("made-by-bash")), want_file);
+}
+
+#[test]
+fn a_socket_directory_open_to_others_is_made_private() {
+    let env = Env::new();
+    let dir = env.socket().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _daemon = env.start_daemon();
+    assert_eq!(mode(&dir), 0o700);
+    env.ctl(&["status"]).expect_code(0);
 }

@@ -17,6 +17,10 @@ pub enum SocketError {
     NotASocket(PathBuf),
     #[error("socket directory {path} belongs to uid {owner}, not to uid {me}; refusing to use it")]
     ForeignDirectory { path: PathBuf, owner: u32, me: u32 },
+    #[error(
+        "socket directory {path} is root's and writable by other users (mode {mode:o}); keep the socket in a directory of your own (--socket, $AGENTD_SOCKET)"
+    )]
+    OpenDirectory { path: PathBuf, mode: u32 },
     #[error("cannot prepare socket {path}: {source}")]
     Io {
         path: PathBuf,
@@ -33,9 +37,12 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SocketError + '_ {
 }
 
 /// Creates `dir` (and missing parents) as 0700. An existing directory must
-/// belong to us; its mode is left as the user set it.
+/// belong to us (then a looser mode is tightened to 0700, as the data
+/// directory's is) or to root without being writable by others (a
+/// world-writable one such as /tmp is refused: anyone could replace the
+/// socket there).
 pub fn ensure_private_dir(dir: &Path) -> Result<(), SocketError> {
-    match std::fs::metadata(dir) {
+    match std::fs::symlink_metadata(dir) {
         Ok(meta) => {
             let me = nix::unistd::getuid().as_raw();
             if meta.uid() != me && meta.uid() != 0 {
@@ -45,8 +52,24 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), SocketError> {
                     me,
                 });
             }
-            if meta.permissions().mode() & 0o077 != 0 {
-                tracing::warn!(dir = %dir.display(), mode = format!("{:o}", meta.permissions().mode() & 0o777), "socket directory is accessible to other users; the socket itself is 0600 and peers are checked by uid");
+            if meta.file_type().is_symlink() {
+                return Err(SocketError::Io {
+                    path: dir.to_path_buf(),
+                    source: std::io::Error::other(
+                        "the socket directory is a symbolic link; use the directory itself",
+                    ),
+                });
+            }
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.uid() == me && mode & 0o077 != 0 {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(io_err(dir))?;
+                tracing::warn!(dir = %dir.display(), was = format!("{mode:o}"), "the socket directory was open to other users; made it 0700");
+            } else if meta.uid() != me && mode & 0o022 != 0 {
+                return Err(SocketError::OpenDirectory {
+                    path: dir.to_path_buf(),
+                    mode,
+                });
             }
             Ok(())
         }

@@ -7,6 +7,8 @@ use crate::store::Store;
 
 /// Candidates listed in an "ambiguous" message.
 const MAX_LISTED: usize = 5;
+/// The longest text that can name an agent (a name: 64 characters).
+const MAX_QUERY_BYTES: usize = 64;
 
 /// Resolution order: a full id, then an exact name (the user chose it),
 /// then an exact short id (what `list` shows: it always resolves, even
@@ -19,6 +21,17 @@ pub fn resolve(store: &Store, query: &str) -> Result<AgentRecord, AgentdError> {
         return Err(AgentdError::invalid(
             "an agent id, id prefix or name is required",
         ));
+    }
+    // Nothing longer, or made of other characters, can name an agent: an
+    // id is 36 characters, a name at most 64 of [A-Za-z0-9._-].
+    let well_formed = query
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if query.len() > MAX_QUERY_BYTES || !well_formed {
+        return Err(AgentdError::invalid(format!(
+            "'{}' is not an agent id, id prefix or name: those are at most {MAX_QUERY_BYTES} letters, digits, '.', '_' or '-'",
+            quote(query)
+        )));
     }
     if let Some(id) = AgentId::parse(query) {
         return store.get_agent(id)?.ok_or_else(|| not_found(query));
@@ -215,12 +228,21 @@ mod tests {
     }
 
     #[test]
-    fn a_long_query_is_quoted_short() {
+    fn a_malformed_query_is_an_invalid_argument_quoted_short() {
         let (_dir, store) = open();
-        let q = "z".repeat(100_000);
-        let err = resolve(&store, &q).unwrap_err();
-        assert!(matches!(err, AgentdError::NotFound(_)));
-        assert!(err.to_string().len() < 300, "{}", err.to_string().len());
+        for q in ["z".repeat(100_000), "a b".into(), "../x".into(), "é".into()] {
+            let err = resolve(&store, &q).unwrap_err();
+            assert!(
+                matches!(err, AgentdError::InvalidArgument(_)),
+                "{q:.20}: {err}"
+            );
+            assert!(err.to_string().len() < 300, "{}", err.to_string().len());
+        }
+        // Well formed but unknown stays NOT_FOUND.
+        assert!(matches!(
+            resolve(&store, &"z".repeat(64)),
+            Err(AgentdError::NotFound(_))
+        ));
     }
 
     #[test]

@@ -18,11 +18,12 @@ use crate::domain::{
 use crate::error::AgentdError;
 use crate::worktree::{self, Plan, Settled, Target};
 
-/// Runs blocking git work on the blocking pool.
+/// Runs blocking git work on the blocking pool, with the person's file
+/// mask: what it writes in their repository is theirs.
 pub(super) async fn git<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, AgentdError> + Send + 'static,
 ) -> Result<T, AgentdError> {
-    tokio::task::spawn_blocking(f)
+    tokio::task::spawn_blocking(|| crate::umask::as_the_person(f))
         .await
         .map_err(|e| AgentdError::precondition(format!("git work failed: {e}")))?
 }

@@ -108,15 +108,17 @@ a single occurrence, or set `replace_all` to true to replace all {count}.",
     } else {
         content.replacen(old_string, new_string, 1)
     };
-    tokio::task::spawn_blocking(move || super::beneath::write(&root, &rel, updated.as_bytes()))
-        .await
-        .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?
-        .map_err(|e| {
-            ToolOutput::error(format!(
-                "Cannot write {}",
-                super::beneath::explain(&e, &path)
-            ))
-        })?;
+    tokio::task::spawn_blocking(move || {
+        crate::umask::as_the_person(|| super::beneath::write(&root, &rel, updated.as_bytes()))
+    })
+    .await
+    .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?
+    .map_err(|e| {
+        ToolOutput::error(format!(
+            "Cannot write {}",
+            super::beneath::explain(&e, &path)
+        ))
+    })?;
 
     Ok(ToolOutput::ok(format!(
         "Edited {}: replaced {count} {}.",

@@ -57,15 +57,17 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
     };
     let (root, rel) = ctx.below(&path)?;
     let bytes = content.as_bytes().to_vec();
-    tokio::task::spawn_blocking(move || super::beneath::write(&root, &rel, &bytes))
-        .await
-        .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?
-        .map_err(|e| {
-            ToolOutput::error(format!(
-                "Cannot write {}",
-                super::beneath::explain(&e, &path)
-            ))
-        })?;
+    tokio::task::spawn_blocking(move || {
+        crate::umask::as_the_person(|| super::beneath::write(&root, &rel, &bytes))
+    })
+    .await
+    .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?
+    .map_err(|e| {
+        ToolOutput::error(format!(
+            "Cannot write {}",
+            super::beneath::explain(&e, &path)
+        ))
+    })?;
 
     let lines = content.lines().count();
     let verb = if existed { "Overwrote" } else { "Created" };

@@ -230,16 +230,19 @@ impl Making {
 
 /// In the forked child, before anything else: a session of its own (no
 /// controlling terminal: nothing it runs can type into the person's
-/// terminal), and killed when the daemon dies.
+/// terminal), the person's file mask, and killed when the daemon dies.
 pub fn dies_with_the_daemon(cmd: &mut std::process::Command) {
     use std::os::unix::process::CommandExt as _;
     let daemon = nix::unistd::getpid();
+    let mask = crate::umask::person();
     // SAFETY: setsid, prctl, getppid and kill are async-signal-safe; the
     // closure allocates nothing.
     #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(move || {
             nix::unistd::setsid()?;
+            // What the command makes is the person's, with their mask.
+            crate::umask::in_tool_child(mask);
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
             // The daemon died between fork and prctl: nothing will kill us.
             if nix::unistd::getppid() != daemon {
