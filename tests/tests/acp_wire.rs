@@ -305,3 +305,54 @@ fn a_line_that_is_not_utf8_is_a_parse_error_and_a_session_outlived_by_its_daemon
     drop(editor.stdin.take());
     assert!(editor.child.wait().unwrap().success());
 }
+
+/// The bridge's peak resident memory, in KiB (VmHWM).
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_huge_line_is_refused_without_being_held_and_a_huge_session_id_is_quoted_short() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let mut editor = Editor::start(&env, &[]);
+    editor.call(0, "initialize", json!({"protocolVersion": 1}));
+    // 300 MiB on one line, as the hostile review sent it.
+    let chunk = vec![b'x'; 1 << 20];
+    {
+        let stdin = editor.stdin.as_mut().unwrap();
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"")
+            .unwrap();
+        for _ in 0..300 {
+            stdin.write_all(&chunk).unwrap();
+        }
+        stdin.write_all(b"\"}\n").unwrap();
+        stdin.flush().unwrap();
+    }
+    let refused = editor.until("the refusal", |m| m.get("error").is_some());
+    let error = &refused.last().unwrap()["error"];
+    assert_eq!(error["code"], -32600, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("over the limit"),
+        "{error}"
+    );
+    let peak = peak_kib(editor.child.id());
+    assert!(peak < 100 * 1024, "the bridge held {peak} KiB");
+    // The conversation goes on, and a huge unknown id comes back short.
+    let id = "s".repeat(1 << 20);
+    let missing = editor.call(2, "session/prompt", json!({"sessionId": id, "prompt": []}));
+    let answer = serde_json::to_string(missing.last().unwrap()).unwrap();
+    assert!(answer.contains("-32002"), "{:.300}", answer);
+    assert!(answer.len() < 1024, "a {} byte answer", answer.len());
+    drop(editor.stdin.take());
+    assert!(editor.child.wait().unwrap().success());
+}

@@ -6,6 +6,7 @@
 //!
 //! stdout carries only protocol messages; logs go to stderr (`RUST_LOG`).
 
+mod lines;
 mod modes;
 mod peer;
 mod permission;
@@ -17,7 +18,6 @@ use std::sync::{Arc, Mutex};
 
 use agentd_shared::proto as pb;
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 
 use crate::autostart::{Client, Target};
 use crate::exit::{Failure, SUCCESS};
@@ -58,10 +58,22 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match stdin.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        match lines::next(&mut stdin, &mut line, lines::MAX_LINE).await {
+            lines::Line::End => break,
+            lines::Line::TooLong(n) => {
+                peer.respond(
+                    Value::Null,
+                    Err(RpcError::new(
+                        code::INVALID_REQUEST,
+                        format!(
+                            "a message of {n} bytes is over the limit of {} bytes; it was skipped",
+                            lines::MAX_LINE
+                        ),
+                    )),
+                );
+                continue;
+            }
+            lines::Line::Message => {}
         }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;

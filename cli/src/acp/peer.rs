@@ -43,11 +43,14 @@ impl RpcError {
         RpcError::new(code::INVALID_PARAMS, message)
     }
 
+    /// Quotes at most a short prefix of what was sent (a 1 MB id must not
+    /// come back as a 1 MB answer).
     pub fn session_not_found(id: &str) -> RpcError {
+        let shown: String = id.chars().take(64).collect();
         RpcError {
             code: code::RESOURCE_NOT_FOUND,
-            message: format!("no session {}", id.chars().take(64).collect::<String>()),
-            data: Some(json!({"sessionId": id})),
+            message: format!("no session {shown}"),
+            data: Some(json!({"sessionId": shown})),
         }
     }
 }
