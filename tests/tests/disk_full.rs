@@ -189,6 +189,50 @@ fn the_daemon_starts_on_a_full_disk_and_resumes_its_agents_once_space_is_back() 
     assert_clean(log.as_array().unwrap());
 }
 
+/// With not one byte free the daemon still starts (the store's reserve
+/// makes room for sled to open), serves reads, and writes again once space
+/// is back — the hostile review found it refusing to start.
+#[test]
+fn the_daemon_starts_with_no_byte_free_and_writes_once_space_returns() {
+    let Some((env, _mock, disk)) = world(30, 8) else {
+        return;
+    };
+    let daemon = env.start_daemon();
+    let id = env
+        .ctl(&[
+            "run",
+            "--background",
+            "--model",
+            "anthropic:claude-test",
+            "many steps",
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    wait_until("a few steps", Duration::from_secs(20), || {
+        show(&env, &id)["transcript_len"].as_u64().unwrap() >= 5
+    });
+    daemon.kill9();
+    let ballast = disk.fill(0);
+    assert!(disk.free() < 64 * 1024, "{} bytes free", disk.free());
+    let _daemon = env.start_daemon();
+    assert_eq!(show(&env, &id)["status"], "interrupted");
+    assert_eq!(env.ctl(&["status", "--json"]).json()["disk_full"], true);
+    std::fs::remove_file(&ballast).unwrap();
+    wait_until(
+        "the agent resumed and completed",
+        Duration::from_secs(60),
+        || show(&env, &id)["status"] == "completed",
+    );
+    let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
+    assert_clean(log.as_array().unwrap());
+    // The room for the next time is kept again.
+    wait_until("the reserve is back", Duration::from_secs(10), || {
+        disk.path.join("data/reserve").exists()
+    });
+}
+
 /// An agent a full disk keeps from resuming after a restart says so: it is
 /// `interrupted` with `waiting_for` naming disk space, not stuck without a
 /// reason (found by the torture run, issue 13).

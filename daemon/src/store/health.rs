@@ -100,6 +100,9 @@ struct Control {
 pub(super) struct Health {
     dir: PathBuf,
     min_free: u64,
+    /// The reserve was released to open the store: until it is made again,
+    /// writes also leave its room free (it is for opening, not for agents).
+    reserve_released: std::sync::atomic::AtomicBool,
     control: Mutex<Control>,
     /// Published under the control lock.
     writable: watch::Sender<bool>,
@@ -128,6 +131,7 @@ impl Health {
         Health {
             dir: dir.to_path_buf(),
             min_free: options.min_free_bytes,
+            reserve_released: std::sync::atomic::AtomicBool::new(false),
             control: Mutex::new(Control {
                 state: State::Healthy,
                 healer_running: false,
@@ -153,6 +157,33 @@ impl Health {
             tracing::error!(error = %e, "a write of the store failed: agentd makes nothing durable until it is restarted");
             *failed = Some(e.to_string().chars().take(200).collect());
         }
+    }
+
+    /// Makes the store's reserve (`reserve`) if there is room to spare.
+    pub(super) fn keep_reserve(&self) {
+        if super::reserve::keep(&self.dir, self.free_bytes(), self.min_free) {
+            self.reserve_released
+                .store(false, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// The reserve was released to open the store.
+    pub(super) fn reserve_released(&self) {
+        self.reserve_released
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The free space writes must leave.
+    fn needed(&self) -> u64 {
+        let reserve = if self
+            .reserve_released
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            super::reserve::RESERVE_BYTES
+        } else {
+            0
+        };
+        self.min_free.saturating_add(reserve)
     }
 
     fn free_bytes(&self) -> u64 {
@@ -188,7 +219,7 @@ impl Health {
         if control.state != State::Healthy {
             return Err(self.full_error(free));
         }
-        if free < self.min_free {
+        if free < self.needed() {
             self.enter_full(&mut control, store, false);
             return Err(self.full_error(free));
         }
@@ -265,7 +296,7 @@ fn heal(weak: Weak<Inner>) {
         let Some(inner) = weak.upgrade() else { return };
         let store = Store { inner };
         let health = &store.inner.health;
-        if health.free_bytes() < health.min_free.max(HEAL_FLOOR) {
+        if health.free_bytes() < health.needed().max(HEAL_FLOOR) {
             continue;
         }
         let poisoned = matches!(lock(&health.control).state, State::Full { poisoned: true });
@@ -299,6 +330,7 @@ fn heal(weak: Weak<Inner>) {
             .store(false, std::sync::atomic::Ordering::Release);
         health.writable.send_replace(true);
         drop(control);
+        health.keep_reserve();
         tracing::info!(
             deferred_records = written,
             reopened,

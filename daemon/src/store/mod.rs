@@ -36,6 +36,7 @@ mod inbox;
 mod migrate;
 mod record_index;
 mod repos;
+mod reserve;
 mod transcript;
 mod unconfirmed;
 
@@ -201,11 +202,27 @@ impl Store {
     /// Fails if another process holds it or if it was written by a newer one.
     pub fn open(dir: &Path, options: StoreOptions) -> Result<Store, StoreError> {
         let path = dir.join("store");
-        let trees = Trees::open(&path)?;
+        let mut released = false;
+        let trees = match Trees::open(&path) {
+            Err(StoreError::OpenDiskFull { .. }) if reserve::release(dir) => {
+                tracing::warn!(
+                    reserve_mib = reserve::RESERVE_BYTES >> 20,
+                    "the disk is full: released the store's reserve to open it; writes wait for space"
+                );
+                released = true;
+                Trees::open(&path)?
+            }
+            opened => opened?,
+        };
         let instance_id = migrate::instance_id(&trees.db)?;
+        let health = health::Health::new(dir, options);
+        if released {
+            health.reserve_released();
+        }
+        health.keep_reserve();
         Ok(Store {
             inner: Arc::new(Inner {
-                health: health::Health::new(dir, options),
+                health,
                 instance_id,
                 path,
                 trees: RwLock::new(Some(Arc::new(trees))),
