@@ -120,6 +120,7 @@ fn worktree(out: &mut Vec<u8>, w: &AgentWorktreeJson<'_>) {
         changed,
         untracked,
         ahead,
+        notice,
     } = w;
     let mut o = Object::open(out);
     o.str("path", path);
@@ -131,6 +132,9 @@ fn worktree(out: &mut Vec<u8>, w: &AgentWorktreeJson<'_>) {
     o.uint("changed", (*changed).into());
     o.uint("untracked", (*untracked).into());
     o.uint("ahead", (*ahead).into());
+    if !notice.is_empty() {
+        o.str("notice", notice);
+    }
     o.close();
 }
 

@@ -89,6 +89,8 @@ pub struct AgentWorktreeJson<'a> {
     pub changed: u32,
     pub untracked: u32,
     pub ahead: u32,
+    /// What agentd had to do to the tree (empty: nothing).
+    pub notice: &'a str,
 }
 
 impl<'a> AgentWorktreeJson<'a> {
@@ -104,6 +106,7 @@ impl<'a> AgentWorktreeJson<'a> {
             changed: work.changed,
             untracked: work.untracked,
             ahead: work.ahead,
+            notice: &w.notice,
         }
     }
 }

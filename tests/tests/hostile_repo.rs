@@ -268,3 +268,54 @@ fn read_and_grep_refuse_a_fifo_and_the_daemon_still_stops() {
     let _again = env.start_daemon();
     env.ctl(&["show", &id]).expect_code(0);
 }
+
+#[test]
+fn a_worktree_agent_that_plants_a_repository_for_the_persons_git_is_undone_at_its_end() {
+    let mock = MockServer::start();
+    let (env, repo, outside) = world(&mock);
+    let pwned = outside.join("pwned");
+    // The agent changes a file, then swaps its tree's .git link for a
+    // repository of its own whose config runs a command for whoever runs
+    // git there next.
+    let plant = format!(
+        "echo changed > README && rm .git && git init -q --bare .git && git --git-dir=.git config core.bare false && git --git-dir=.git config core.fsmonitor 'touch {}; false'",
+        pwned.display()
+    );
+    mock.when(
+        |r| n_messages(r) == 1,
+        Reply::Message(MockMessage::tool("c1", "Bash", json!({"command": plant}))),
+    );
+    mock.when(|_| true, Reply::text("done"));
+    let _daemon = env.start_daemon();
+    let id = env
+        .ctl(&["run", "--worktree", "--background", "--model", MODEL, "go"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
+    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let tree = PathBuf::from(shown["worktree"]["path"].as_str().unwrap());
+    assert!(
+        shown["worktree"]["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("restored")),
+        "the person is told: {shown}"
+    );
+    // The link is agentd's again; what the agent put there is kept aside.
+    let link = std::fs::read_to_string(tree.join(".git")).unwrap();
+    assert!(link.starts_with("gitdir: "), "{link}");
+    assert!(tree.join(".git.replaced-by-agent/config").is_file());
+    // The diff is the agent's real change, read through git's record.
+    let diff = env.ctl(&["diff", &id]).expect_code(0).stdout.clone();
+    assert!(diff.contains("+changed"), "{diff}");
+    // The person's git in the tree runs nothing the agent chose.
+    let status = git(&tree, &["status", "--porcelain"]);
+    assert!(status.contains("README"), "{status}");
+    assert!(!pwned.exists(), "the planted fsmonitor ran");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README")).unwrap(),
+        "hello\n",
+        "the checkout is untouched"
+    );
+}

@@ -26,6 +26,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         })
         .await?
         .into_inner();
+    if !resp.notice.is_empty() {
+        eprintln!("agentctl: warning: {}", resp.notice);
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(resp.diff.as_bytes());
     let _ = out.flush();

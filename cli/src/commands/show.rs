@@ -118,7 +118,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                             _ if !w.owned => " (pinned)".to_string(),
                             _ => String::new(),
                         }
-                    )
+                    ) + &if w.notice.is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n          note: {}", w.notice)
+                    }
                 })
                 .unwrap_or_default(),
         ),

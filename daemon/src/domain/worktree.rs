@@ -26,6 +26,9 @@ pub struct AgentWorktree {
     pub state: WorktreeState,
     /// What it held when it was last settled (at the agent's end).
     pub work: WorkSummary,
+    /// What agentd had to do to the tree at the agent's end that the person
+    /// should know (it restored a `.git` link the agent had replaced).
+    pub notice: Option<String>,
 }
 
 /// What became of an agent's worktree.

@@ -250,6 +250,7 @@ pub fn agent_worktree(w: &AgentWorktree) -> pb::AgentWorktree {
         base_commit: w.base_commit.clone(),
         owned: w.owned,
         work: Some(work(&w.work)),
+        notice: w.notice.clone().unwrap_or_default(),
     }
 }
 

@@ -368,10 +368,11 @@ impl AgentService for AgentApi {
         req: Request<pb::DiffAgentRequest>,
     ) -> Result<Response<pb::DiffAgentResponse>, Status> {
         let r = req.into_inner();
-        let (diff, wt) = self.sup.diff_agent(&r.id, r.stat).await?;
+        let (diff, wt, notice) = self.sup.diff_agent(&r.id, r.stat).await?;
         Ok(Response::new(pb::DiffAgentResponse {
             diff,
             worktree: Some(convert::agent_worktree(&wt)),
+            notice: notice.unwrap_or_default(),
         }))
     }
 

@@ -132,6 +132,9 @@ struct StoredWorktree {
     untracked: u32,
     #[prost(uint32, tag = "10")]
     ahead: u32,
+    /// Empty: none.
+    #[prost(string, tag = "11")]
+    notice: String,
 }
 
 fn stored_worktree(w: &AgentWorktree) -> StoredWorktree {
@@ -150,6 +153,7 @@ fn stored_worktree(w: &AgentWorktree) -> StoredWorktree {
         changed: w.work.changed,
         untracked: w.work.untracked,
         ahead: w.work.ahead,
+        notice: w.notice.clone().unwrap_or_default(),
     }
 }
 
@@ -172,6 +176,7 @@ fn worktree_of(s: StoredWorktree) -> Result<AgentWorktree, Corrupt> {
             untracked: s.untracked,
             ahead: s.ahead,
         },
+        notice: (!s.notice.is_empty()).then_some(s.notice),
     })
 }
 
@@ -578,6 +583,7 @@ mod tests {
                 untracked: 2,
                 ahead: 3,
             },
+            notice: Some("restored".into()),
         });
         r
     }

@@ -164,6 +164,7 @@ mod tests {
                 untracked: 1,
                 ahead: 0,
             },
+            notice: None,
         });
         let n = task_notice(&child, &Outcome::Completed("done".into()));
         assert!(n.item.text.contains("<worktree branch=\"agentd/x\" base=\"main\" changed=\"2\" untracked=\"1\" ahead=\"0\">/r/.agentd/worktrees/x</worktree>"), "{}", n.item.text);

@@ -301,12 +301,20 @@ impl Supervisor {
         &self,
         query: &str,
         stat: bool,
-    ) -> Result<(String, AgentWorktree), AgentdError> {
+    ) -> Result<(String, AgentWorktree, Option<String>), AgentdError> {
         let record = self.resolve(query)?;
         let wt = self.tree_of(&record)?;
         let w = wt.clone();
-        let text = git(move || worktree::diff(&w, stat)).await?;
-        Ok((text, wt))
+        let (text, link) =
+            git(move || Ok((worktree::diff(&w, stat)?, worktree::link::check(&w.path)))).await?;
+        let notice = match link {
+            worktree::link::Link::Replaced(what) => Some(format!(
+                "the agent replaced its worktree's .git link ({what}); this diff was read through git's own record of the tree; do not run git in {} until agentd restores the link (when the agent ends)",
+                wt.path.display()
+            )),
+            _ => None,
+        };
+        Ok((text, wt, notice))
     }
 
     /// `agentctl merge`: the agent must have ended or paused.

@@ -149,10 +149,11 @@ impl Supervisor {
             }
             return;
         }
-        let (state, work) = self.settle_ended(record, &wt).await;
+        let (state, work, notice) = self.settle_ended(record, &wt).await;
         if let Some(w) = record.worktree.as_mut() {
             w.state = state;
             w.work = work;
+            w.notice = notice.or(w.notice.take());
         }
     }
 
@@ -161,8 +162,22 @@ impl Supervisor {
         &self,
         record: &AgentRecord,
         wt: &AgentWorktree,
-    ) -> (WorktreeState, WorkSummary) {
+    ) -> (WorktreeState, WorkSummary, Option<String>) {
         let target = target_of(record, wt);
+        // Everything the agent started has ended (its namespace with its
+        // run): its tree's .git link is put back before anything reads it.
+        let path = wt.path.clone();
+        let restored = git(move || worktree::link::restore(&path)).await;
+        let notice = match restored {
+            Ok(notice) => notice,
+            Err(e) => {
+                tracing::warn!(agent = %record.id, error = %e, "cannot restore the worktree's .git link; keeping the tree");
+                return (WorktreeState::Kept, WorkSummary::default(), None);
+            }
+        };
+        if let Some(n) = &notice {
+            tracing::warn!(agent = %record.id, path = %wt.path.display(), "{n}");
+        }
         let settled = {
             let _guard = self.worktree_lock.lock().await;
             git(move || worktree::remove_if_clean(&target)).await
@@ -184,7 +199,7 @@ impl Supervisor {
         if state == WorktreeState::Kept {
             tracing::info!(agent = %record.id, path = %wt.path.display(), %work, "worktree kept");
         }
-        (state, work)
+        (state, work, notice)
     }
 
     /// `child` ended: if it worked inside another agent's tree whose agent
@@ -213,10 +228,11 @@ impl Supervisor {
         {
             return;
         }
-        let (state, work) = self.settle_ended(&host, &wt).await;
+        let (state, work, notice) = self.settle_ended(&host, &wt).await;
         if let Some(w) = host.worktree.as_mut() {
             w.state = state;
             w.work = work;
+            w.notice = notice.or(w.notice.take());
         }
         if let Err(e) = self.store.put_agent_durable(&host).await {
             tracing::warn!(agent = %host.id, error = %e, "cannot record what became of the worktree");

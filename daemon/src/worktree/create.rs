@@ -39,6 +39,7 @@ impl Plan {
             owned: true,
             state: WorktreeState::Active,
             work: WorkSummary::default(),
+            notice: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `agentctl diff`: an agent's change against its base, committed or not,
 //! untracked files included.
 
-use git2::{DiffFormat, DiffOptions, DiffStatsFormat, Oid, Repository};
+use git2::{DiffFormat, DiffOptions, DiffStatsFormat, Oid};
 
 use super::git_error;
 use crate::domain::AgentWorktree;
@@ -10,12 +10,9 @@ use crate::error::AgentdError;
 /// The diff of the worktree (index and files, untracked included) against
 /// its base commit: a patch, or with `stat` a diffstat.
 pub fn diff(wt: &AgentWorktree, stat: bool) -> Result<String, AgentdError> {
-    let repo = Repository::open(&wt.path).map_err(|e| {
-        git_error(
-            &format!("cannot open the worktree {}", wt.path.display()),
-            e,
-        )
-    })?;
+    // Through git's record of the tree, never the tree's own `.git`.
+    let repo =
+        super::link::open_tree(&wt.path).map_err(|e| super::link::open_error(&wt.path, e))?;
     let base = Oid::from_str(&wt.base_commit)
         .and_then(|oid| repo.find_commit(oid))
         .and_then(|c| c.tree())

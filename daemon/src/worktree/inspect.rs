@@ -31,8 +31,8 @@ pub fn work_in(
     base: &str,
     base_commit: &str,
 ) -> Result<Inspection, AgentdError> {
-    let repo = Repository::open(path)
-        .map_err(|e| git_error(&format!("cannot open the worktree {}", path.display()), e))?;
+    // Through git's record of the tree, never the tree's own `.git`.
+    let repo = super::link::open_tree(path).map_err(|e| super::link::open_error(path, e))?;
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
@@ -63,7 +63,7 @@ pub fn work_in(
     work.ahead = work
         .ahead
         .saturating_add(commits_ahead(&repo, branch, base, base_commit)?);
-    let locked = Repository::open(path)
+    let locked = super::link::open_tree(path)
         .ok()
         .and_then(|r| git2::Worktree::open_from_repository(&r).ok())
         .and_then(|wt| wt.is_locked().ok())

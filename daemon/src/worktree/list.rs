@@ -50,7 +50,8 @@ pub fn agentd_worktrees(common_dir: &Path) -> Result<Vec<Found>, AgentdError> {
         let Some(checkout) = checkout_of(&path) else {
             continue;
         };
-        let branch = Repository::open_from_worktree(&wt)
+        // From git's record: the tree's own `.git` may be an agent's.
+        let branch = super::link::open_record(repo.commondir(), name)
             .ok()
             .and_then(|r| {
                 r.head()
@@ -156,6 +157,7 @@ pub fn pinned(working_dir: &str, cwd: &Path) -> Result<(PathBuf, AgentWorktree),
             owned: false,
             state: WorktreeState::Active,
             work: WorkSummary::default(),
+            notice: None,
         },
     ))
 }

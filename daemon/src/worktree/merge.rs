@@ -57,6 +57,10 @@ pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, Ag
         )));
     }
     if wt.path.is_dir() {
+        // Its message would have the person run git in the tree.
+        if let Some(refused) = super::link::refusal(&wt.path) {
+            return Err(refused);
+        }
         let held = work_in(&wt.path, &wt.branch, &wt.base, &wt.base_commit)?;
         let uncommitted = held.work.changed + held.work.untracked;
         if uncommitted > 0 {

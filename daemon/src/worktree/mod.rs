@@ -18,6 +18,7 @@
 mod create;
 mod diff;
 mod inspect;
+pub mod link;
 mod list;
 mod merge;
 mod one_at_a_time;

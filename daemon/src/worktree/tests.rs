@@ -908,3 +908,33 @@ fn trees_made_at_the_same_moment_in_one_repository_are_all_made() {
         assert!(failed.is_empty(), "round {round}: {failed:?}");
     }
 }
+
+#[test]
+fn a_replaced_git_link_is_never_read_and_is_restored_keeping_what_was_there() {
+    let repo = TestRepo::new();
+    let (_plan, wt) = make(&repo, "a1b2c3d4");
+    std::fs::write(wt.path.join("README"), "changed\n").unwrap();
+    assert_eq!(super::link::check(&wt.path), super::link::Link::Intact);
+    // The agent's own repository where the link was.
+    std::fs::remove_file(wt.path.join(".git")).unwrap();
+    testrepo::git(&wt.path, &["init", "-q", "--bare", ".git"]);
+    assert!(matches!(
+        super::link::check(&wt.path),
+        super::link::Link::Replaced(w) if w.contains("directory")
+    ));
+    // Read through git's record: the real change, on the agent's branch.
+    let held = work_in(&wt.path, &wt.branch, &wt.base, &wt.base_commit).unwrap();
+    assert_eq!(held.work.changed, 1, "{held:?}");
+    assert!(diff(&wt, false).unwrap().contains("+changed"));
+    // A merge's message would have the person run git there: refused.
+    let refused = merge(&wt, false, "agent x").unwrap_err().to_string();
+    assert!(refused.contains("replaced its worktree's .git link"), "{refused}");
+    let notice = super::link::restore(&wt.path).unwrap().unwrap();
+    assert!(notice.contains("restored"), "{notice}");
+    assert_eq!(super::link::check(&wt.path), super::link::Link::Intact);
+    assert!(wt.path.join(".git.replaced-by-agent/HEAD").is_file());
+    assert!(diff(&wt, false).unwrap().contains("+changed"));
+    let status = testrepo::git(&wt.path, &["status", "--porcelain"]);
+    assert!(status.contains("README"), "{status}");
+    assert_eq!(super::link::restore(&wt.path).unwrap(), None);
+}
