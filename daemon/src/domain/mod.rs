@@ -26,7 +26,7 @@ pub use prompt::PromptContext;
 pub use sandbox::SandboxMode;
 pub use tool::ToolName;
 pub use transcript::{Role, StopReason, TranscriptEntry, json_bytes};
-pub use worktree::{AgentWorktree, WorkSummary, WorktreeState};
+pub use worktree::{AgentWorktree, MergeJournal, WorkSummary, WorktreeState};
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {

@@ -31,6 +31,20 @@ pub struct AgentWorktree {
     pub notice: Option<String>,
 }
 
+/// A merge about to change the person's checkout (`agentctl merge`): its
+/// branch moves from `from` to `to` (commit ids) and the checkout's files
+/// with it. Journaled (`store::merges`) so that a crash mid-way is finished
+/// or undone at the next start, never left half done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergeJournal {
+    /// The checkout's working directory.
+    pub checkout: PathBuf,
+    /// The branch it has checked out (`refs/heads/…`).
+    pub branch_ref: String,
+    pub from: String,
+    pub to: String,
+}
+
 /// What became of an agent's worktree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WorktreeState {

@@ -14,6 +14,8 @@
 //! - `v1/worktree_repos`: common git directory → (): every repository
 //!   agentd has made a worktree in, for `worktrees` and the startup sweep
 //!   (`repos`)
+//! - `v1/merges`: key → a merge in progress, written before a merge touches
+//!   the person's checkout and removed after (`merges`)
 //! - `meta`: `schema_version` → u32 big-endian (`migrate`)
 //!
 //! Durability (DESIGN §3): "acknowledged means durable". Every method named
@@ -33,6 +35,7 @@ mod codec;
 mod error;
 mod health;
 mod inbox;
+mod merges;
 mod migrate;
 mod record_index;
 mod repos;
@@ -103,6 +106,7 @@ pub(crate) struct Trees {
     children: sled::Tree,
     short_ids: sled::Tree,
     worktree_repos: sled::Tree,
+    merges: sled::Tree,
 }
 
 /// Removes the snapshot files sled did not finish writing
@@ -192,6 +196,7 @@ impl Trees {
             children: db.open_tree("v1/children")?,
             short_ids: db.open_tree("v1/short_ids")?,
             worktree_repos: db.open_tree("v1/worktree_repos")?,
+            merges: db.open_tree("v1/merges")?,
             db,
         })
     }

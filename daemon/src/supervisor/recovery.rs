@@ -28,6 +28,7 @@ impl Supervisor {
                 "killed tool processes left running by the previous agentd"
             );
         }
+        self.recover_merges().await;
         let mut ids = self.mark_interrupted().await?;
         for id in self.store.ids_by_status(|s| s == Status::Interrupted)? {
             if !ids.contains(&id)
@@ -38,6 +39,56 @@ impl Supervisor {
             }
         }
         Ok(ids)
+    }
+
+    /// Merges a crash cut short (`agentctl merge`) are finished or undone
+    /// before anything else runs: the person's checkout is never left half
+    /// merged. A journal entry stays while it cannot be settled (the disk
+    /// is full, the checkout cannot be opened): the next start tries again.
+    async fn recover_merges(&self) {
+        let journals = match self.store.merges_in_progress() {
+            Ok(j) => j,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the merge journal");
+                return;
+            }
+        };
+        for (key, journal) in journals {
+            let j = journal.clone();
+            let recovered =
+                super::worktrees::git(move || crate::worktree::merge_journal::recover(&j)).await;
+            let checkout = journal.checkout.display().to_string();
+            match recovered {
+                Ok(r) => {
+                    use crate::worktree::merge_journal::Recovered;
+                    match &r {
+                        Recovered::Finished { written, left } => tracing::warn!(
+                            checkout,
+                            written,
+                            ?left,
+                            "finished a merge a crash had cut short (its branch had moved)"
+                        ),
+                        Recovered::Undone { written, left } => tracing::warn!(
+                            checkout,
+                            written,
+                            ?left,
+                            "undid a merge a crash had cut short (its branch had not moved)"
+                        ),
+                        Recovered::Left(why) => tracing::warn!(
+                            checkout,
+                            why,
+                            "left a merge a crash had cut short as it is"
+                        ),
+                    }
+                    if let Err(e) = self.store.end_merge_durable(key).await {
+                        tracing::warn!(error = %e, "cannot forget a settled merge's journal");
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(checkout, error = %e, "cannot settle a merge a crash cut short; trying again at the next start")
+                }
+            }
+        }
     }
 
     /// A full disk does not stop the daemon from starting: the marks are

@@ -379,7 +379,27 @@ impl Supervisor {
         }
         let _guard = self.worktree_lock.lock().await;
         let w = wt.clone();
-        let merged = git(move || worktree::merge(&w, squash, &label)).await?;
+        let prepared = git(move || worktree::prepare(&w, squash, &label)).await?;
+        let merged = match prepared {
+            worktree::Prepared::Done(m) => m,
+            worktree::Prepared::Write {
+                journal,
+                merged,
+                log,
+            } => {
+                // On disk before the checkout changes: a crash mid-way is
+                // finished or undone at the next start.
+                let key = self.store.begin_merge_durable(&journal).await?;
+                let j = journal.clone();
+                let applied = git(move || worktree::merge_journal::apply(&j, &log)).await;
+                // Written or put back: either way complete.
+                if let Err(e) = self.store.end_merge_durable(key).await {
+                    tracing::warn!(error = %e, "cannot forget a finished merge's journal; the next start checks it again");
+                }
+                applied?;
+                merged
+            }
+        };
         Ok((merged, wt.checkout))
     }
 

@@ -1,10 +1,13 @@
 //! `agentctl merge`: the agent's branch into the checkout it came from,
-//! only when that checkout is clean; a conflict changes nothing.
+//! only when that checkout is clean; a conflict changes nothing. This file
+//! decides what the merge is (`prepare`: nothing in the checkout changes);
+//! `merge_journal` writes it into the checkout, all or nothing across a
+//! crash.
 
-use git2::{BranchType, Commit, Repository, Signature, StatusOptions, build::CheckoutBuilder};
+use git2::{BranchType, Commit, Repository, Signature, StatusOptions};
 
 use super::{base_label, git_error, inspect::work_in};
-use crate::domain::AgentWorktree;
+use crate::domain::{AgentWorktree, MergeJournal};
 use crate::error::AgentdError;
 
 /// What a merge did.
@@ -23,12 +26,26 @@ pub enum Merged {
     },
 }
 
-/// Merges `wt`'s branch into its checkout's current branch. `label` names
-/// the agent in messages and the commit. Refuses (changing nothing) when the
-/// checkout has uncommitted changes or is detached, when the worktree holds
-/// uncommitted work (it would not be merged), or on a conflict (listing the
-/// conflicting paths).
-pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, AgentdError> {
+/// A merge decided: nothing to do, or a change for the checkout.
+#[derive(Clone, Debug)]
+pub enum Prepared {
+    Done(Merged),
+    /// The checkout's branch moves as `journal` says; `merged` is the
+    /// outcome once written (`merge_journal::apply`).
+    Write {
+        journal: MergeJournal,
+        merged: Merged,
+        log: String,
+    },
+}
+
+/// Decides the merge of `wt`'s branch into its checkout's current branch.
+/// `label` names the agent in messages and the commit. Refuses (changing
+/// nothing) when the checkout has uncommitted changes or is detached, when
+/// the worktree holds uncommitted work (it would not be merged), or on a
+/// conflict (listing the conflicting paths). A merge commit it makes is
+/// only an object until the merge is written.
+pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared, AgentdError> {
     let repo = Repository::open(&wt.checkout)
         .map_err(|e| git_error(&format!("cannot open {}", wt.checkout.display()), e))?;
     let head = repo
@@ -81,19 +98,22 @@ pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, Ag
     let (ours_id, theirs_id) = (head_commit.id(), theirs.id());
     let reachable = |from, to| repo.graph_descendant_of(from, to).unwrap_or(false);
     if ours_id == theirs_id || reachable(ours_id, theirs_id) {
-        return Ok(Merged::UpToDate);
+        return Ok(Prepared::Done(Merged::UpToDate));
     }
+    let journal = |to: git2::Oid| MergeJournal {
+        checkout: wt.checkout.clone(),
+        branch_ref: branch_ref.clone(),
+        from: ours_id.to_string(),
+        to: to.to_string(),
+    };
     if !squash && reachable(theirs_id, ours_id) {
-        update_checkout(
-            &repo,
-            &theirs,
-            &branch_ref,
-            ours_id,
-            &format!("agentd: fast-forward to {}", wt.branch),
-        )?;
-        return Ok(Merged::FastForward {
-            branch: branch_name,
-            commit: theirs_id.to_string(),
+        return Ok(Prepared::Write {
+            journal: journal(theirs_id),
+            merged: Merged::FastForward {
+                branch: branch_name,
+                commit: theirs_id.to_string(),
+            },
+            log: format!("agentd: fast-forward to {}", wt.branch),
         });
     }
     let mut index = repo
@@ -120,7 +140,7 @@ pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, Ag
         .map_err(|e| git_error("cannot write the merged tree", e))?;
     if head_commit.tree_id() == tree_id {
         // The checkout has the agent's change already (squashed before).
-        return Ok(Merged::UpToDate);
+        return Ok(Prepared::Done(Merged::UpToDate));
     }
     let tree = repo
         .find_tree(tree_id)
@@ -146,21 +166,32 @@ pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, Ag
     let commit_id = repo
         .commit(None, &sig, &sig, &message, &tree, &parents)
         .map_err(|e| git_error("cannot commit the merge", e))?;
-    let commit = repo
-        .find_commit(commit_id)
-        .map_err(|e| git_error("cannot read the merge commit", e))?;
-    update_checkout(
-        &repo,
-        &commit,
-        &branch_ref,
-        ours_id,
-        &format!("agentd: merge {}", wt.branch),
-    )?;
-    Ok(Merged::Commit {
-        branch: branch_name,
-        commit: commit_id.to_string(),
-        squashed: squash,
+    Ok(Prepared::Write {
+        journal: journal(commit_id),
+        merged: Merged::Commit {
+            branch: branch_name,
+            commit: commit_id.to_string(),
+            squashed: squash,
+        },
+        log: format!("agentd: merge {}", wt.branch),
     })
+}
+
+/// `prepare` and `merge_journal::apply` without a journal: for tests of
+/// the merge rules only (the daemon journals every merge it writes).
+#[cfg(test)]
+pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, AgentdError> {
+    match prepare(wt, squash, label)? {
+        Prepared::Done(m) => Ok(m),
+        Prepared::Write {
+            journal,
+            merged,
+            log,
+        } => {
+            super::merge_journal::apply(&journal, &log)?;
+            Ok(merged)
+        }
+    }
 }
 
 /// Tracked files with staged or unstaged changes (untracked ones are
@@ -172,62 +203,4 @@ fn tracked_changes(repo: &Repository) -> Result<usize, AgentdError> {
         .statuses(Some(&mut opts))
         .map_err(|e| git_error("cannot read the checkout's status", e))?;
     Ok(statuses.iter().filter(|s| !s.status().is_empty()).count())
-}
-
-/// Writes `commit`'s tree into the checkout and its index, then moves the
-/// branch from `expected` to it (a compare-and-swap). HEAD is read again
-/// first: if the branch moved while the merge was computed, nothing is
-/// written. The checkout's baseline is HEAD's tree, and it refuses, before
-/// writing anything, to overwrite a changed file or one git does not track.
-fn update_checkout(
-    repo: &Repository,
-    commit: &Commit,
-    branch_ref: &str,
-    expected: git2::Oid,
-    log: &str,
-) -> Result<(), AgentdError> {
-    let moved = || {
-        AgentdError::precondition(
-            "the checkout's branch moved while merging; nothing was changed, merge again",
-        )
-    };
-    match repo.head() {
-        Ok(h) if h.name() == Some(branch_ref) && h.target() == Some(expected) => {}
-        _ => return Err(moved()),
-    }
-    let tree = commit
-        .tree()
-        .map_err(|e| git_error("cannot read the tree", e))?;
-    let mut checkout = CheckoutBuilder::new();
-    // Not even an ignored file (a person's .env) is written over.
-    checkout.safe().overwrite_ignored(false);
-    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
-        .map_err(|e| {
-            AgentdError::precondition(if e.code() == git2::ErrorCode::Conflict {
-                format!(
-                    "the merge would overwrite files in the checkout that are changed or not tracked ({}); nothing was changed — commit or move them, then merge again",
-                    e.message()
-                )
-            } else {
-                format!(
-                    "writing the merge into the checkout failed ({}); the branch was not moved; check `git status` before going on",
-                    e.message()
-                )
-            })
-        })?;
-    repo.reference_matching(branch_ref, commit.id(), true, expected, log)
-        .map_err(|e| {
-            AgentdError::precondition(format!(
-                "the checkout's branch moved while the merge was written ({}); the files hold the merge ({}) but the branch was not moved; check `git status`",
-                e.message(),
-                commit.id()
-            ))
-        })?;
-    let mut index = repo
-        .index()
-        .map_err(|e| git_error("cannot open the index", e))?;
-    index
-        .read_tree(&tree)
-        .and_then(|_| index.write())
-        .map_err(|e| git_error("cannot write the index", e))
 }

@@ -21,6 +21,7 @@ mod inspect;
 pub mod link;
 mod list;
 mod merge;
+pub mod merge_journal;
 mod one_at_a_time;
 mod places;
 mod remove;
@@ -36,7 +37,9 @@ pub use create::{Plan, create, plan, recreate};
 pub use diff::diff;
 pub use inspect::{Inspection, inspect, work_in};
 pub use list::{Found, agentd_worktrees, common_dir_of, pinned};
-pub use merge::{Merged, merge};
+#[cfg(test)]
+pub use merge::merge;
+pub use merge::{Merged, Prepared, prepare};
 pub use places::Places;
 pub use remove::{Settled, Target, discard, remove_if_clean, would_remove};
 

@@ -928,7 +928,10 @@ fn a_replaced_git_link_is_never_read_and_is_restored_keeping_what_was_there() {
     assert!(diff(&wt, false).unwrap().contains("+changed"));
     // A merge's message would have the person run git there: refused.
     let refused = merge(&wt, false, "agent x").unwrap_err().to_string();
-    assert!(refused.contains("replaced its worktree's .git link"), "{refused}");
+    assert!(
+        refused.contains("replaced its worktree's .git link"),
+        "{refused}"
+    );
     let notice = super::link::restore(&wt.path).unwrap().unwrap();
     assert!(notice.contains("restored"), "{notice}");
     assert_eq!(super::link::check(&wt.path), super::link::Link::Intact);
@@ -937,4 +940,106 @@ fn a_replaced_git_link_is_never_read_and_is_restored_keeping_what_was_there() {
     let status = testrepo::git(&wt.path, &["status", "--porcelain"]);
     assert!(status.contains("README"), "{status}");
     assert_eq!(super::link::restore(&wt.path).unwrap(), None);
+}
+
+/// A merge cut short with some files written: `recover` puts every path on
+/// the branch's side, forward or back, and leaves a path someone changed.
+#[test]
+fn a_merge_cut_short_is_finished_or_undone_by_where_its_branch_is() {
+    for branch_moved in [false, true] {
+        let repo = TestRepo::new();
+        for i in 0..20 {
+            repo.write(&format!("f{i}.txt"), "old\n");
+        }
+        repo.write("gone.txt", "old\n");
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-qm", "files"]);
+        let (_, wt) = make(&repo, if branch_moved { "77770001" } else { "77770002" });
+        for i in 0..20 {
+            std::fs::write(wt.path.join(format!("f{i}.txt")), "new\n").unwrap();
+        }
+        std::fs::create_dir_all(wt.path.join("dir")).unwrap();
+        std::fs::write(wt.path.join("dir/added.txt"), "new\n").unwrap();
+        std::fs::remove_file(wt.path.join("gone.txt")).unwrap();
+        git(&wt.path, &["add", "-A"]);
+        git(&wt.path, &["commit", "-qm", "agent work"]);
+        let Prepared::Write { journal, .. } = prepare(&wt, false, "agent").unwrap() else {
+            panic!("a merge to write");
+        };
+        // The crash: half of the files written, the branch moved or not.
+        for i in 0..10 {
+            repo.write(&format!("f{i}.txt"), "new\n");
+        }
+        if branch_moved {
+            repo.git(&["update-ref", &journal.branch_ref, &journal.to]);
+        }
+        let recovered = merge_journal::recover(&journal).unwrap();
+        let want = if branch_moved { "new\n" } else { "old\n" };
+        for i in 0..20 {
+            assert_eq!(
+                std::fs::read_to_string(repo.root.join(format!("f{i}.txt"))).unwrap(),
+                want,
+                "f{i} ({recovered:?})"
+            );
+        }
+        assert_eq!(repo.root.join("dir/added.txt").exists(), branch_moved);
+        assert_eq!(repo.root.join("gone.txt").exists(), !branch_moved);
+        assert!(
+            repo.git(&["status", "--porcelain"]).is_empty(),
+            "{}",
+            repo.git(&["status", "--porcelain"])
+        );
+        match recovered {
+            merge_journal::Recovered::Finished { written, left } => {
+                assert!(branch_moved);
+                assert_eq!((written, left.len()), (12, 0));
+            }
+            merge_journal::Recovered::Undone { written, left } => {
+                assert!(!branch_moved);
+                assert_eq!((written, left.len()), (10, 0));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_path_someone_changed_after_the_crash_is_left_alone() {
+    let repo = TestRepo::new();
+    let wt = committed_tree(&repo, "77770003", "README", "agent\n");
+    let Prepared::Write { journal, .. } = prepare(&wt, false, "agent").unwrap() else {
+        panic!("a merge to write");
+    };
+    repo.write("README", "the person's own edit\n");
+    let recovered = merge_journal::recover(&journal).unwrap();
+    assert_eq!(
+        recovered,
+        merge_journal::Recovered::Undone {
+            written: 0,
+            left: vec!["README".into()]
+        }
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("README")).unwrap(),
+        "the person's own edit\n"
+    );
+}
+
+#[test]
+fn a_merge_writes_no_file_through_a_link_in_the_checkout() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let (_, wt) = make(&repo, "77770004");
+    std::fs::create_dir_all(wt.path.join("sub")).unwrap();
+    std::fs::write(wt.path.join("sub/f.txt"), "agent\n").unwrap();
+    git(&wt.path, &["add", "-A"]);
+    git(&wt.path, &["commit", "-qm", "agent work"]);
+    // An untracked link where the merge makes a directory.
+    std::os::unix::fs::symlink(outside.path(), repo.root.join("sub")).unwrap();
+    let err = merge(&wt, false, "agent").unwrap_err().to_string();
+    assert!(
+        err.contains("would overwrite") || err.contains("sub"),
+        "{err}"
+    );
+    assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
 }
