@@ -130,6 +130,9 @@ pub struct WorktreeJson<'a> {
     pub orphan: bool,
     pub missing: bool,
     pub paths: &'a [String],
+    /// Why agentd cannot reach it and what to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'a str>,
 }
 
 impl<'a> WorktreeJson<'a> {
@@ -153,6 +156,15 @@ impl<'a> WorktreeJson<'a> {
             orphan: w.orphan,
             missing: w.missing,
             paths: &w.paths,
+            note: opt(&w.note),
         }
     }
+}
+
+/// This process's working directory, for the daemon to look for a checkout
+/// that moved (empty when it cannot be read).
+pub fn client_dir() -> String {
+    std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default()
 }

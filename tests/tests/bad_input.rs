@@ -411,6 +411,7 @@ fn a_huge_or_malformed_id_is_an_invalid_argument_with_a_short_message() {
                         id: id.clone(),
                         force: true,
                         discard_worktree: true,
+                        cwd: String::new(),
                     })
                     .await
                     .unwrap_err(),

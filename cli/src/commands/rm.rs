@@ -56,6 +56,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             id: args.id,
             force: args.force,
             discard_worktree: args.discard_worktree,
+            cwd: crate::worktree_view::client_dir(),
         })
         .await?
         .into_inner();
@@ -75,6 +76,8 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "removed its worktree {} and branch {} (no changes)",
                 w.path, w.branch
             );
+        } else if !w.note.is_empty() {
+            println!("could not reach its worktree {}: {}", w.path, w.note);
         } else {
             println!(
                 "kept its worktree {} and branch {}: {held}; it is an orphan now (`agentctl worktrees`); delete it with git once you have what you need",

@@ -33,7 +33,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let mut client = target.client().await?;
     if let Some(Action::Prune { dry_run, json }) = args.action {
         let resp = client
-            .prune_worktrees(pb::PruneWorktreesRequest { dry_run })
+            .prune_worktrees(pb::PruneWorktreesRequest {
+                dry_run,
+                cwd: crate::worktree_view::client_dir(),
+            })
             .await?
             .into_inner();
         if json {
@@ -63,7 +66,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         return Ok(SUCCESS);
     }
     let resp = client
-        .list_worktrees(pb::ListWorktreesRequest {})
+        .list_worktrees(pb::ListWorktreesRequest {
+            cwd: crate::worktree_view::client_dir(),
+        })
         .await?
         .into_inner();
     if args.json {
@@ -95,6 +100,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             states(w).join(", "),
             w.path
         );
+        if !w.note.is_empty() {
+            println!("  {}", w.note);
+        }
     }
     Ok(SUCCESS)
 }

@@ -281,7 +281,24 @@ pub fn worktree_report(r: &WorktreeReport) -> pb::Worktree {
         agent_status: r.agent.as_ref().map_or(0, |a| status(a.status) as i32),
         missing: !r.found.exists,
         paths: inspection.map(|i| i.paths.clone()).unwrap_or_default(),
+        note: r.note.clone().unwrap_or_default(),
     }
+}
+
+/// A client's working directory as sent (empty: none): absolute, or
+/// INVALID_ARGUMENT.
+pub fn client_dir(cwd: &str) -> Result<Option<std::path::PathBuf>, tonic::Status> {
+    if cwd.is_empty() {
+        return Ok(None);
+    }
+    let path = std::path::PathBuf::from(cwd);
+    if !path.is_absolute() {
+        return Err(tonic::Status::invalid_argument(format!(
+            "cwd '{}' must be an absolute path",
+            crate::error::quote(cwd)
+        )));
+    }
+    Ok(Some(path))
 }
 
 pub fn merged(m: Merged, checkout: &std::path::Path) -> pb::MergeAgentResponse {

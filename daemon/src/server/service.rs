@@ -275,7 +275,11 @@ impl AgentService for AgentApi {
         req: Request<pb::RemoveAgentRequest>,
     ) -> Result<Response<pb::RemoveAgentResponse>, Status> {
         let r = req.into_inner();
-        let (id, tree) = self.sup.remove(&r.id, r.force, r.discard_worktree).await?;
+        let cwd = convert::client_dir(&r.cwd)?;
+        let (id, tree) = self
+            .sup
+            .remove(&r.id, r.force, r.discard_worktree, cwd.as_deref())
+            .await?;
         Ok(Response::new(pb::RemoveAgentResponse {
             id: id.to_string(),
             worktree_removed: tree.as_ref().is_some_and(|t| t.removed),
@@ -344,9 +348,10 @@ impl AgentService for AgentApi {
 
     async fn list_worktrees(
         &self,
-        _req: Request<pb::ListWorktreesRequest>,
+        req: Request<pb::ListWorktreesRequest>,
     ) -> Result<Response<pb::ListWorktreesResponse>, Status> {
-        let reports = self.sup.worktrees().await?;
+        let cwd = convert::client_dir(&req.into_inner().cwd)?;
+        let reports = self.sup.worktrees(cwd.as_deref()).await?;
         Ok(Response::new(pb::ListWorktreesResponse {
             worktrees: reports.iter().map(convert::worktree_report).collect(),
         }))
@@ -356,7 +361,9 @@ impl AgentService for AgentApi {
         &self,
         req: Request<pb::PruneWorktreesRequest>,
     ) -> Result<Response<pb::PruneWorktreesResponse>, Status> {
-        let (removed, kept) = self.sup.prune_worktrees(req.into_inner().dry_run).await?;
+        let r = req.into_inner();
+        let cwd = convert::client_dir(&r.cwd)?;
+        let (removed, kept) = self.sup.prune_worktrees(r.dry_run, cwd.as_deref()).await?;
         Ok(Response::new(pb::PruneWorktreesResponse {
             removed: removed.iter().map(convert::worktree_report).collect(),
             kept: kept.iter().map(convert::worktree_report).collect(),

@@ -278,13 +278,17 @@ impl Supervisor {
     /// unless `force`, which cancels it first. Its own worktree goes with
     /// its branch if it holds no work (or `discard_worktree`); otherwise it
     /// is kept, and the answer says what it holds.
+    /// `cwd`: the client's directory, where a checkout that moved may be
+    /// found (`moved_checkouts`).
     pub async fn remove(
         &self,
         query: &str,
         force: bool,
         discard_worktree: bool,
+        cwd: Option<&std::path::Path>,
     ) -> Result<(AgentId, Option<RemovedTree>), AgentdError> {
         let record = self.resolve(query)?;
+        let record = self.locate_tree(record, cwd).await?;
         let id = record.id;
         let handle = self.handle(&record)?;
         if handle.is_running() || record.status.is_live() {

@@ -28,6 +28,7 @@ mod fanout;
 mod fork;
 mod host;
 mod housekeeping;
+mod moved_checkouts;
 mod notification;
 mod queries;
 mod recovery;

@@ -338,7 +338,7 @@ async fn a_subagent_never_gets_a_looser_mode_even_when_its_parent_is_gone() {
     assert_eq!(plan.permission_mode, PermissionMode::Plan);
     // The parent removed: fail closed, no change at all.
     w.sup
-        .remove(&parent.id.to_string(), false, false)
+        .remove(&parent.id.to_string(), false, false, None)
         .await
         .unwrap();
     let orphaned = w.sup.update(&id, Some(PermissionMode::Bypass), None).await;

@@ -3,7 +3,7 @@
 //! with a tree. Every removal holds `Supervisor::worktree_lock`; the check
 //! for work is `worktree::remove`'s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::worktrees::{git, host_tree_name, target_of};
 use super::{Supervisor, short};
@@ -18,6 +18,9 @@ pub struct WorktreeReport {
     pub agent: Option<AgentRecord>,
     /// None when it could not be inspected (its directory is gone).
     pub inspection: Option<Inspection>,
+    /// Why agentd cannot reach it and what to do (its checkout moved or
+    /// was deleted).
+    pub note: Option<String>,
 }
 
 impl WorktreeReport {
@@ -74,10 +77,14 @@ impl Supervisor {
             .is_some_and(|id| !matches!(self.store.get_agent(id), Ok(None)))
     }
 
-    /// Every agentd worktree of every repository agentd has used.
-    pub async fn worktrees(&self) -> Result<Vec<WorktreeReport>, AgentdError> {
+    /// Every agentd worktree of every repository agentd has used, and of
+    /// the one holding `cwd` (a client's directory: a checkout that moved
+    /// is found there). Agents whose trees moved have their records follow
+    /// them; trees no repository lists (their checkout is gone) are listed
+    /// as missing, with what to do.
+    pub async fn worktrees(&self, cwd: Option<&Path>) -> Result<Vec<WorktreeReport>, AgentdError> {
         let mut reports = Vec::new();
-        for common in self.store.worktree_repos()? {
+        for common in self.repos_to_look_at(cwd).await {
             let listed = {
                 let c = common.clone();
                 git(move || worktree::agentd_worktrees(&c)).await
@@ -90,9 +97,15 @@ impl Supervisor {
                 }
             };
             for f in found {
-                reports.push(self.report(f).await?);
+                let mut report = self.report(f).await?;
+                if let Some(agent) = report.agent.take() {
+                    report.agent = Some(self.follow_moved(agent, &report.found).await?);
+                }
+                reports.push(report);
             }
         }
+        let unreachable = self.unreachable_trees(&reports);
+        reports.extend(unreachable);
         Ok(reports)
     }
 
@@ -127,6 +140,7 @@ impl Supervisor {
             found,
             agent,
             inspection,
+            note: None,
         })
     }
 
@@ -135,10 +149,11 @@ impl Supervisor {
     pub async fn prune_worktrees(
         &self,
         dry_run: bool,
+        cwd: Option<&Path>,
     ) -> Result<(Vec<WorktreeReport>, Vec<WorktreeReport>), AgentdError> {
         let (mut removed, mut kept) = (Vec::new(), Vec::new());
         let _guard = self.worktree_lock.lock().await;
-        for report in self.worktrees().await? {
+        for report in self.worktrees(cwd).await? {
             // Only trees agentd names (a short id) can be its orphans; a
             // tree someone else put under .agentd/worktrees is theirs.
             // Only a tree agentd marked when it made it can be its orphan;
@@ -218,7 +233,7 @@ impl Supervisor {
                 }
             }
         }
-        match self.prune_worktrees(false).await {
+        match self.prune_worktrees(false, None).await {
             Ok((removed, kept)) => {
                 for r in &removed {
                     tracing::info!(path = %r.found.path.display(), "removed an orphaned worktree that held no work");
@@ -244,6 +259,35 @@ impl Supervisor {
         };
         if wt.state == WorktreeState::Removed && !wt.path.exists() {
             return Ok(None);
+        }
+        if !worktree::repo_dir(&wt).exists() {
+            // Its checkout moved (and no client showed agentd where) or was
+            // deleted: nothing agentd can reach is touched; the person is
+            // told where the tree was and what to do.
+            let note = super::moved_checkouts::unreachable_note(record, &wt);
+            if discard {
+                return Err(AgentdError::precondition(format!(
+                    "agent {}'s worktree {} cannot be discarded: {note}",
+                    short(record),
+                    wt.path.display()
+                )));
+            }
+            return Ok(Some(RemovedTree {
+                report: WorktreeReport {
+                    found: Found {
+                        name: record.short_id.to_string(),
+                        path: wt.path.clone(),
+                        checkout: worktree::repo_dir(&wt),
+                        branch: wt.branch.clone(),
+                        exists: false,
+                        marker: None,
+                    },
+                    agent: Some(record.clone()),
+                    inspection: None,
+                    note: Some(note),
+                },
+                removed: false,
+            }));
         }
         if let Some(user) = self.tree_user(&wt.path, Some(record.id)) {
             return Err(AgentdError::precondition(format!(
@@ -291,6 +335,7 @@ impl Supervisor {
                 found,
                 agent: Some(record.clone()),
                 inspection,
+                note: None,
             },
             removed,
         }))

@@ -339,6 +339,16 @@ fn make_tree(
                 store: plan.store.clone(),
             },
         )?;
+        // libgit2 writes the common dir as an absolute path; git's own
+        // relative form keeps the record valid if the checkout moves.
+        let commondir = repo
+            .commondir()
+            .join("worktrees")
+            .join(&plan.name)
+            .join("commondir");
+        std::fs::write(&commondir, "../..\n").map_err(|e| {
+            AgentdError::precondition(format!("cannot write {}: {e}", commondir.display()))
+        })?;
         let tree_repo = Repository::open_from_worktree(&wt)
             .map_err(|e| git_error("cannot open the new worktree", e))?;
         super::submodules::init(&tree_repo)

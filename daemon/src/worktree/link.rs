@@ -180,3 +180,43 @@ pub fn refusal(path: &Path) -> Option<AgentdError> {
 pub fn open_error(path: &Path, e: git2::Error) -> AgentdError {
     git_error(&format!("cannot open the worktree {}", path.display()), e)
 }
+
+/// After the checkout holding the tree `name` was moved (`mv proj proj2`),
+/// git's record of the tree still names the old place, and the tree's link
+/// the old record: both are pointed at where they are now, as `git
+/// worktree repair` would. `main` is the repository's main checkout now
+/// (the record's common dir moved with it). Returns the tree's path when it
+/// was repaired; None when git's record is right, or no tree of that name
+/// is under `main` (then it is gone, not moved).
+pub fn repair_moved(common: &Path, name: &str, registered: &Path, main: &Path) -> Option<PathBuf> {
+    if registered.exists() {
+        return None;
+    }
+    let places = super::Places::verify(main, common, false).ok()?;
+    if !places.holds_tree(name) {
+        return None;
+    }
+    let tree = main.join(super::WORKTREES_DIR).join(name);
+    let admin = common.join("worktrees").join(name);
+    // The record first: once it names the tree, agentd reads the tree
+    // through it (and puts its link back at the agent's end if need be).
+    let rewrite = |file: &str, text: String| {
+        let tmp = admin.join(format!("{file}.agentd-repair"));
+        std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, admin.join(file)))
+    };
+    // libgit2 wrote the common dir as an absolute path; git's own
+    // relative form moves with the repository from now on.
+    rewrite("commondir", "../..\n".into()).ok()?;
+    rewrite("gitdir", format!("{}\n", tree.join(".git").display())).ok()?;
+    let link = tree.join(".git");
+    if std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_file()) {
+        let tmp = tree.join(".git.agentd-repair");
+        let written = std::fs::write(&tmp, format!("gitdir: {}\n", admin.display()))
+            .and_then(|()| std::fs::rename(&tmp, &link));
+        if let Err(e) = written {
+            tracing::warn!(tree = %tree.display(), error = %e, "cannot repair the moved worktree's link");
+        }
+    }
+    tracing::info!(tree = %tree.display(), was = %registered.display(), "followed a worktree whose checkout moved");
+    Some(tree)
+}

@@ -43,9 +43,16 @@ pub fn agentd_worktrees(common_dir: &Path) -> Result<Vec<Found>, AgentdError> {
         let Ok(wt) = repo.find_worktree(name) else {
             continue;
         };
-        let path = wt.path().to_path_buf();
+        let mut path = wt.path().to_path_buf();
         if !is_agentd_tree(&path, name) {
             continue;
+        }
+        // The checkout moved (and git's record with it): the tree is found
+        // where it is now, and git's record of it repaired.
+        if let Some(main) = repo.workdir()
+            && let Some(moved) = super::link::repair_moved(repo.commondir(), name, &path, main)
+        {
+            path = moved;
         }
         let Some(checkout) = checkout_of(&path) else {
             continue;
