@@ -56,6 +56,10 @@ pub struct Ledger {
     /// Agent id → the pauses the daemon acknowledged (answered
     /// PauseAgent with the agent paused).
     pub paused: HashMap<String, Vec<Paused>>,
+    /// The merge lane's agent now (`workload::Cycle::merge_lane`), and every
+    /// one it had.
+    pub lane: Option<String>,
+    pub lane_ids: Vec<String>,
 }
 
 /// The ledger shared by the driver and its attached clients.

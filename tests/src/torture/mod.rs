@@ -24,7 +24,11 @@
 //! agent whose creation was refused exists; every acknowledged message
 //! was delivered once; no
 //! Bash side effect ran twice and every one reported as run is on disk; no
-//! worktree holding work was removed.
+//! worktree holding work was removed; no process a tool started (however
+//! it hid: `setsid`, `env -i`, a double fork, another name) outlives a
+//! killed daemon or, at the end, its agent's run; a Read of a FIFO never
+//! hangs an agent; a merge the kill cut short is whole or undone after the
+//! restart (the merge lane's repository is clean).
 
 mod check;
 mod ledger;
@@ -115,6 +119,16 @@ pub struct Report {
     pub early_kills: u64,
     /// Entries attached clients were shown (the rest were read).
     pub entries_shown_attached: u64,
+    /// Merges asked for, answered as done, and cut short by a kill (then
+    /// finished or undone by the next start).
+    pub merges: u64,
+    pub merged: u64,
+    pub merges_cut_short: usize,
+    /// Processes tools left behind that a kill found still running (all
+    /// must die with the daemon: a violation each if not).
+    pub survivors_at_kills: usize,
+    /// The most such processes seen running at once during the run.
+    pub survivors_seen: usize,
     /// Where the run's files were kept (after a violation).
     pub kept: Option<PathBuf>,
     pub faults_injected: usize,
@@ -170,6 +184,15 @@ impl std::fmt::Display for Report {
             self.full_disk_starts,
             self.full_disk_refused_starts
         )?;
+        writeln!(
+            f,
+            "  merges: {} asked, {} done, {} cut short by a kill (finished or undone at the restart); processes tools left behind: up to {} at once, {} running at kills (all died with the daemon)",
+            self.merges,
+            self.merged,
+            self.merges_cut_short,
+            self.survivors_seen,
+            self.survivors_at_kills
+        )?;
         if !self.refusals.is_empty() {
             writeln!(
                 f,
@@ -220,13 +243,18 @@ pub fn run(opts: &Options) -> Report {
         );
     }
     gitrepo::init_repo(&env.project());
+    let merge_repo = env.root.path().join("merge-repo");
+    gitrepo::init_repo(&merge_repo);
+    // Unique to this run: runs side by side do not see each other's.
+    let survivor = format!("agentd-torture-survivor-{}", uuid::Uuid::new_v4().simple());
     let mock = MockServer::start();
     let faults = Arc::new(model::Faults::new(opts.seed, opts.fault_rate));
     let faults_on = Arc::new(AtomicBool::new(opts.fault_rate > 0.0));
     {
         let (faults, on) = (faults.clone(), faults_on.clone());
+        let survivor = survivor.clone();
         mock.respond_with(move |r| {
-            let reply = model::answer(r)?;
+            let reply = model::answer(r, &survivor)?;
             Some(if on.load(Ordering::Relaxed) {
                 faults.maybe(reply)
             } else {
@@ -293,7 +321,16 @@ pub fn run(opts: &Options) -> Report {
             started = env.try_start_daemon();
         }
         let daemon = match started {
-            Ok(d) => d,
+            Ok(d) => {
+                // Recovery has run: a merge the last kill cut short is
+                // whole or undone.
+                if let Some(dirty) = merge_repo_dirty(&merge_repo) {
+                    report.violations.push(format!(
+                        "restart {kill}: the merged checkout is not clean: {dirty}"
+                    ));
+                }
+                d
+            }
             Err(e) => {
                 report.violations.push(format!(
                     "restart {kill}: the daemon did not start{}: {e}; its log ends:\n{}",
@@ -332,7 +369,13 @@ pub fn run(opts: &Options) -> Report {
                 std::thread::sleep(budget);
                 let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
             });
-            let mut cycle = Cycle::new(client, ledger.clone(), &env.socket(), &env.project());
+            let mut cycle = Cycle::new(
+                client,
+                ledger.clone(),
+                &env.socket(),
+                &env.project(),
+                &merge_repo,
+            );
             let ballast = fill.and_then(|leave| disk.as_ref().map(|d| d.fill(leave)));
             while !killer.is_finished() {
                 // The daemon answers everyone, whoever stopped reading.
@@ -353,6 +396,7 @@ pub fn run(opts: &Options) -> Report {
                         report.full_disk_answers += 1;
                     }
                 }
+                report.survivors_seen = report.survivors_seen.max(survivors(&survivor).len());
                 let live = agents
                     .iter()
                     .filter(|a| a.parent_id.is_empty() && !settled(a.status))
@@ -378,14 +422,21 @@ pub fn run(opts: &Options) -> Report {
             report.stalled_attaches += cycle.stalled_attaches;
             report.refusals.append(&mut cycle.refusals);
             report.disk_full_refusals += cycle.disk_refusals;
+            report.merges += cycle.merges;
+            report.merged += cycle.merged;
             cycle.abort();
             (v, Some(killer))
         });
         if let Some(killer) = killer {
             let _ = killer.join();
         }
+        let running = survivors(&survivor).len();
+        report.survivors_at_kills += running;
         daemon.kill9();
         report.kills += 1;
+        if let Some(v) = outlived(&survivor, "the killed daemon") {
+            report.violations.push(format!("restart {kill}: {v}"));
+        }
         if opts.verbose || !found.is_empty() {
             println!(
                 "kill {kill}: {} agents created, {} violations",
@@ -406,10 +457,23 @@ pub fn run(opts: &Options) -> Report {
     }
     match env.try_start_daemon() {
         Ok(daemon) => {
+            if let Some(dirty) = merge_repo_dirty(&merge_repo) {
+                report.violations.push(format!(
+                    "final start: the merged checkout is not clean: {dirty}"
+                ));
+            }
             let found = rt.block_on(finish(&env, &ledger, opts, &mut report));
             report.violations.extend(found);
             report.violations.extend(ledger.lock().conflicts.clone());
+            // Every agent has settled: every run has ended, and with it
+            // everything its tools started.
+            if let Some(v) = outlived(&survivor, "its agent's run") {
+                report.violations.push(format!("final: {v}"));
+            }
             drop(daemon);
+            if let Some(v) = outlived(&survivor, "the daemon") {
+                report.violations.push(format!("final: {v}"));
+            }
         }
         Err(e) => report.violations.push(format!(
             "final start: the daemon did not start: {e}; its log ends:\n{}",
@@ -429,6 +493,10 @@ pub fn run(opts: &Options) -> Report {
         report.entries_shown = ledger.deliveries;
         report.entries_shown_attached = ledger.attached_deliveries;
     }
+    report.merges_cut_short = env
+        .daemon_log_text()
+        .matches("a merge a crash had cut short")
+        .count();
     report.elapsed = started.elapsed();
     if !report.violations.is_empty() {
         drop(disk);
@@ -568,6 +636,65 @@ async fn after_restart(
         }
     });
     v
+}
+
+/// Processes (this namespace's ids) whose command line holds `tag`, not
+/// counting zombies.
+fn survivors(tag: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with(['Z', 'X']));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(tag) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A violation if processes tagged `tag` still run 3 s after `what` ended
+/// (then they are killed, so the run goes on).
+fn outlived(tag: &str, what: &str) -> Option<String> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut left = survivors(tag);
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        left = survivors(tag);
+    }
+    if left.is_empty() {
+        return None;
+    }
+    for pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    Some(format!(
+        "{} processes a tool started outlived {what} (pids {left:?})",
+        left.len()
+    ))
+}
+
+/// What makes the merge lane's checkout other than clean: a half-done
+/// merge (changed files, a stray temporary file); None when clean.
+fn merge_repo_dirty(repo: &Path) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(repo)
+        .output()
+        .ok()?;
+    let status = String::from_utf8_lossy(&out.stdout).into_owned();
+    (!status.trim().is_empty()).then(|| status.chars().take(300).collect())
 }
 
 /// The end of the run: wait for every agent to settle, then check it all.

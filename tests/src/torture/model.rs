@@ -14,7 +14,12 @@
 //!   `B2`);
 //! - `F<n>`: one step forking n times (`KEY.f<i>`, plan `B1`);
 //! - `L<n>`: n long answers (128 KiB of text streamed at full speed, some
-//!   16,000 events): the output a client that never reads chokes on.
+//!   16,000 events): the output a client that never reads chokes on;
+//! - `V<n>`: n Bash steps that also leave a process behind every way it
+//!   can (a new session, no environment, a double fork, `nohup`, another
+//!   name): none may outlive its agent's run or the daemon;
+//! - `P<n>`: n Bash steps that also make a FIFO, then Read it and Grep the
+//!   directory holding it: answered at once, never a hang.
 //!
 //! After the plan the agent answers `done KEY`, and `ok KEY` to anything
 //! later (a message, a notification).
@@ -44,6 +49,8 @@ enum Step {
     Spawn(usize),
     Fork(usize),
     Long,
+    Survivor,
+    Fifo,
 }
 
 fn parse_plan(plan: &str) -> Option<Vec<Step>> {
@@ -61,6 +68,8 @@ fn parse_plan(plan: &str) -> Option<Vec<Step>> {
             'S' => steps.push(Step::Spawn(n)),
             'F' => steps.push(Step::Fork(n)),
             'L' => steps.extend(std::iter::repeat_n(Step::Long, n)),
+            'V' => steps.extend(std::iter::repeat_n(Step::Survivor, n)),
+            'P' => steps.extend(std::iter::repeat_n(Step::Fifo, n)),
             _ => return None,
         }
     }
@@ -94,7 +103,9 @@ pub fn find_tag(text: &str) -> Option<(String, String)> {
 pub fn expected_text(key: &str, plan: &str, step: usize) -> Option<String> {
     let steps = parse_plan(plan)?;
     Some(match steps.get(step) {
-        Some(Step::Bash) => format!("Step {step} of {key}: recording it."),
+        Some(Step::Bash | Step::Survivor | Step::Fifo) => {
+            format!("Step {step} of {key}: recording it.")
+        }
         Some(Step::Spawn(n)) => format!("Starting {n} helpers."),
         Some(Step::Fork(n)) => format!("Forking {n} ways."),
         Some(Step::Long) => format!("Long answer {step} of {key}: "),
@@ -136,7 +147,9 @@ pub fn identify(r: &RecordedRequest) -> Option<(String, String, usize)> {
 }
 
 /// The reply for a request of the workload (`None`: not one of ours).
-pub fn answer(r: &RecordedRequest) -> Option<Reply> {
+/// `survivor` names the processes `V` steps leave behind (unique to the
+/// run, so runs side by side do not see each other's).
+pub fn answer(r: &RecordedRequest, survivor: &str) -> Option<Reply> {
     let (key, plan, step) = identify(r)?;
     let steps = parse_plan(&plan)?;
     let mut pace = Duration::from_millis(2);
@@ -150,6 +163,27 @@ pub fn answer(r: &RecordedRequest) -> Option<Reply> {
         Some(Step::Bash) => MockMessage::text(format!("Step {step} of {key}: recording it.")).with(
             Block::bash("", format!("echo {key}.{step} >> {SIDE_LOG}; sleep 0.05")),
         ),
+        Some(Step::Survivor) => MockMessage::text(format!("Step {step} of {key}: recording it."))
+            .with(Block::bash(
+                "",
+                format!(
+                    "echo {key}.{step} >> {SIDE_LOG}; (setsid env -i nohup bash -c '(exec -a {survivor} sleep 600 &)' >/dev/null 2>&1 &); sleep 0.05"
+                ),
+            )),
+        Some(Step::Fifo) => {
+            let fifo = format!("fifo.{key}.{step}");
+            MockMessage::text(format!("Step {step} of {key}: recording it."))
+                .with(Block::bash(
+                    "",
+                    format!("echo {key}.{step} >> {SIDE_LOG}; mkfifo {fifo} 2>/dev/null; sleep 0.05"),
+                ))
+                .with(Block::tool("", "Read", json!({"file_path": fifo})))
+                .with(Block::tool(
+                    "",
+                    "Grep",
+                    json!({"pattern": "never-written", "path": "."}),
+                ))
+        }
         Some(Step::Spawn(n)) => {
             let mut m = MockMessage::text(format!("Starting {n} helpers."));
             for i in 0..*n {
@@ -251,6 +285,10 @@ mod tests {
         assert_eq!(
             parse_plan("B2S1F3"),
             Some(vec![Step::Bash, Step::Bash, Step::Spawn(1), Step::Fork(3)])
+        );
+        assert_eq!(
+            parse_plan("V1P2"),
+            Some(vec![Step::Survivor, Step::Fifo, Step::Fifo])
         );
         assert_eq!(parse_plan("X1"), None);
         assert_eq!(parse_plan("B"), None);

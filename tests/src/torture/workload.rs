@@ -40,6 +40,8 @@ pub struct Cycle {
     pub ledger: SharedLedger,
     pub socket: std::path::PathBuf,
     pub project: std::path::PathBuf,
+    /// The merge lane's repository (`merge_lane`).
+    pub merge_repo: std::path::PathBuf,
     /// Attached clients (recording, or never reading): aborted at the kill.
     pub tasks: Vec<JoinHandle<()>>,
     /// Counts for the report.
@@ -52,15 +54,25 @@ pub struct Cycle {
     pub disk_refusals: u64,
     /// Requests refused that the workload expected to succeed.
     pub refusals: Vec<String>,
+    /// Merges asked for, and merges answered as done.
+    pub merges: u64,
+    pub merged: u64,
 }
 
 impl Cycle {
-    pub fn new(client: ApiClient, ledger: SharedLedger, socket: &Path, project: &Path) -> Cycle {
+    pub fn new(
+        client: ApiClient,
+        ledger: SharedLedger,
+        socket: &Path,
+        project: &Path,
+        merge_repo: &Path,
+    ) -> Cycle {
         Cycle {
             client,
             ledger,
             socket: socket.to_path_buf(),
             project: project.to_path_buf(),
+            merge_repo: merge_repo.to_path_buf(),
             tasks: Vec::new(),
             created: 0,
             sends: 0,
@@ -69,6 +81,8 @@ impl Cycle {
             stalled_attaches: 0,
             disk_refusals: 0,
             refusals: Vec::new(),
+            merges: 0,
+            merged: 0,
         }
     }
 
@@ -76,8 +90,15 @@ impl Cycle {
     /// bounds the number of live agents.
     pub async fn act(&mut self, rng: &mut StdRng, agents: &[pb::Agent], may_create: bool) {
         let roll = rng.random_range(0..100);
+        // The merge lane's agents are the lane's alone: a message would
+        // run one again after its work was merged.
+        let lane_ids = self.ledger.lock().lane_ids.clone();
+        let others: Vec<&pb::Agent> = agents
+            .iter()
+            .filter(|a| !lane_ids.contains(&a.id))
+            .collect();
         let pick = |rng: &mut StdRng| {
-            (!agents.is_empty()).then(|| agents[rng.random_range(0..agents.len())].clone())
+            (!others.is_empty()).then(|| others[rng.random_range(0..others.len())].clone())
         };
         match roll {
             0..30 if may_create => self.create(rng).await,
@@ -89,8 +110,9 @@ impl Cycle {
             50..58 => {
                 // A running agent: most agents have ended by the time they
                 // are picked, and a pause must land to be held to.
-                let running: Vec<&pb::Agent> = agents
+                let running: Vec<&pb::Agent> = others
                     .iter()
+                    .copied()
                     .filter(|a| a.status == pb::AgentStatus::Running as i32)
                     .collect();
                 let chosen = (!running.is_empty())
@@ -157,11 +179,93 @@ impl Cycle {
                     self.attach_and_never_read(&id).await;
                 }
             }
+            90..96 => self.merge_lane(agents).await,
             _ => {
                 // Somebody reading a transcript is shown it too.
                 if let Some(a) = pick(rng) {
                     self.read_transcript(&a.id).await;
                 }
+            }
+        }
+    }
+
+    /// The merge lane, one agent at a time in a repository of its own: an
+    /// agent in a worktree makes a change; once it has ended, the person
+    /// commits it with 300 files more and merges it — a merge
+    /// the next kill may land in. After every restart that repository must
+    /// be clean (`merge_repo_clean`): whole or undone, never half.
+    async fn merge_lane(&mut self, agents: &[pb::Agent]) {
+        let lane = self.ledger.lock().lane.clone();
+        let Some(lane) = lane else {
+            let n = self.ledger.lock().lane_ids.len();
+            let key = format!("m{n}");
+            let request = pb::CreateAgentRequest {
+                prompt: format!("Change the repository. {}", tag(&key, "B1")),
+                model: MODEL.into(),
+                name: key,
+                cwd: self.merge_repo.display().to_string(),
+                background: true,
+                permission_mode: pb::PermissionMode::Bypass as i32,
+                isolation: pb::Isolation::Worktree as i32,
+                ..Default::default()
+            };
+            if let Ok(agent) = self.client.create_agent(request).await {
+                let id = agent.into_inner().id;
+                let mut ledger = self.ledger.lock();
+                ledger.created.push(id.clone());
+                ledger.lane_ids.push(id.clone());
+                ledger.lane = Some(id);
+            }
+            return;
+        };
+        let Some(agent) = agents.iter().find(|a| a.id == lane) else {
+            return;
+        };
+        if agent.status != pb::AgentStatus::Completed as i32 || agent.worktree_path.is_empty() {
+            return;
+        }
+        let tree = Path::new(&agent.worktree_path);
+        if !tree.is_dir() {
+            // Removed clean (nothing to merge): the next agent.
+            self.ledger.lock().lane = None;
+            return;
+        }
+        let bulk = tree.join("bulk");
+        if !bulk.is_dir() {
+            let _ = std::fs::create_dir_all(&bulk);
+            for i in 0..300 {
+                let _ = std::fs::write(bulk.join(format!("{i}.txt")), format!("{lane} {i}\n"));
+            }
+            crate::gitrepo::git(tree, &["add", "-A"]);
+            crate::gitrepo::git(
+                tree,
+                &["commit", "-qm", "the person commits the agent's work"],
+            );
+        }
+        self.merges += 1;
+        match self
+            .client
+            .merge_agent(pb::MergeAgentRequest {
+                id: lane,
+                squash: false,
+            })
+            .await
+        {
+            Ok(_) => {
+                self.merged += 1;
+                self.ledger.lock().lane = None;
+            }
+            // The kill landed; the next cycle merges again (up to date if
+            // the restart finished it).
+            Err(s)
+                if matches!(
+                    s.code(),
+                    tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+                ) => {}
+            Err(s) => {
+                self.refusals
+                    .push(format!("MergeAgent: {:?} {}", s.code(), s.message()));
+                self.ledger.lock().lane = None;
             }
         }
     }
@@ -188,11 +292,20 @@ impl Cycle {
         };
         // Names must not be all hex digits.
         let key = format!("t{n}");
+        // Now and then a step that leaves processes behind, or reads a
+        // FIFO (hostile tools: none may outlive its agent, none may hang).
+        let hostile = match rng.random_range(0..3) {
+            0 => "V1",
+            1 => "P1",
+            _ => "",
+        };
+        // First, so the agent is still running (and its leftovers with it)
+        // when a kill comes.
         let plan = match kind {
-            Kind::Worker => format!("B{}", rng.random_range(2..6)),
+            Kind::Worker => format!("{hostile}B{}", rng.random_range(2..6)),
             Kind::Parent => format!("S{}B1", rng.random_range(1..4)),
             Kind::Forker => format!("B1F{}", rng.random_range(2..4)),
-            Kind::Tree => format!("B{}", rng.random_range(1..4)),
+            Kind::Tree => format!("{hostile}B{}", rng.random_range(1..4)),
             Kind::Chatty => "B1L1".to_string(),
         };
         let request = pb::CreateAgentRequest {
