@@ -240,6 +240,30 @@ fn no_network_refuses_a_tcp_connect_to_a_local_listener() {
 }
 
 #[test]
+fn no_network_also_refuses_udp() {
+    let env = Env::new();
+    let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    listener
+        .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _daemon = env.start_daemon();
+    let send = format!("bash -c 'echo datagram > /dev/udp/127.0.0.1/{port}' && echo sent");
+    let model = bash_model(&env, "udp.json", std::slice::from_ref(&send));
+    let mut buf = [0u8; 64];
+    let denied = run(&env, &model, &["--no-network"]);
+    let (is_error, text) = &results(&env, &denied)[0];
+    assert!(*is_error && text.contains("Permission denied"), "{text}");
+    assert!(listener.recv(&mut buf).is_err(), "a datagram got out");
+    // Without it, the same command gets through: the check is real.
+    let allowed = run(&env, &model, &[]);
+    let (is_error, text) = &results(&env, &allowed)[0];
+    assert!(!is_error && text.contains("sent"), "{text}");
+    let n = listener.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"datagram\n");
+}
+
+#[test]
 fn the_provider_key_is_not_in_the_tools_environment() {
     let env = Env::new();
     env.set_daemon_env("ANTHROPIC_API_KEY", "sk-ant-secret-in-the-daemon");

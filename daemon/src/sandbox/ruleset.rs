@@ -40,9 +40,11 @@ pub struct Confinement {
     fd: OwnedFd,
     /// The seccomp programs every confined process gets (`filters`).
     filters: &'static Filters,
+    /// `--no-network`: `Filters::inet` too.
+    no_network: bool,
 }
 
-/// Two seccomp programs, built once: the same ones confine every tool
+/// The seccomp programs, built once: the same ones confine every tool
 /// process.
 #[derive(Debug)]
 struct Filters {
@@ -57,6 +59,10 @@ struct Filters {
     /// system calls a seccomp filter sees, so it would make and connect
     /// the very sockets the first program refuses.
     io_uring: seccompiler::BpfProgram,
+    /// With `--no-network`: refuses `socket(AF_INET | AF_INET6, …)` with
+    /// EACCES. Landlock controls only TCP bind and connect; this also
+    /// closes UDP (DNS, QUIC), ICMP echo and SCTP.
+    inet: seccompiler::BpfProgram,
 }
 
 static FILTERS: std::sync::OnceLock<Result<Filters, String>> = std::sync::OnceLock::new();
@@ -119,7 +125,26 @@ fn filters() -> Result<Filters, String> {
         arch,
     )
     .map_err(err)?;
+    let family = |f: i32| {
+        SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, f as u64)
+            .and_then(|c| SeccompRule::new(vec![c]))
+            .map_err(err)
+    };
+    let inet_rules = vec![family(libc::AF_INET)?, family(libc::AF_INET6)?];
+    let inet = SeccompFilter::new(
+        with_x32(libc::SYS_socket)
+            .into_iter()
+            .map(|nr| (nr, inet_rules.clone()))
+            .collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EACCES as u32),
+        arch,
+    )
+    .map_err(err)?;
     Ok(Filters {
+        inet: inet
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| err(e))?,
         unix_sockets: unix_sockets
             .try_into()
             .map_err(|e: seccompiler::BackendError| err(e))?,
@@ -190,7 +215,11 @@ impl Confinement {
             .get_or_init(filters)
             .as_ref()
             .map_err(Clone::clone)?;
-        Ok(Confinement { fd, filters })
+        Ok(Confinement {
+            fd,
+            filters,
+            no_network: policy.no_network,
+        })
     }
 
     /// Confines the calling process for good: no new privileges, then the
@@ -215,6 +244,10 @@ impl Confinement {
         // malloc between fork and exec.
         for program in [&self.filters.unix_sockets, &self.filters.io_uring] {
             seccompiler::apply_filter(program)
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+        }
+        if self.no_network {
+            seccompiler::apply_filter(&self.filters.inet)
                 .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
         }
         Ok(())

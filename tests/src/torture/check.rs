@@ -298,13 +298,22 @@ pub fn bash_markers(t: &Transcript) -> (Vec<String>, Vec<String>) {
     (ran, all)
 }
 
-/// Marker lines in the side logs under `dirs`: line → times written.
-pub fn side_effects(dirs: &[&Path]) -> HashMap<String, usize> {
+/// Marker lines in the side logs under `dirs`: line → times written. A
+/// directory given with a key counts only lines of that agent and its
+/// descendants (`KEY.…`): a worktree made after another agent's tree was
+/// merged holds that agent's lines too, as the merge carried them.
+pub fn side_effects(dirs: &[(&Path, Option<&str>)]) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
-    for dir in dirs {
+    for (dir, key) in dirs {
         if let Ok(text) = std::fs::read_to_string(dir.join(SIDE_LOG)) {
             for line in text.lines() {
-                *counts.entry(line.to_string()).or_insert(0) += 1;
+                let own = key.is_none_or(|k| {
+                    line.strip_prefix(k)
+                        .is_some_and(|rest| rest.starts_with('.'))
+                });
+                if own {
+                    *counts.entry(line.to_string()).or_insert(0) += 1;
+                }
             }
         }
     }

@@ -602,13 +602,16 @@ async fn after_restart(
         }
     }
     // No side effect twice; no worktree with work gone.
-    let trees: Vec<&Path> = agents
-        .iter()
-        .filter(|a| !a.worktree_path.is_empty())
-        .map(|a| Path::new(&a.worktree_path))
-        .collect();
-    let mut dirs = vec![project];
-    dirs.extend(&trees);
+    let mut dirs: Vec<(&Path, Option<&str>)> = vec![(project, None)];
+    dirs.extend(
+        agents
+            .iter()
+            .filter(|a| !a.worktree_path.is_empty())
+            .map(|a| {
+                let key = (!a.name.is_empty()).then_some(a.name.as_str());
+                (Path::new(&a.worktree_path), key)
+            }),
+    );
     for (line, n) in check::side_effects(&dirs) {
         if n > 1 {
             v.push(format!("Bash side effect {line} ran {n} times"));
@@ -878,17 +881,20 @@ async fn finish(
         .filter(|s| s.refused.is_none())
         .count();
 
-    // Side effects and worktrees.
-    let trees: Vec<PathBuf> = agents
+    // Side effects and worktrees (each tree counted for its own agent's
+    // lines: see `check::side_effects`).
+    let trees: Vec<(PathBuf, Option<&str>)> = agents
         .iter()
         .filter(|a| !a.worktree_path.is_empty())
-        .map(|a| PathBuf::from(&a.worktree_path))
+        .map(|a| {
+            let key = (!a.name.is_empty()).then_some(a.name.as_str());
+            (PathBuf::from(&a.worktree_path), key)
+        })
         .collect();
     report.worktrees = trees.len();
-    let mut dirs: Vec<&Path> = vec![];
     let project = env.project();
-    dirs.push(&project);
-    dirs.extend(trees.iter().map(PathBuf::as_path));
+    let mut dirs: Vec<(&Path, Option<&str>)> = vec![(&project, None)];
+    dirs.extend(trees.iter().map(|(p, k)| (p.as_path(), *k)));
     let on_disk = check::side_effects(&dirs);
     for (line, n) in &on_disk {
         if *n > 1 {

@@ -834,6 +834,15 @@ fn bench_resolve(args: &[String]) {
 }
 
 fn main() {
+    // `bench sandbox` contains commands as the daemon does: the namespace's
+    // keepers and init exec this binary in a helper mode.
+    if let Some(mode) = std::env::args()
+        .nth(1)
+        .as_deref()
+        .and_then(agentd::sandbox::pid_namespace::helper_mode)
+    {
+        agentd::sandbox::pid_namespace::helper_main(mode);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("resolve") => bench_resolve(&args),

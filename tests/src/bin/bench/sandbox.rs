@@ -38,9 +38,13 @@ pub fn bench_sandbox(args: &[String]) {
         .enable_all()
         .build()
         .unwrap();
+    agentd::sandbox::pid_namespace::set_helper().unwrap();
     println!(
-        "Landlock ABI {}; {files} files; Bash tool calls through agentd::tools::run_tool, alternating.",
-        agentd::sandbox::kernel_abi()
+        "Landlock ABI {}; commands contained in {}; {files} files; Bash tool calls through agentd::tools::run_tool, alternating.",
+        agentd::sandbox::kernel_abi(),
+        agentd::sandbox::pid_namespace::support()
+            .map(|m| m.describe())
+            .unwrap_or("nothing")
     );
     println!(
         "| command | runs | unconfined p50 | confined p50 | unconfined p90 | confined p90 | confined / unconfined (p50) |"
