@@ -437,8 +437,20 @@ impl Supervisor {
                 let key = self.store.begin_merge_durable(&journal).await?;
                 let j = journal.clone();
                 let applied = git(move || worktree::merge_journal::apply(&j, &log)).await;
-                // Written or put back: either way complete.
-                if let Err(e) = self.store.end_merge_durable(key).await {
+                // Failed part way (the index could not be written after the
+                // branch moved, say): settled now as a restart would; the
+                // journal stays if even that fails, for the next start.
+                let complete = match &applied {
+                    Ok(()) => true,
+                    Err(_) => {
+                        let j = journal.clone();
+                        git(move || worktree::merge_journal::recover(&j))
+                            .await
+                            .inspect_err(|e| tracing::error!(error = %e, "cannot settle a merge that failed part way; the next start tries again"))
+                            .is_ok()
+                    }
+                };
+                if complete && let Err(e) = self.store.end_merge_durable(key).await {
                     tracing::warn!(error = %e, "cannot forget a finished merge's journal; the next start checks it again");
                 }
                 applied?;

@@ -339,6 +339,15 @@ pub fn apply(j: &MergeJournal, log: &str) -> Result<(), AgentdError> {
         Ok(h) if h.name() == Some(j.branch_ref.as_str()) && h.target() == Some(from_id) => {}
         _ => return Err(moved()),
     }
+    // The index is written last: a lock on it now (another git at work,
+    // or one that crashed) would stop the merge half way.
+    let index_lock = repo.path().join("index.lock");
+    if index_lock.symlink_metadata().is_ok() {
+        return Err(AgentdError::precondition(format!(
+            "the checkout's index is locked ({}): another git is at work there, or one crashed; if none runs, remove the lock, then merge again; nothing was changed",
+            index_lock.display()
+        )));
+    }
     // Before anything is written: nothing the merge adds is there already
     // (untracked or ignored), and nothing it changes differs from the
     // branch (git's status, as the person's git sees it: filters applied).
@@ -393,11 +402,58 @@ pub fn apply(j: &MergeJournal, log: &str) -> Result<(), AgentdError> {
     sides.set_index(&j.to)
 }
 
+/// Whether some process has `path` open (a git holding its lock now).
+fn held_open(path: &Path) -> bool {
+    let Ok(target) = path.canonicalize() else {
+        return false;
+    };
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    for p in procs.flatten() {
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == target))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The lock files a killed merge can leave (the index's, the branch's):
+/// removed when no process holds them, else the settling waits for the
+/// next start. git itself leaves a stale lock for a person to remove; here
+/// the journal says the merge that took it was agentd's and was cut short.
+fn clear_stale_locks(repo: &Repository, j: &MergeJournal) {
+    let git_dir = repo.path();
+    let common = repo.commondir();
+    for lock in [
+        git_dir.join("index.lock"),
+        common.join(format!("{}.lock", j.branch_ref)),
+    ] {
+        if lock.symlink_metadata().is_ok() && !held_open(&lock) {
+            match std::fs::remove_file(&lock) {
+                Ok(()) => {
+                    tracing::warn!(lock = %lock.display(), "removed a lock the interrupted merge left")
+                }
+                Err(e) => {
+                    tracing::warn!(lock = %lock.display(), error = %e, "cannot remove a lock the interrupted merge left")
+                }
+            }
+        }
+    }
+}
+
 /// Finishes or undoes the merge `j` a crash cut short: the files follow the
 /// branch (see the module's doc).
 pub fn recover(j: &MergeJournal) -> Result<Recovered, AgentdError> {
     let repo = Repository::open(&j.checkout)
         .map_err(|e| git_error(&format!("cannot open {}", j.checkout.display()), e))?;
+    clear_stale_locks(&repo, j);
     let sides = Sides::of(&repo, j)?;
     let at = repo
         .find_reference(&j.branch_ref)

@@ -966,10 +966,12 @@ fn a_merge_cut_short_is_finished_or_undone_by_where_its_branch_is() {
         let Prepared::Write { journal, .. } = prepare(&wt, false, "agent").unwrap() else {
             panic!("a merge to write");
         };
-        // The crash: half of the files written, the branch moved or not.
+        // The crash: half of the files written, the branch moved or not,
+        // and the index's lock left behind by the killed writer.
         for i in 0..10 {
             repo.write(&format!("f{i}.txt"), "new\n");
         }
+        std::fs::write(repo.root.join(".git/index.lock"), "").unwrap();
         if branch_moved {
             repo.git(&["update-ref", &journal.branch_ref, &journal.to]);
         }

@@ -230,18 +230,21 @@ impl Cycle {
             self.ledger.lock().lane = None;
             return;
         }
-        let bulk = tree.join("bulk");
+        // The agent's change and 300 files of the person's, committed once
+        // (a tree made after an earlier lane's merge already holds that
+        // lane's files: these are named by this agent).
+        let bulk = tree.join(format!("bulk-{lane}"));
         if !bulk.is_dir() {
             let _ = std::fs::create_dir_all(&bulk);
             for i in 0..300 {
                 let _ = std::fs::write(bulk.join(format!("{i}.txt")), format!("{lane} {i}\n"));
             }
-            crate::gitrepo::git(tree, &["add", "-A"]);
-            crate::gitrepo::git(
-                tree,
-                &["commit", "-qm", "the person commits the agent's work"],
-            );
         }
+        let _ = crate::gitrepo::git_out(tree, &["add", "-A"]);
+        let _ = crate::gitrepo::git_out(
+            tree,
+            &["commit", "-qm", "the person commits the agent's work"],
+        );
         self.merges += 1;
         match self
             .client
