@@ -258,12 +258,16 @@ impl Cycle {
                 self.merged += 1;
                 self.ledger.lock().lane = None;
             }
-            // The kill landed; the next cycle merges again (up to date if
-            // the restart finished it).
+            // The kill landed, or the disk is full (the merge's journal
+            // cannot be written, so the checkout is not touched): the next
+            // cycle merges again (up to date if the restart finished it).
             Err(s)
                 if matches!(
                     s.code(),
-                    tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+                    tonic::Code::Unavailable
+                        | tonic::Code::Unknown
+                        | tonic::Code::Cancelled
+                        | tonic::Code::ResourceExhausted
                 ) => {}
             Err(s) => {
                 self.refusals
