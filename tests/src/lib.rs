@@ -216,6 +216,27 @@ impl Env {
         })
     }
 
+    /// Starts `agentd` and waits until its start's worktree sweep, which
+    /// runs after it is ready, is done.
+    pub fn start_daemon_swept(&self) -> Daemon {
+        let before = self
+            .daemon_log_text()
+            .matches("worktree sweep done")
+            .count();
+        let daemon = self.start_daemon();
+        wait_until(
+            "the start's worktree sweep",
+            Duration::from_secs(30),
+            || {
+                self.daemon_log_text()
+                    .matches("worktree sweep done")
+                    .count()
+                    > before
+            },
+        );
+        daemon
+    }
+
     /// Starts `agentd`; Err if it exits before it is ready.
     pub fn try_start_daemon(&self) -> Result<Daemon, String> {
         let notify_path = self

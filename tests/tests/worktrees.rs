@@ -282,7 +282,7 @@ fn work_survives_the_end_the_startup_sweep_prune_and_rm() {
     assert!(pruned["removed"].as_array().unwrap().is_empty(), "{pruned}");
     assert_eq!(pruned["kept"].as_array().unwrap().len(), 3, "{pruned}");
     daemon.kill9();
-    let _daemon = env.start_daemon();
+    let _daemon = env.start_daemon_swept();
     for (kind, _, path) in &trees {
         assert!(path.exists(), "{kind}: the sweep keeps work");
     }
@@ -499,7 +499,7 @@ fn the_startup_sweep_removes_clean_orphans_and_keeps_the_rest() {
             persons.to_str().unwrap(),
         ],
     );
-    let _daemon = env.start_daemon();
+    let _daemon = env.start_daemon_swept();
     assert!(
         persons.exists(),
         "a tree agentd did not make is never swept"

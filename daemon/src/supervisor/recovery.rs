@@ -149,7 +149,7 @@ impl Supervisor {
             }
         }
         self.wake_idle_with_inbox().await?;
-        self.sweep_worktrees().await;
+        self.sweep_worktrees_in_background();
         Ok((resumed, blocked))
     }
 

@@ -192,6 +192,20 @@ impl Supervisor {
         Ok((removed, kept))
     }
 
+    /// The start's sweep (`sweep_worktrees`), after the daemon is ready:
+    /// it reads every tree's status, which for many large trees takes long,
+    /// and nothing waits for it (every removal takes the worktree lock and
+    /// checks for work itself).
+    pub(super) fn sweep_worktrees_in_background(self: &std::sync::Arc<Self>) {
+        let sup = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = sup.shutdown.cancelled() => {}
+                () = sup.sweep_worktrees() => {}
+            }
+        });
+    }
+
     /// At start: trees whose removal a crash cut short (renamed, checked
     /// clean) are finished; orphans without work are removed, the rest
     /// logged (and listed by `agentctl worktrees`).
@@ -244,6 +258,7 @@ impl Supervisor {
             }
             Err(e) => tracing::warn!(error = %e, "cannot sweep worktrees"),
         }
+        tracing::info!("worktree sweep done");
     }
 
     /// What `rm` does with the agent's own tree (the agent is no longer
