@@ -167,10 +167,15 @@ impl Health {
         }
     }
 
-    /// The reserve was released to open the store.
-    pub(super) fn reserve_released(&self) {
+    /// The reserve was released to open the store: the store starts full
+    /// (no write until the healer finds room for the writes and the
+    /// reserve both), never writing into the last bytes at once — sled
+    /// meeting ENOSPC then kept its flush waiting forever.
+    pub(super) fn reserve_released(&self, store: &Store) {
         self.reserve_released
             .store(true, std::sync::atomic::Ordering::Release);
+        let mut control = lock(&self.control);
+        self.enter_full(&mut control, store, false);
     }
 
     /// The free space writes must leave.

@@ -150,6 +150,9 @@ fn remove_unfinished_snapshots(path: &Path) {
     drop(lock);
 }
 
+/// How long a flush may take before it counts as failed (`flush_sled`).
+const FLUSH_WITHIN: Duration = Duration::from_secs(15);
+
 /// How long opening waits for the store's lock to be released.
 const LOCK_WAIT: Duration = Duration::from_secs(3);
 
@@ -221,11 +224,8 @@ impl Store {
         };
         let instance_id = migrate::instance_id(&trees.db)?;
         let health = health::Health::new(dir, options);
-        if released {
-            health.reserve_released();
-        }
         health.keep_reserve();
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 health,
                 instance_id,
@@ -235,7 +235,11 @@ impl Store {
                 unconfirmed: unconfirmed::Ledger::default(),
                 records: record_index::RecordIndex::default(),
             }),
-        })
+        };
+        if released {
+            store.inner.health.reserve_released(&store);
+        }
+        Ok(store)
     }
 
     /// The open trees, for reading. Waits out a reopen (it takes
@@ -300,8 +304,22 @@ impl Store {
                 errno,
             ))));
         }
-        let flushed = tokio::task::spawn_blocking(move || trees.db.flush()).await?;
-        Ok(flushed.map(drop))
+        // sled's flush can wait forever for a buffer whose write failed
+        // (ENOSPC): past the bound it counts as a failed write, and the
+        // healer reopens the store.
+        let flushing = tokio::task::spawn_blocking(move || trees.db.flush());
+        match tokio::time::timeout(FLUSH_WITHIN, flushing).await {
+            Ok(flushed) => Ok(flushed?.map(drop)),
+            Err(_) => {
+                tracing::error!(
+                    ?FLUSH_WITHIN,
+                    "a flush of the store did not finish in time; counting it as failed"
+                );
+                Ok(Err(sled::Error::Io(std::io::Error::from_raw_os_error(
+                    libc::ENOSPC,
+                ))))
+            }
+        }
     }
 
     /// Records a corrupt item: logged the first time it is seen, counted.

@@ -115,6 +115,9 @@ pub struct Report {
     pub full_disk_starts: u64,
     /// Of those, refused to start (saying to free space).
     pub full_disk_refused_starts: u64,
+    /// Transcript reads refused on a full disk right after such a start
+    /// (sled refusing a read that needs it to write); checked again later.
+    pub full_disk_reads: u64,
     /// Daemons killed before they were ready (recovering).
     pub early_kills: u64,
     /// Entries attached clients were shown (the rest were read).
@@ -176,13 +179,14 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  full disk {} times: {} agents waited for space at once, {} refused for it, {} listings answered on it, {} daemons started on it ({} refused, saying to free space)",
+            "  full disk {} times: {} agents waited for space at once, {} refused for it, {} listings answered on it, {} daemons started on it ({} refused, saying to free space; {} transcript reads refused on it)",
             self.disk_events,
             self.disk_full_waits,
             self.disk_full_refusals,
             self.full_disk_answers,
             self.full_disk_starts,
-            self.full_disk_refused_starts
+            self.full_disk_refused_starts,
+            self.full_disk_reads
         )?;
         writeln!(
             f,
@@ -361,7 +365,15 @@ pub fn run(opts: &Options) -> Report {
                 Ok(c) => c,
                 Err(e) => return (vec![format!("restart {kill}: cannot connect: {e}")], None),
             };
-            let mut v = after_restart(&mut client, &ledger, &env.project(), kill).await;
+            let mut v = after_restart(
+                &mut client,
+                &ledger,
+                carried.is_some(),
+                &mut report.full_disk_reads,
+                &env.project(),
+                kill,
+            )
+            .await;
             if let Some(ballast) = carried.take() {
                 let _ = std::fs::remove_file(ballast);
             }
@@ -524,9 +536,15 @@ async fn list(client: &mut ApiClient) -> Result<Vec<pb::Agent>, tonic::Status> {
 
 /// After a restart: every interrupted agent resumed or is blocked with a
 /// reason, and every transcript a client has seen is whole.
+/// `on_full_disk`: the daemon started on a full disk. sled may then refuse
+/// a read that needs it to write (RESOURCE_EXHAUSTED, "out of disk space"):
+/// counted in `full_disk_reads`, not a violation — nothing is lost, and the
+/// same reads are checked once space is back (the next restart, the end).
 async fn after_restart(
     client: &mut ApiClient,
     ledger: &SharedLedger,
+    on_full_disk: bool,
+    full_disk_reads: &mut u64,
     project: &Path,
     kill: usize,
 ) -> Vec<String> {
@@ -598,6 +616,7 @@ async fn after_restart(
                 drop(ledger);
                 transcripts.insert(id, t);
             }
+            Err(e) if on_full_disk && e.contains("out of disk space") => *full_disk_reads += 1,
             Err(e) => v.push(format!("restart {kill}: {e}")),
         }
     }
@@ -712,7 +731,18 @@ async fn finish(
         Ok(c) => c,
         Err(e) => return vec![format!("final: cannot connect: {e}")],
     };
-    v.extend(after_restart(&mut client, ledger, &env.project(), usize::MAX).await);
+    let mut refused = 0;
+    v.extend(
+        after_restart(
+            &mut client,
+            ledger,
+            false,
+            &mut refused,
+            &env.project(),
+            usize::MAX,
+        )
+        .await,
+    );
     // Settled twice in a row, half a second apart, nothing moving.
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut last: Option<Vec<(String, i32, u64)>> = None;
