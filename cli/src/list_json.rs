@@ -358,6 +358,11 @@ mod tests {
                         untracked: self.below(5) as u32,
                         ahead: self.below(5) as u32,
                     }),
+                    notice: if self.below(2) == 0 {
+                        self.text()
+                    } else {
+                        String::new()
+                    },
                     ..Default::default()
                 }),
                 sandbox: self.below(6) as i32,

@@ -89,7 +89,8 @@ pub struct AgentWorktreeJson<'a> {
     pub changed: u32,
     pub untracked: u32,
     pub ahead: u32,
-    /// What agentd had to do to the tree (empty: nothing).
+    /// What agentd had to do to the tree (left out when nothing).
+    #[serde(skip_serializing_if = "str::is_empty")]
     pub notice: &'a str,
 }
 
