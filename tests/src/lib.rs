@@ -281,8 +281,8 @@ impl Env {
             if Instant::now() > deadline {
                 // AGENTD_DEBUG_HANG=1: every thread's stack into the log
                 // first (gdb), to see what a start is waiting for.
-                if std::env::var_os("AGENTD_DEBUG_HANG").is_some() {
-                    if let Ok(out) = Command::new("gdb")
+                if std::env::var_os("AGENTD_DEBUG_HANG").is_some()
+                    && let Ok(out) = Command::new("gdb")
                         .args([
                             "-p",
                             &child.id().to_string(),
@@ -291,13 +291,12 @@ impl Env {
                             "thread apply all bt",
                         ])
                         .output()
-                    {
-                        let mut log = std::fs::OpenOptions::new()
-                            .append(true)
-                            .open(self.daemon_log())
-                            .map_err(|e| e.to_string())?;
-                        let _ = std::io::Write::write_all(&mut log, &out.stdout);
-                    }
+                {
+                    let mut log = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(self.daemon_log())
+                        .map_err(|e| e.to_string())?;
+                    let _ = std::io::Write::write_all(&mut log, &out.stdout);
                 }
                 let _ = child.kill();
                 return Err("agentd was not ready within 20 s".into());
