@@ -85,7 +85,7 @@ impl Supervisor {
                 h.hub.publish_permission(ask.clone(), false);
             }
         }
-        let _ = self.lifecycle.send(Lifecycle {
+        self.registry.publish(Lifecycle {
             agent: ask.agent,
             short_id: ask.agent_short.clone(),
             at_ms: now_ms(),

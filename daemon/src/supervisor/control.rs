@@ -212,7 +212,7 @@ impl Supervisor {
         }
         if let Some(model) = model {
             let spec = crate::model::ModelSpec::parse(&model)?;
-            crate::model::Provider::from_spec(&spec, &record.cwd, &self.models)?;
+            crate::model::Provider::from_spec(&spec, &record.cwd, self.settings.models())?;
             record.model = model;
         }
         record.updated_at_ms = now_ms();
@@ -314,7 +314,7 @@ impl Supervisor {
         let tree = self.remove_agent_tree(&record, discard_worktree).await?;
         self.store.remove_agent(id).await?;
         self.registry.remove(id);
-        crate::tools::spool::Spool::new(&self.info.data_dir, id).remove();
+        crate::tools::spool::Spool::new(&self.settings.info().data_dir, id).remove();
         tracing::info!(agent = %id, "agent removed");
         Ok((id, tree))
     }

@@ -123,7 +123,7 @@ impl Supervisor {
             _ => self.model_for(&req.model)?,
         };
         let spec = ModelSpec::parse(&model)?;
-        let provider = Provider::from_spec(&spec, &cwd, &self.models)?;
+        let provider = Provider::from_spec(&spec, &cwd, self.settings.models())?;
         if !req.name.is_empty() {
             self.ensure_name_free(&req.name)?;
         }
@@ -218,7 +218,7 @@ impl Supervisor {
     /// agents, its first message (`what`: the prompt, a fork's directive)
     /// is neither blank nor too big, and its name is valid.
     pub(super) fn admit(&self, what: &str, text: &str, name: &str) -> Result<(), AgentdError> {
-        if self.shutdown.is_cancelled() {
+        if self.runs.shutting_down() {
             return Err(AgentdError::Unavailable("agentd is shutting down".into()));
         }
         if text.trim().is_empty() {
@@ -260,7 +260,7 @@ impl Supervisor {
             )
             .await?;
         tracing::info!(agent = %record.id, short_id = %record.short_id, model = %record.model, "idle agent created");
-        let _ = self.lifecycle.send(Lifecycle {
+        self.registry.publish(Lifecycle {
             agent: record.id,
             short_id: record.short_id.clone(),
             at_ms: now_ms(),
@@ -307,7 +307,7 @@ impl Supervisor {
             return Err(e.into());
         }
         tracing::info!(agent = %id, short_id = %record.short_id, model = %record.model, parent = ?record.parent, "agent created");
-        let _ = self.lifecycle.send(Lifecycle {
+        self.registry.publish(Lifecycle {
             agent: id,
             short_id: record.short_id.clone(),
             at_ms: now_ms(),
@@ -361,7 +361,7 @@ impl Supervisor {
             record.effective_sandbox(),
             record.no_network,
             workspace,
-            &self.tool_env.protected,
+            &self.settings.tool_env().protected,
         ) {
             Some(why) => Err(AgentdError::precondition(why)),
             None => Ok(()),

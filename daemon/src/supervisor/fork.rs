@@ -151,7 +151,7 @@ impl Supervisor {
         let conversation = fork::forked_conversation(&kept, &fork::directive_text(directive, hint));
 
         let spec = ModelSpec::parse(&parent.model)?;
-        let provider = Provider::from_spec(&spec, &parent.cwd, &self.models)?;
+        let provider = Provider::from_spec(&spec, &parent.cwd, self.settings.models())?;
         if !req.name.is_empty() {
             self.ensure_name_free(&req.name)?;
         }

@@ -15,7 +15,7 @@ impl Supervisor {
     pub fn start_housekeeping(self: &Arc<Self>) {
         let sup = self.clone();
         // Orphans of tool processes, adopted as the subreaper, are reaped.
-        self.tasks.spawn(async move {
+        self.runs.spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
             loop {
                 tokio::select! {
@@ -27,12 +27,12 @@ impl Supervisor {
                             tracing::debug!(reaped, "reaped adopted tool processes");
                         }
                     }
-                    _ = sup.shutdown.cancelled() => return,
+                    _ = sup.runs.shutdown_token().cancelled() => return,
                 }
             }
         });
         let sup = self.clone();
-        self.tasks.spawn(async move {
+        self.runs.spawn(async move {
             let mut tick = tokio::time::interval(SWEEP_EVERY);
             tick.tick().await;
             loop {
@@ -41,12 +41,12 @@ impl Supervisor {
                         let kept = sup.registry.sweep_idle();
                         tracing::trace!(kept, "swept idle agent handles");
                     }
-                    _ = sup.shutdown.cancelled() => return,
+                    _ = sup.runs.shutdown_token().cancelled() => return,
                 }
             }
         });
         let sup = self.clone();
-        self.tasks.spawn(async move {
+        self.runs.spawn(async move {
             let mut writable = sup.store.writable();
             loop {
                 tokio::select! {
@@ -55,7 +55,7 @@ impl Supervisor {
                             return;
                         }
                     }
-                    _ = sup.shutdown.cancelled() => return,
+                    _ = sup.runs.shutdown_token().cancelled() => return,
                 }
                 if *writable.borrow_and_update() {
                     sup.resume_deferred().await;

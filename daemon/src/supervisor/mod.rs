@@ -16,6 +16,9 @@
 //! - `recovery`: what happens after a crash or restart
 //! - `housekeeping`: timers (idle handles, healing after a full disk)
 //! - `fork`: forking an agent, and `fanout`: forks launched together
+//! - `settings`, `runs`, `tree_keeping`: the configuration in force; run
+//!   slots, tasks and shutdown; who may touch worktrees — each its own
+//!   state behind a narrow interface, composed by `Supervisor`
 //! - `usage`: what agents cost
 //! - `worktrees`: agents' git worktrees through their lives, and
 //!   `worktree_admin`: listing, pruning, diff, merge and `rm` of trees
@@ -37,19 +40,19 @@ mod release;
 mod reload;
 mod resolve;
 mod run;
+mod runs;
+mod settings;
 #[cfg(test)]
 mod tests;
+mod tree_keeping;
 mod usage;
 mod worktree_admin;
 mod worktrees;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
-use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::agent::lifecycle::Lifecycle;
 use crate::config::Config;
@@ -78,35 +81,22 @@ pub struct DaemonInfo {
     pub socket_activated: bool,
 }
 
+/// The supervisor: each concern a type with its own state, composed here.
 pub struct Supervisor {
+    /// Every byte on disk.
     store: Store,
-    /// Replaced whole by a reload (SIGHUP); readers take the current one.
-    config: std::sync::RwLock<Arc<Config>>,
-    models: ModelSettings,
-    info: DaemonInfo,
-    started: Instant,
+    /// The configuration and prices in force, and what was fixed at start.
+    settings: settings::Settings,
+    /// Every loaded agent's handle, and the lifecycle stream.
     registry: registry::Registry,
-    shutdown: CancellationToken,
-    tasks: TaskTracker,
-    /// Agents running at once; beyond it they wait as `pending`, in order.
-    slots: Arc<Semaphore>,
-    /// What `slots` holds in all, so a reload can grow or shrink it.
-    slot_limit: std::sync::Mutex<u32>,
-    lifecycle: broadcast::Sender<Lifecycle>,
+    /// Run slots, the tasks runs are, shutdown.
+    runs: runs::Runs,
+    /// Who may touch worktrees, and trees being made.
+    trees: tree_keeping::TreeKeeping,
+    /// Open permission asks and who may answer them.
     asks: asks::Asks,
-    /// What every tool process's environment lacks and carries.
-    tool_env: Arc<ToolEnv>,
-    /// Agents a full disk kept from resuming at start: resumed once the
-    /// store is writable again (`housekeeping`).
-    resume_later: std::sync::Mutex<Vec<crate::domain::AgentId>>,
     /// Forks launched together, until the first one's response starts.
     fan_outs: fanout::FanOuts,
-    prices: std::sync::RwLock<Arc<PriceTable>>,
-    /// Held by every settlement, removal and merge of a worktree, so two
-    /// never race on one tree.
-    worktree_lock: tokio::sync::Mutex<()>,
-    /// Trees being made for agents not stored yet: never orphans.
-    making: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Supervisor {
@@ -116,8 +106,7 @@ impl Supervisor {
         models: ModelSettings,
         info: DaemonInfo,
     ) -> Arc<Supervisor> {
-        let slots = Arc::new(Semaphore::new(config.max_running_agents.max(1) as usize));
-        let tool_env = Arc::new(ToolEnv {
+        let tool_env = ToolEnv {
             secrets: config.secret_env_names(),
             marker: Some((
                 crate::tools::reap::MARKER_VAR.to_string(),
@@ -133,46 +122,26 @@ impl Supervisor {
             .flatten()
             .map(|p| p.canonicalize().unwrap_or(p))
             .collect(),
-        });
+        };
         Arc::new(Supervisor {
             store,
-            models,
-            info,
-            started: Instant::now(),
+            runs: runs::Runs::new(config.max_running_agents),
+            settings: settings::Settings::new(config, models, info, tool_env),
             registry: registry::Registry::default(),
-            shutdown: CancellationToken::new(),
-            tasks: TaskTracker::new(),
-            slots,
-            lifecycle: broadcast::channel(4096).0,
+            trees: tree_keeping::TreeKeeping::default(),
             asks: asks::Asks::default(),
-            tool_env,
-            resume_later: std::sync::Mutex::new(Vec::new()),
             fan_outs: fanout::FanOuts::default(),
-            prices: std::sync::RwLock::new(Arc::new(PriceTable::new(
-                &config.prices,
-                config.anthropic.cache_ttl,
-            ))),
-            slot_limit: std::sync::Mutex::new(config.max_running_agents.max(1)),
-            worktree_lock: tokio::sync::Mutex::new(()),
-            making: std::sync::Mutex::new(std::collections::HashSet::new()),
-            config: std::sync::RwLock::new(Arc::new(config)),
         })
     }
 
     /// The configuration in force now.
     pub fn config(&self) -> Arc<Config> {
-        self.config
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.settings.config()
     }
 
     /// The price table in force now.
     pub fn prices(&self) -> Arc<PriceTable> {
-        self.prices
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.settings.prices()
     }
 
     pub fn store(&self) -> &Store {
@@ -180,21 +149,21 @@ impl Supervisor {
     }
 
     pub fn info(&self) -> &DaemonInfo {
-        &self.info
+        self.settings.info()
     }
 
     pub fn uptime(&self) -> std::time::Duration {
-        self.started.elapsed()
+        self.settings.uptime()
     }
 
     /// The daemon-wide lifecycle stream (`Watch`).
-    pub fn watch(&self) -> broadcast::Receiver<Lifecycle> {
-        self.lifecycle.subscribe()
+    pub fn watch(&self) -> tokio::sync::broadcast::Receiver<Lifecycle> {
+        self.registry.watch()
     }
 
     /// Cancelled when the daemon begins to shut down; long-lived streams end.
     pub fn shutdown_token(&self) -> CancellationToken {
-        self.shutdown.clone()
+        self.runs.shutdown_token().clone()
     }
 
     /// Stops every agent: running turns get the grace period to reach a
@@ -202,10 +171,9 @@ impl Supervisor {
     /// after that are dropped and their agents marked `interrupted`.
     /// Flushes the store.
     pub async fn shutdown(&self) {
-        self.shutdown.cancel();
-        self.tasks.close();
+        self.runs.begin_shutdown();
         let grace = self.config().shutdown_grace();
-        if tokio::time::timeout(grace, self.tasks.wait())
+        if tokio::time::timeout(grace, self.runs.all_ended())
             .await
             .is_err()
         {
@@ -215,7 +183,7 @@ impl Supervisor {
                 ?grace,
                 "turns did not reach a safe point in time; stopping them"
             );
-            self.tasks.wait().await;
+            self.runs.all_ended().await;
             if let Err(e) = self.mark_interrupted().await {
                 tracing::error!(error = %e, "could not mark stopped agents interrupted");
             }

@@ -91,7 +91,7 @@ impl Supervisor {
                 r.map_err(|_| AgentdError::Unavailable("agentd is shutting down".into()))?;
                 Ok(())
             }
-            _ = self.shutdown.cancelled() => {
+            _ = self.runs.shutdown_token().cancelled() => {
                 Err(AgentdError::Unavailable("agentd is shutting down".into()))
             }
         }

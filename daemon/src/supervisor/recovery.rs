@@ -135,10 +135,7 @@ impl Supervisor {
                     Ok(true) => resumed += 1,
                     Ok(false) => {}
                     Err(AgentdError::Store(e)) if e.is_disk_full() => {
-                        self.resume_later
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(*id);
+                        self.runs.resume_later(*id);
                         tracing::warn!(agent = %id, "the disk is full: resuming once space is back");
                     }
                     Err(e) => {
@@ -156,16 +153,12 @@ impl Supervisor {
     /// Whether a full disk keeps this interrupted agent from resuming (it
     /// resumes on its own once space is back).
     pub fn resume_deferred_for_disk(&self, agent: AgentId) -> bool {
-        self.resume_later
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&agent)
+        self.runs.resumes_later(agent)
     }
 
     /// Resumes the agents a full disk kept from resuming at start.
     pub(super) async fn resume_deferred(self: &Arc<Self>) {
-        let ids: Vec<AgentId> =
-            std::mem::take(&mut *self.resume_later.lock().unwrap_or_else(|p| p.into_inner()));
+        let ids: Vec<AgentId> = self.runs.take_resume_later();
         if !ids.is_empty()
             && let Err(e) = self.resume_after_start(&ids).await
         {

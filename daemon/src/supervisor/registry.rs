@@ -5,7 +5,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+
+use crate::agent::lifecycle::Lifecycle;
 
 use super::Supervisor;
 use crate::agent::hub::{Hub, StatusSnapshot};
@@ -47,12 +50,33 @@ impl AgentHandle {
     }
 }
 
-#[derive(Default)]
+/// Every loaded agent's handle, and the daemon-wide lifecycle stream their
+/// hubs publish to (`Watch`).
 pub(super) struct Registry {
     handles: Mutex<HashMap<AgentId, Arc<AgentHandle>>>,
+    lifecycle: broadcast::Sender<Lifecycle>,
+}
+
+impl Default for Registry {
+    fn default() -> Registry {
+        Registry {
+            handles: Mutex::new(HashMap::new()),
+            lifecycle: broadcast::channel(4096).0,
+        }
+    }
 }
 
 impl Registry {
+    /// Publishes a lifecycle event to every watcher.
+    pub(super) fn publish(&self, event: Lifecycle) {
+        let _ = self.lifecycle.send(event);
+    }
+
+    /// A new watcher of the lifecycle stream.
+    pub(super) fn watch(&self) -> broadcast::Receiver<Lifecycle> {
+        self.lifecycle.subscribe()
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<AgentId, Arc<AgentHandle>>> {
         self.handles.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -115,7 +139,7 @@ impl Supervisor {
                 record.short_id.clone(),
                 next_seq,
                 StatusSnapshot::of(record),
-                self.lifecycle.clone(),
+                self.registry.lifecycle.clone(),
             )),
             run: Mutex::new(None),
             transition: tokio::sync::Mutex::new(()),

@@ -56,14 +56,14 @@ impl Supervisor {
             return;
         }
         let sup = self.clone();
-        self.tasks.spawn(async move {
+        self.runs.spawn(async move {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_secs(secs)) => {
                     if let Err(e) = sup.release(id, ReleaseReason::Auto) {
                         tracing::debug!(agent = %id, error = %e, "auto-background skipped");
                     }
                 }
-                _ = sup.shutdown.cancelled() => {}
+                _ = sup.runs.shutdown_token().cancelled() => {}
             }
         });
     }

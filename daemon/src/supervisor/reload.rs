@@ -5,11 +5,9 @@
 //! secret list) waits for a restart, and the report says which is which.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use crate::config::entries::{Entry, entries};
 use crate::config::{Config, ConfigError};
-use crate::pricing::PriceTable;
 
 use super::Supervisor;
 
@@ -68,42 +66,9 @@ impl Supervisor {
         new.openai = old.openai.clone();
         new.retry = old.retry;
         new.secrets = old.secrets.clone();
-        self.resize_slots(new.max_running_agents.max(1));
-        *self
-            .prices
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Arc::new(PriceTable::new(&new.prices, new.anthropic.cache_ttl));
-        *self
-            .config
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(new);
+        self.runs.resize(new.max_running_agents);
+        self.settings.replace(new);
         Ok(report)
-    }
-
-    /// Grows the running-agent slots at once; shrinks them as running
-    /// agents end (the slots taken back wait in line like any agent).
-    fn resize_slots(&self, limit: u32) {
-        let mut current = self
-            .slot_limit
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if limit > *current {
-            self.slots.add_permits((limit - *current) as usize);
-        } else if limit < *current {
-            let excess = *current - limit;
-            let forgotten = self.slots.forget_permits(excess as usize) as u32;
-            let rest = excess - forgotten;
-            if rest > 0 {
-                let slots = self.slots.clone();
-                self.tasks.spawn(async move {
-                    if let Ok(permits) = slots.acquire_many_owned(rest).await {
-                        permits.forget();
-                    }
-                });
-            }
-        }
-        *current = limit;
     }
 }
 

@@ -35,7 +35,7 @@ impl Supervisor {
         fan_out: FanOutRole,
     ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
-        let stops = StopSignals::new(self.shutdown.clone());
+        let stops = StopSignals::new(self.runs.shutdown_token().clone());
         let kill = CancellationToken::new();
         let foreground = Arc::new(foreground);
         {
@@ -54,20 +54,20 @@ impl Supervisor {
             ..handle.hub.status()
         });
         let sup = self.clone();
-        self.tasks.spawn(async move {
-            let slot = Arc::new(SlotLease::new(sup.slots.clone()));
+        self.runs.spawn(async move {
+            let slot = Arc::new(SlotLease::new(sup.runs.slots()));
             let setup = LoopSetup {
                 store: sup.store.clone(),
                 host: Arc::new(SupervisorHost(sup.clone())),
                 hub: handle.hub.clone(),
                 foreground,
                 slot: slot.clone(),
-                spool: Spool::new(&sup.info.data_dir, record.id),
+                spool: Spool::new(&sup.settings.info().data_dir, record.id),
                 record: record.clone(),
                 prompt,
                 provider,
                 stops: stops.clone(),
-                tool_env: sup.tool_env.clone(),
+                tool_env: sup.settings.tool_env().clone(),
                 max_output_tokens: sup.config().max_output_tokens,
                 fan_out,
             };
@@ -150,10 +150,10 @@ impl Supervisor {
         }
         *handle.run() = None;
         if record.status.is_terminal() {
-            Spool::new(&self.info.data_dir, id).remove();
+            Spool::new(&self.settings.info().data_dir, id).remove();
             crate::sandbox::remove_tmpdir(record.short_id.as_str());
         }
-        if self.shutdown.is_cancelled() {
+        if self.runs.shutting_down() {
             return;
         }
         // A message that arrived while the loop was finishing wakes it again
@@ -176,7 +176,7 @@ impl Supervisor {
                 .flatten()
                 .map(|p| p.short_id)
                 .unwrap_or_default();
-            let _ = self.lifecycle.send(Lifecycle {
+            self.registry.publish(Lifecycle {
                 agent: parent,
                 short_id: parent_short,
                 at_ms: now_ms(),
@@ -215,7 +215,7 @@ impl Supervisor {
             ));
         }
         let provider = ModelSpec::parse(&record.model)
-            .and_then(|spec| Provider::from_spec(&spec, &record.cwd, &self.models))
+            .and_then(|spec| Provider::from_spec(&spec, &record.cwd, self.settings.models()))
             .map_err(|e| blocked(ResumeBlockedReason::ModelUnavailable, e.to_string()))?;
         Ok((prompt, provider))
     }

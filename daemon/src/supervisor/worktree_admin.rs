@@ -1,6 +1,6 @@
 //! What people do with agents' worktrees (DESIGN §9): list them, prune
 //! and sweep orphans, diff and merge an agent's work, and what `rm` does
-//! with a tree. Every removal holds `Supervisor::worktree_lock`; the check
+//! with a tree. Every removal holds the worktree lock (`tree_keeping`); the check
 //! for work is `worktree::remove`'s.
 
 use std::path::{Path, PathBuf};
@@ -62,12 +62,7 @@ impl Supervisor {
     /// it was listed (checked in that order: a tree's maker stores the
     /// record before it stops counting as being made).
     fn made_meanwhile(&self, name: &str) -> bool {
-        if self
-            .making
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(name)
-        {
+        if self.trees.is_making(name) {
             return true;
         }
         // A short id stays reserved after its agent is removed: look for
@@ -152,7 +147,7 @@ impl Supervisor {
         cwd: Option<&Path>,
     ) -> Result<(Vec<WorktreeReport>, Vec<WorktreeReport>), AgentdError> {
         let (mut removed, mut kept) = (Vec::new(), Vec::new());
-        let _guard = self.worktree_lock.lock().await;
+        let _guard = self.trees.lock().await;
         for report in self.worktrees(cwd).await? {
             // Only trees agentd names (a short id) can be its orphans; a
             // tree someone else put under .agentd/worktrees is theirs.
@@ -200,7 +195,7 @@ impl Supervisor {
         let sup = self.clone();
         tokio::spawn(async move {
             tokio::select! {
-                () = sup.shutdown.cancelled() => {}
+                () = sup.runs.shutdown_token().cancelled() => {}
                 () = sup.sweep_worktrees() => {}
             }
         });
@@ -324,7 +319,7 @@ impl Supervisor {
                 store: self.store.instance_id().to_string(),
             }),
         };
-        let _guard = self.worktree_lock.lock().await;
+        let _guard = self.trees.lock().await;
         let settled = git(move || {
             if discard {
                 worktree::discard(&target)
@@ -437,7 +432,7 @@ impl Supervisor {
                 )));
             }
         }
-        let _guard = self.worktree_lock.lock().await;
+        let _guard = self.trees.lock().await;
         let w = wt.clone();
         let prepared = git(move || worktree::prepare(&w, squash, &label)).await?;
         let merged = match prepared {

@@ -6,7 +6,7 @@
 //! `worktree_admin`.
 //!
 //! git work runs on the blocking pool. Every settlement and removal holds
-//! `Supervisor::worktree_lock`, so two of them never race on one tree; the
+//! the worktree lock (`tree_keeping`), so two of them never race on one tree; the
 //! check for work is made inside `worktree::remove`, under the tree's own
 //! git lock, immediately before anything is deleted.
 
@@ -42,30 +42,6 @@ pub(super) fn host_tree_name(cwd: &std::path::Path) -> Option<String> {
     None
 }
 
-/// Marks a tree as being made until dropped (the record is stored by then).
-pub(super) struct Making<'a> {
-    set: &'a std::sync::Mutex<std::collections::HashSet<String>>,
-    name: String,
-}
-
-impl<'a> Making<'a> {
-    fn new(set: &'a std::sync::Mutex<std::collections::HashSet<String>>, name: String) -> Self {
-        set.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.clone());
-        Making { set, name }
-    }
-}
-
-impl Drop for Making<'_> {
-    fn drop(&mut self) {
-        self.set
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.name);
-    }
-}
-
 pub(super) fn target_of(record: &AgentRecord, wt: &AgentWorktree) -> Target {
     Target {
         checkout: worktree::repo_dir(wt),
@@ -88,7 +64,7 @@ impl Supervisor {
         &self,
         plan: &Plan,
         record: &AgentRecord,
-    ) -> Result<Making<'_>, AgentdError> {
+    ) -> Result<super::tree_keeping::Making<'_>, AgentdError> {
         let common = worktree::common_dir_of(&plan.checkout).ok_or_else(|| {
             AgentdError::precondition(format!(
                 "{} is no longer a git checkout",
@@ -96,7 +72,7 @@ impl Supervisor {
             ))
         })?;
         self.store.remember_repo_durable(&common).await?;
-        let making = Making::new(&self.making, plan.name.clone());
+        let making = self.trees.making(plan.name.clone());
         let plan = plan.clone();
         let reason = worktree::running_reason(record.short_id.as_str(), &record.name);
         git(move || worktree::create(&plan, &reason)).await?;
@@ -110,7 +86,7 @@ impl Supervisor {
             return;
         };
         let target = target_of(record, wt);
-        let _guard = self.worktree_lock.lock().await;
+        let _guard = self.trees.lock().await;
         if let Err(e) = git(move || worktree::remove_if_clean(&target)).await {
             tracing::warn!(agent = %record.id, error = %e, "cannot remove the worktree of an agent that was not stored");
         }
@@ -179,7 +155,7 @@ impl Supervisor {
             tracing::warn!(agent = %record.id, path = %wt.path.display(), "{n}");
         }
         let settled = {
-            let _guard = self.worktree_lock.lock().await;
+            let _guard = self.trees.lock().await;
             git(move || worktree::remove_if_clean(&target)).await
         };
         let (state, work) = match settled {
@@ -285,7 +261,7 @@ impl Supervisor {
                 )))
             };
         }
-        let _guard = self.worktree_lock.lock().await;
+        let _guard = self.trees.lock().await;
         let store = self.store.instance_id().to_string();
         if wt.path.is_dir() {
             let (checkout, lock_reason) = (worktree::repo_dir(&wt), reason);
