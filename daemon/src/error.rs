@@ -1,61 +1,85 @@
-//! The daemon's error type, mapped once to gRPC status codes at the edge.
-
-use tonic::{Code, Status};
+//! What a request can fail with, in the daemon's own words: each variant
+//! says what went wrong, not which wire code carries it. The server maps
+//! them to gRPC status codes once, at the edge (`server::status`); nothing
+//! below the server knows gRPC.
 
 use crate::store::StoreError;
+
+pub use crate::domain::text::quote;
 
 /// Everything a request can fail with. Messages say what to do, not only
 /// what went wrong, and quote what was sent at most as a short prefix
 /// ([`quote`]).
 #[derive(Debug, thiserror::Error)]
 pub enum AgentdError {
+    /// The request asks for something that cannot be: malformed input, an
+    /// unknown model, a name that reads as an id.
     #[error("{0}")]
-    InvalidArgument(String),
+    Invalid(String),
+    /// What the request names does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// The state of an agent, a repository or the machine refuses it now
+    /// (a live agent, a dirty checkout, a link where a directory should be).
     #[error("{0}")]
-    FailedPrecondition(String),
+    Refused(String),
+    /// What the request would make exists already.
     #[error("{0}")]
-    AlreadyExists(String),
+    Exists(String),
+    /// A method a later version of agentd implements.
     #[error("{0}")]
-    Unimplemented(String),
+    NotYet(String),
+    /// The daemon is going down: try again once it is back.
     #[error("{0}")]
-    Unavailable(String),
+    ShuttingDown(String),
+    /// The store could not read or write (a full disk among the causes).
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 impl AgentdError {
     pub fn invalid(msg: impl Into<String>) -> Self {
-        Self::InvalidArgument(msg.into())
+        Self::Invalid(msg.into())
     }
 
-    pub fn precondition(msg: impl Into<String>) -> Self {
-        Self::FailedPrecondition(msg.into())
+    pub fn refused(msg: impl Into<String>) -> Self {
+        Self::Refused(msg.into())
     }
 
     /// For methods of the v1 API that a later version of agentd implements.
     pub fn not_yet(what: &str) -> Self {
-        Self::Unimplemented(format!(
+        Self::NotYet(format!(
             "{what} is not implemented in agentd {} yet",
             agentd_shared::VERSION
         ))
     }
 
-    pub fn code(&self) -> Code {
-        match self {
-            AgentdError::InvalidArgument(_) => Code::InvalidArgument,
-            AgentdError::NotFound(_) => Code::NotFound,
-            AgentdError::FailedPrecondition(_) => Code::FailedPrecondition,
-            AgentdError::AlreadyExists(_) => Code::AlreadyExists,
-            AgentdError::Unimplemented(_) => Code::Unimplemented,
-            AgentdError::Unavailable(_) => Code::Unavailable,
-            // gRPC's own words: "the entire file system is out of space".
+    /// The store refused for want of disk space (the request may be tried
+    /// again once space is back).
+    pub fn is_disk_full(&self) -> bool {
+        matches!(
+            self,
             AgentdError::Store(
-                StoreError::DiskFull { .. } | StoreError::NoSpace(_) | StoreError::NotOnDisk { .. },
-            ) => Code::ResourceExhausted,
-            AgentdError::Store(StoreError::Reopening) => Code::Unavailable,
-            AgentdError::Store(_) => Code::Internal,
+                StoreError::DiskFull { .. } | StoreError::NoSpace(_) | StoreError::NotOnDisk { .. }
+            )
+        )
+    }
+}
+
+impl From<crate::worktree::WorktreeError> for AgentdError {
+    fn from(e: crate::worktree::WorktreeError) -> Self {
+        match e {
+            crate::worktree::WorktreeError::Invalid(m) => AgentdError::Invalid(m),
+            crate::worktree::WorktreeError::Refused(m) => AgentdError::Refused(m),
+        }
+    }
+}
+
+impl From<crate::model::SpecError> for AgentdError {
+    fn from(e: crate::model::SpecError) -> Self {
+        match e {
+            crate::model::SpecError::Invalid(m) => AgentdError::Invalid(m),
+            crate::model::SpecError::Unusable(m) => AgentdError::Refused(m),
         }
     }
 }
@@ -66,50 +90,7 @@ impl From<crate::config::ConfigError> for AgentdError {
     fn from(e: crate::config::ConfigError) -> Self {
         match e {
             crate::config::ConfigError::Invalid { .. } => AgentdError::invalid(e.to_string()),
-            _ => AgentdError::precondition(e.to_string()),
+            _ => AgentdError::refused(e.to_string()),
         }
-    }
-}
-
-impl From<AgentdError> for Status {
-    fn from(err: AgentdError) -> Status {
-        let code = err.code();
-        if code == Code::Internal {
-            tracing::error!(error = %err, "request failed in the store");
-        }
-        Status::new(code, err.to_string())
-    }
-}
-
-/// Characters of user input an error message quotes.
-const QUOTED_CHARS: usize = 160;
-
-/// `text` as an error message may quote it: its first 160 characters, and
-/// how much more there was. Messages travel in gRPC trailers, which are
-/// limited; a 100,000-character id must not turn NOT_FOUND into a
-/// transport error.
-pub fn quote(text: &str) -> String {
-    let mut chars = text.chars();
-    let head: String = chars.by_ref().take(QUOTED_CHARS).collect();
-    let rest = chars.count();
-    if rest == 0 {
-        head
-    } else {
-        format!("{head}… ({rest} more characters)")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quotes_are_short_prefixes() {
-        assert_eq!(quote("abc"), "abc");
-        let long = "x".repeat(100_000);
-        let q = quote(&long);
-        assert!(q.len() < 220, "{q}");
-        assert!(q.ends_with("(99840 more characters)"), "{q}");
-        assert_eq!(quote(&"é".repeat(160)), "é".repeat(160));
     }
 }

@@ -55,7 +55,7 @@ impl ForkTurns {
                 Ok(n) => Ok(ForkTurns::Last(n)),
                 Err(_) => Err(format!(
                     "fork_turns must be \"all\" or a positive number of turns, not '{}'",
-                    crate::error::quote(t)
+                    super::text::quote(t)
                 )),
             },
         }
@@ -88,13 +88,13 @@ pub fn parse_tool_allowlist(entries: &[String]) -> Result<Vec<ToolName>, String>
         if entry.trim() != entry {
             return Err(format!(
                 "{at} '{}' has spaces around it: write the tool name alone",
-                crate::error::quote(entry)
+                super::text::quote(entry)
             ));
         }
         if !seen.insert(entry.as_str()) {
             return Err(format!(
                 "{at} '{}' is listed twice",
-                crate::error::quote(entry)
+                super::text::quote(entry)
             ));
         }
         if entry.contains('*') {
@@ -106,7 +106,7 @@ pub fn parse_tool_allowlist(entries: &[String]) -> Result<Vec<ToolName>, String>
             if !valid_mcp {
                 return Err(format!(
                     "{at} '{}' is not allowed: the only wildcards are 'mcp__*' and 'mcp__<server>__*'",
-                    crate::error::quote(entry)
+                    super::text::quote(entry)
                 ));
             }
             continue;
@@ -116,7 +116,7 @@ pub fn parse_tool_allowlist(entries: &[String]) -> Result<Vec<ToolName>, String>
             None => {
                 return Err(format!(
                     "{at} '{}' is not a tool: the tools are {}",
-                    crate::error::quote(entry),
+                    super::text::quote(entry),
                     ToolName::ALL.map(ToolName::as_str).join(", ")
                 ));
             }

@@ -11,6 +11,7 @@ mod id;
 mod inbox;
 mod prompt;
 mod sandbox;
+pub mod text;
 mod tool;
 mod transcript;
 mod worktree;

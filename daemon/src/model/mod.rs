@@ -6,6 +6,7 @@ pub mod http;
 pub mod openai;
 pub mod retry;
 mod scripted;
+mod spec_error;
 pub mod sse;
 
 use std::future::Future;
@@ -15,9 +16,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::domain::text::quote;
 use crate::domain::{StopReason, Usage};
-use crate::error::AgentdError;
-use crate::error::quote;
+pub use spec_error::SpecError;
 
 pub use anthropic::{Anthropic, CacheTtl};
 pub use http::ApiKey;
@@ -145,15 +146,15 @@ pub struct ModelSpec {
 }
 
 impl ModelSpec {
-    pub fn parse(spec: &str) -> Result<ModelSpec, AgentdError> {
+    pub fn parse(spec: &str) -> Result<ModelSpec, SpecError> {
         let (scheme, name) = spec.split_once(':').ok_or_else(|| {
-            AgentdError::invalid(format!(
+            SpecError::invalid(format!(
                 "model '{}' has no scheme; use anthropic:<model>, openai:<model> or scripted:<file>",
                 quote(spec)
             ))
         })?;
         if name.trim().is_empty() {
-            return Err(AgentdError::invalid(format!(
+            return Err(SpecError::invalid(format!(
                 "model '{}' names no model after '{}:'",
                 quote(spec),
                 quote(scheme)
@@ -164,7 +165,7 @@ impl ModelSpec {
             "anthropic" => ModelScheme::Anthropic,
             "openai" => ModelScheme::OpenAi,
             other => {
-                return Err(AgentdError::invalid(format!(
+                return Err(SpecError::invalid(format!(
                     "unknown model scheme '{}'; known schemes: anthropic, openai, scripted",
                     quote(other)
                 )));
@@ -185,14 +186,14 @@ impl Provider {
         spec: &ModelSpec,
         cwd: &Path,
         settings: &ModelSettings,
-    ) -> Result<Provider, AgentdError> {
+    ) -> Result<Provider, SpecError> {
         match spec.scheme {
             ModelScheme::Scripted => Ok(Provider::Scripted(Arc::new(Script::load(
                 &cwd.join(&spec.name),
             )?))),
             ModelScheme::Anthropic => {
                 let api_key = settings.anthropic_key.clone().ok_or_else(|| {
-                    AgentdError::precondition(
+                    SpecError::unusable(
                         "no Anthropic API key: set ANTHROPIC_API_KEY in agentd's environment \
                          or api_key under [anthropic] in config.toml, then restart agentd",
                     )
@@ -212,7 +213,7 @@ impl Provider {
             ModelScheme::OpenAi => {
                 let is_public = settings.openai_base_url == openai::DEFAULT_BASE_URL;
                 if is_public && settings.openai_key.is_none() {
-                    return Err(AgentdError::precondition(
+                    return Err(SpecError::unusable(
                         "no OpenAI API key: set OPENAI_API_KEY in agentd's environment or \
                          api_key under [openai] in config.toml (local servers: set \
                          OPENAI_BASE_URL), then restart agentd",
@@ -302,15 +303,15 @@ mod tests {
         assert_eq!(spec.name, "demo.json");
         assert!(matches!(
             ModelSpec::parse("gpt4"),
-            Err(AgentdError::InvalidArgument(_))
+            Err(SpecError::Invalid(_))
         ));
         assert!(matches!(
             ModelSpec::parse("bogus:x"),
-            Err(AgentdError::InvalidArgument(m)) if m.contains("unknown model scheme")
+            Err(SpecError::Invalid(m)) if m.contains("unknown model scheme")
         ));
         assert!(matches!(
             ModelSpec::parse("anthropic: "),
-            Err(AgentdError::InvalidArgument(_))
+            Err(SpecError::Invalid(_))
         ));
     }
 }

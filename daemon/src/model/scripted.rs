@@ -18,9 +18,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::SpecError;
 use super::{ModelError, ModelRequest, ModelResponse, StreamDelta};
 use crate::domain::{StopReason, Usage};
-use crate::error::AgentdError;
 
 /// A loaded, validated script.
 #[derive(Debug)]
@@ -66,12 +66,11 @@ enum Block {
 }
 
 impl Script {
-    pub fn load(path: &Path) -> Result<Script, AgentdError> {
+    pub fn load(path: &Path) -> Result<Script, SpecError> {
         // The path comes from the request: quote it short in every error.
-        let shown = crate::error::quote(&path.display().to_string());
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            AgentdError::precondition(format!("cannot read model script {}: {e}", shown))
-        })?;
+        let shown = crate::domain::text::quote(&path.display().to_string());
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SpecError::unusable(format!("cannot read model script {}: {e}", shown)))?;
         let is_yaml = matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml")
@@ -82,19 +81,19 @@ impl Script {
             serde_json::from_str(&text).map_err(|e| e.to_string())
         };
         let file = parsed
-            .map_err(|e| AgentdError::invalid(format!("malformed model script {}: {e}", shown)))?;
+            .map_err(|e| SpecError::invalid(format!("malformed model script {}: {e}", shown)))?;
         let turns = match file {
             ScriptFile::Turns(t) | ScriptFile::Document { turns: t } => t,
         };
         if turns.is_empty() {
-            return Err(AgentdError::invalid(format!(
+            return Err(SpecError::invalid(format!(
                 "model script {} has no turns",
                 shown
             )));
         }
         for (i, turn) in turns.iter().enumerate() {
             if turn.content.is_empty() {
-                return Err(AgentdError::invalid(format!(
+                return Err(SpecError::invalid(format!(
                     "model script {}: turn {} has no content blocks",
                     shown,
                     i + 1
@@ -104,7 +103,7 @@ impl Script {
                 if let Block::ToolUse { input, name, .. } = block
                     && !input.is_object()
                 {
-                    return Err(AgentdError::invalid(format!(
+                    return Err(SpecError::invalid(format!(
                         "model script {}: turn {}: input of tool_use {name} must be an object",
                         shown,
                         i + 1
@@ -277,22 +276,16 @@ mod tests {
     fn malformed_and_missing_scripts_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
         let missing = Script::load(&dir.path().join("nope.json")).unwrap_err();
-        assert!(
-            matches!(missing, AgentdError::FailedPrecondition(_)),
-            "{missing}"
-        );
+        assert!(matches!(missing, SpecError::Unusable(_)), "{missing}");
         let bad = write(
             dir.path(),
             "bad.json",
             "{\"turns\": [{\"content\": [{\"type\": \"bogus\"}]}]}",
         );
-        assert!(matches!(
-            Script::load(&bad),
-            Err(AgentdError::InvalidArgument(_))
-        ));
+        assert!(matches!(Script::load(&bad), Err(SpecError::Invalid(_))));
         let empty = write(dir.path(), "empty.json", "[]");
         assert!(
-            matches!(Script::load(&empty), Err(AgentdError::InvalidArgument(m)) if m.contains("no turns"))
+            matches!(Script::load(&empty), Err(SpecError::Invalid(m)) if m.contains("no turns"))
         );
         let list = write(
             dir.path(),

@@ -401,7 +401,7 @@ impl Outbound {
             let permit = tokio::select! {
                 p = self.out.reserve() => p.map_err(|_| Gone)?,
                 _ = shutdown.cancelled() => {
-                    return Err(Step::Failed(AgentdError::Unavailable("agentd is shutting down".into())));
+                    return Err(Step::Failed(AgentdError::ShuttingDown("agentd is shutting down".into())));
                 }
             };
             let next = match held.take() {
@@ -409,7 +409,7 @@ impl Outbound {
                 None => tokio::select! {
                     e = events.recv() => e,
                     _ = shutdown.cancelled() => {
-                        return Err(Step::Failed(AgentdError::Unavailable("agentd is shutting down".into())));
+                        return Err(Step::Failed(AgentdError::ShuttingDown("agentd is shutting down".into())));
                     }
                 },
             };

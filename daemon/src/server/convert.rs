@@ -470,11 +470,11 @@ mod tests {
     fn unknown_enum_numbers_are_refused_not_defaulted() {
         assert!(matches!(
             permission_mode_from_wire(99),
-            Err(AgentdError::InvalidArgument(_))
+            Err(AgentdError::Invalid(_))
         ));
         assert!(matches!(
             permission_mode_from_wire(-1),
-            Err(AgentdError::InvalidArgument(_))
+            Err(AgentdError::Invalid(_))
         ));
         assert_eq!(permission_mode_from_wire(0).unwrap(), None);
         assert_eq!(

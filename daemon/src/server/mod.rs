@@ -10,6 +10,7 @@ pub mod notify;
 pub mod peer_auth;
 mod service;
 pub mod socket;
+mod status;
 mod wire_cache;
 
 use std::path::PathBuf;

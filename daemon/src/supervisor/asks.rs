@@ -122,13 +122,13 @@ impl Supervisor {
             let mut asks = self.asks.lock();
             match asks.get(request_id) {
                 None => {
-                    return Err(AgentdError::precondition(format!(
+                    return Err(AgentdError::refused(format!(
                         "permission request {} is not open (already answered, or its agent stopped)",
                         quote(request_id)
                     )));
                 }
                 Some(o) if !o.audience.contains(&from) => {
-                    return Err(AgentdError::precondition(format!(
+                    return Err(AgentdError::refused(format!(
                         "permission request {} belongs to another agent's family",
                         quote(request_id)
                     )));

@@ -35,13 +35,13 @@ impl Supervisor {
         let record = self.resolve(query)?;
         let status = record.status;
         if matches!(status, Status::Failed | Status::Cancelled) {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {s} is {status}; {status} agents cannot be continued — start a new one with `agentctl run` (its transcript stays readable with `agentctl log {s}`)",
                 s = short(&record),
             )));
         }
         if let Some(blocked) = &record.resume_blocked {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} cannot be resumed ({}: {}); start a new one instead",
                 short(&record),
                 blocked.reason.as_str(),
@@ -108,7 +108,7 @@ impl Supervisor {
                 })?;
                 Ok(paused)
             }
-            None => Err(AgentdError::precondition(format!(
+            None => Err(AgentdError::refused(format!(
                 "agent {} is {}, not running; there is nothing to pause",
                 short(&record),
                 record.status
@@ -152,7 +152,7 @@ impl Supervisor {
             }
         }
         if stopping.is_empty() {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} is {}, not running; there is nothing to interrupt",
                 short(&record),
                 record.status
@@ -181,7 +181,7 @@ impl Supervisor {
         let handle = self.handle(&record)?;
         let _transition = handle.transition.lock().await;
         if handle.is_running() {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} is running; change it between turns (interrupt or pause it first)",
                 short(&record)
             )));
@@ -192,7 +192,7 @@ impl Supervisor {
             let parent = match record.parent {
                 None => None,
                 Some(p) => Some(self.store.get_agent(p)?.ok_or_else(|| {
-                    AgentdError::precondition(format!(
+                    AgentdError::refused(format!(
                         "agent {} is a subagent whose parent is gone; its permission mode cannot change",
                         short(&record)
                     ))
@@ -201,7 +201,7 @@ impl Supervisor {
             if let Some(parent) = parent
                 && mode.stricter(parent.permission_mode) != mode
             {
-                return Err(AgentdError::precondition(format!(
+                return Err(AgentdError::refused(format!(
                     "agent {} is a subagent of {}, whose permission mode is {}; it cannot have a looser one",
                     short(&record),
                     short(&parent),
@@ -226,7 +226,7 @@ impl Supervisor {
     pub async fn cancel(&self, query: &str) -> Result<AgentRecord, AgentdError> {
         let record = self.resolve(query)?;
         if record.status.is_terminal() {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} has already {}; there is nothing to stop",
                 short(&record),
                 record.status
@@ -293,7 +293,7 @@ impl Supervisor {
         let handle = self.handle(&record)?;
         if handle.is_running() || record.status.is_live() {
             if !force {
-                return Err(AgentdError::precondition(format!(
+                return Err(AgentdError::refused(format!(
                     "agent {} is {}; stop it first or pass --force to cancel and remove it",
                     short(&record),
                     record.status
@@ -306,7 +306,7 @@ impl Supervisor {
         let _transition = handle.transition.lock().await;
         let record = self.reload(&record)?;
         if record.status.is_live() || handle.is_running() {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} started again meanwhile; stop it first",
                 short(&record)
             )));

@@ -219,7 +219,7 @@ impl Supervisor {
     /// is neither blank nor too big, and its name is valid.
     pub(super) fn admit(&self, what: &str, text: &str, name: &str) -> Result<(), AgentdError> {
         if self.runs.shutting_down() {
-            return Err(AgentdError::Unavailable("agentd is shutting down".into()));
+            return Err(AgentdError::ShuttingDown("agentd is shutting down".into()));
         }
         if text.trim().is_empty() {
             return Err(AgentdError::invalid(format!("the {what} is empty")));
@@ -363,7 +363,7 @@ impl Supervisor {
             workspace,
             &self.settings.tool_env().protected,
         ) {
-            Some(why) => Err(AgentdError::precondition(why)),
+            Some(why) => Err(AgentdError::refused(why)),
             None => Ok(()),
         }
     }
@@ -382,7 +382,7 @@ impl Supervisor {
         };
         match parent.effective_sandbox() {
             SandboxMode::Off => Ok(()),
-            SandboxMode::ReadOnly => Err(AgentdError::precondition(
+            SandboxMode::ReadOnly => Err(AgentdError::refused(
                 "a read-only agent cannot start agents in worktrees (isolation or working_dir): they would write",
             )),
             SandboxMode::WorkspaceWrite if wt.owned => Ok(()),
@@ -397,7 +397,7 @@ impl Supervisor {
                 if real(&child.cwd).starts_with(real(&workspace)) {
                     Ok(())
                 } else {
-                    Err(AgentdError::precondition(format!(
+                    Err(AgentdError::refused(format!(
                         "working_dir {} is outside this agent's sandbox ({}); a child may work only where its parent may write",
                         child.cwd.display(),
                         workspace.display()
@@ -418,7 +418,7 @@ impl Supervisor {
             if let Some(record) = self.store.get_agent(id)?
                 && !record.status.is_terminal()
             {
-                return Err(AgentdError::AlreadyExists(format!(
+                return Err(AgentdError::Exists(format!(
                     "the name '{name}' is taken by agent {} ({}); pick another or stop that agent first",
                     record.short_id, record.status
                 )));
@@ -456,11 +456,11 @@ fn validate_cwd(cwd: &str) -> Result<PathBuf, AgentdError> {
             quote(cwd)
         )));
     }
-    let canonical = path.canonicalize().map_err(|e| {
-        AgentdError::precondition(format!("cwd '{}' cannot be used: {e}", quote(cwd)))
-    })?;
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| AgentdError::refused(format!("cwd '{}' cannot be used: {e}", quote(cwd))))?;
     if !canonical.is_dir() {
-        return Err(AgentdError::precondition(format!(
+        return Err(AgentdError::refused(format!(
             "cwd '{}' is not a directory",
             quote(cwd)
         )));
@@ -481,17 +481,14 @@ mod tests {
 
     #[test]
     fn cwd_must_be_an_existing_absolute_directory() {
-        assert!(matches!(
-            validate_cwd(""),
-            Err(AgentdError::InvalidArgument(_))
-        ));
+        assert!(matches!(validate_cwd(""), Err(AgentdError::Invalid(_))));
         assert!(matches!(
             validate_cwd("rel/dir"),
-            Err(AgentdError::InvalidArgument(_))
+            Err(AgentdError::Invalid(_))
         ));
         assert!(matches!(
             validate_cwd("/definitely/not/here"),
-            Err(AgentdError::FailedPrecondition(_))
+            Err(AgentdError::Refused(_))
         ));
         assert!(validate_cwd("/").is_ok());
         let long = format!("/{}", "a".repeat(100_000));

@@ -112,14 +112,14 @@ impl Supervisor {
             Some(fork_profile::load(&req.fork_profile, &parent.cwd).map_err(AgentdError::invalid)?)
         };
         if req.isolation != Isolation::Worktree && !parent.cwd.is_dir() {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {}'s working directory {} is gone (a worktree removed when it ended with no changes?); fork it with --worktree to give the fork a tree of its own",
                 parent.short_id,
                 parent.cwd.display()
             )));
         }
         let parent_prompt = self.store.get_prompt(parent.id)?.ok_or_else(|| {
-            AgentdError::precondition(format!(
+            AgentdError::refused(format!(
                 "agent {} cannot be forked: its stored prompt is gone",
                 parent.short_id
             ))
@@ -130,7 +130,7 @@ impl Supervisor {
             Origin::Client => {
                 loaded = turn_loop::load_conversation(&self.store, parent)
                     .map_err(|e| {
-                        AgentdError::precondition(format!(
+                        AgentdError::refused(format!(
                             "agent {} cannot be forked: {e}",
                             parent.short_id
                         ))
@@ -140,7 +140,7 @@ impl Supervisor {
             }
         };
         let Some(&(last_seq, _)) = history.last() else {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} has no conversation to fork yet",
                 parent.short_id
             )));

@@ -88,11 +88,11 @@ impl Supervisor {
         let mut status = handle.hub.watch_status();
         tokio::select! {
             r = status.wait_for(|s| !s.status.is_live()) => {
-                r.map_err(|_| AgentdError::Unavailable("agentd is shutting down".into()))?;
+                r.map_err(|_| AgentdError::ShuttingDown("agentd is shutting down".into()))?;
                 Ok(())
             }
             _ = self.runs.shutdown_token().cancelled() => {
-                Err(AgentdError::Unavailable("agentd is shutting down".into()))
+                Err(AgentdError::ShuttingDown("agentd is shutting down".into()))
             }
         }
     }

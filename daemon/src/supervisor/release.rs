@@ -30,7 +30,7 @@ impl Supervisor {
             .ok_or_else(|| AgentdError::NotFound(format!("agent {id} was removed")))?;
         let handle = self.handle(&record)?;
         let not_running = || {
-            AgentdError::precondition(format!(
+            AgentdError::refused(format!(
                 "agent {} is {}, not running; only a running agent can move to the background",
                 short(&record),
                 record.status

@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(resolve(&store, "builder").unwrap().id, a);
         let err = resolve(&store, "0190aa").unwrap_err();
         assert!(
-            matches!(&err, AgentdError::InvalidArgument(m) if m.contains("ambiguous")),
+            matches!(&err, AgentdError::Invalid(m) if m.contains("ambiguous")),
             "{err}"
         );
         assert!(matches!(
@@ -223,7 +223,7 @@ mod tests {
         assert_eq!(resolve(&store, "019ad1f2b").unwrap().id, b);
         assert!(matches!(
             resolve(&store, "019ad1f2"),
-            Err(AgentdError::InvalidArgument(_))
+            Err(AgentdError::Invalid(_))
         ));
     }
 
@@ -232,10 +232,7 @@ mod tests {
         let (_dir, store) = open();
         for q in ["z".repeat(100_000), "a b".into(), "../x".into(), "é".into()] {
             let err = resolve(&store, &q).unwrap_err();
-            assert!(
-                matches!(err, AgentdError::InvalidArgument(_)),
-                "{q:.20}: {err}"
-            );
+            assert!(matches!(err, AgentdError::Invalid(_)), "{q:.20}: {err}");
             assert!(err.to_string().len() < 300, "{}", err.to_string().len());
         }
         // Well formed but unknown stays NOT_FOUND.
@@ -269,7 +266,7 @@ mod tests {
         put(&store, ids[3], 8, "old", Status::Failed);
         assert!(matches!(
             resolve(&store, "old"),
-            Err(AgentdError::InvalidArgument(_))
+            Err(AgentdError::Invalid(_))
         ));
     }
 

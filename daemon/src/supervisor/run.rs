@@ -272,7 +272,7 @@ impl Supervisor {
                 record.updated_at_ms = now_ms();
                 self.store.put_agent_durable(&record).await?;
                 handle.hub.publish_status(StatusSnapshot::of(&record));
-                Err(AgentdError::precondition(message))
+                Err(AgentdError::refused(message))
             }
         }
     }

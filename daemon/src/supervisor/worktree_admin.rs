@@ -276,7 +276,7 @@ impl Supervisor {
             // told where the tree was and what to do.
             let note = super::moved_checkouts::unreachable_note(record, &wt);
             if discard {
-                return Err(AgentdError::precondition(format!(
+                return Err(AgentdError::refused(format!(
                     "agent {}'s worktree {} cannot be discarded: {note}",
                     short(record),
                     wt.path.display()
@@ -300,7 +300,7 @@ impl Supervisor {
             }));
         }
         if let Some(user) = self.tree_user(&wt.path, Some(record.id)) {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} works in agent {}'s worktree and has not ended; stop it first",
                 user.short_id,
                 short(record)
@@ -333,7 +333,7 @@ impl Supervisor {
             Settled::Gone => (None, true),
             Settled::Kept(i) => (Some(i), false),
             Settled::Untouchable(why) => {
-                return Err(AgentdError::precondition(format!(
+                return Err(AgentdError::refused(format!(
                     "agent {}'s worktree {} cannot be removed: {why}; nothing was removed",
                     short(record),
                     wt.path.display()
@@ -360,8 +360,13 @@ impl Supervisor {
         let record = self.resolve(query)?;
         let wt = self.tree_of(&record)?;
         let w = wt.clone();
-        let (text, link) =
-            git(move || Ok((worktree::diff(&w, stat)?, worktree::link::check(&w.path)))).await?;
+        let (text, link) = git(move || {
+            Ok::<_, worktree::WorktreeError>((
+                worktree::diff(&w, stat)?,
+                worktree::link::check(&w.path),
+            ))
+        })
+        .await?;
         let notice = match link {
             worktree::link::Link::Replaced(what) => Some(format!(
                 "the agent replaced its worktree's .git link ({what}); this diff was read through git's own record of the tree; do not run git in {} until agentd restores the link (when the agent ends)",
@@ -381,7 +386,7 @@ impl Supervisor {
         let record = self.resolve(query)?;
         let wt = self.tree_of(&record)?;
         if !wt.owned {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} works in a pinned worktree ({}), not one of its own; merge its branch {} with git",
                 short(&record),
                 wt.path.display(),
@@ -389,7 +394,7 @@ impl Supervisor {
             )));
         }
         if record.status.is_live() || self.handle(&record)?.is_running() {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} is {}; merge it once it has stopped (`agentctl wait {}`)",
                 short(&record),
                 record.status,
@@ -417,7 +422,7 @@ impl Supervisor {
             if let Some(owner) = owner
                 && (owner.status.is_live() || self.handle(&owner)?.is_running())
             {
-                return Err(AgentdError::precondition(format!(
+                return Err(AgentdError::refused(format!(
                     "agent {} runs in {}, which agent {} came from; merge once it has stopped",
                     owner.short_id,
                     wt.checkout.display(),
@@ -425,7 +430,7 @@ impl Supervisor {
                 )));
             }
             if let Some(user) = self.tree_user(&wt.checkout, None) {
-                return Err(AgentdError::precondition(format!(
+                return Err(AgentdError::refused(format!(
                     "agent {} works in {}; merge once it has stopped",
                     user.short_id,
                     wt.checkout.display()
@@ -472,13 +477,13 @@ impl Supervisor {
 
     fn tree_of(&self, record: &AgentRecord) -> Result<AgentWorktree, AgentdError> {
         let wt = record.worktree.clone().ok_or_else(|| {
-            AgentdError::precondition(format!(
+            AgentdError::refused(format!(
                 "agent {} has no worktree (start agents with --worktree to get one)",
                 short(record)
             ))
         })?;
         if wt.state == WorktreeState::Removed && !wt.path.exists() {
-            return Err(AgentdError::precondition(format!(
+            return Err(AgentdError::refused(format!(
                 "agent {} ended with no changes, so its worktree was removed",
                 short(record)
             )));

@@ -20,12 +20,13 @@ use crate::worktree::{self, Plan, Settled, Target};
 
 /// Runs blocking git work on the blocking pool, with the person's file
 /// mask: what it writes in their repository is theirs.
-pub(super) async fn git<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, AgentdError> + Send + 'static,
+pub(super) async fn git<T: Send + 'static, E: Into<AgentdError> + Send + 'static>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, AgentdError> {
     tokio::task::spawn_blocking(|| crate::umask::as_the_person(f))
         .await
-        .map_err(|e| AgentdError::precondition(format!("git work failed: {e}")))?
+        .map_err(|e| AgentdError::refused(format!("git work failed: {e}")))?
+        .map_err(Into::into)
 }
 
 /// The short id of the agentd tree `cwd` lies in, if it lies in one.
@@ -66,7 +67,7 @@ impl Supervisor {
         record: &AgentRecord,
     ) -> Result<super::tree_keeping::Making<'_>, AgentdError> {
         let common = worktree::common_dir_of(&plan.checkout).ok_or_else(|| {
-            AgentdError::precondition(format!(
+            AgentdError::refused(format!(
                 "{} is no longer a git checkout",
                 plan.checkout.display()
             ))

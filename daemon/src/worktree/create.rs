@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use git2::{BranchType, Oid, Repository, WorktreeAddOptions};
 
+use super::error::WorktreeError;
 use super::places::Places;
 use super::{WORKTREES_DIR, branch_for, git_error};
+use crate::domain::text::quote;
 use crate::domain::{AgentWorktree, WorkSummary, WorktreeState};
-use crate::error::{AgentdError, quote};
 
 /// A worktree about to be made, checked against the repository.
 #[derive(Clone, Debug)]
@@ -52,26 +53,26 @@ pub fn plan(
     base: Option<&str>,
     short_id: &str,
     store: &str,
-) -> Result<Plan, AgentdError> {
+) -> Result<Plan, WorktreeError> {
     let repo = Repository::discover(cwd).map_err(|_| {
-        AgentdError::precondition(format!(
+        WorktreeError::refused(format!(
             "worktree isolation needs a git repository, and {} is not inside one; start from a checkout, or without worktree isolation",
             cwd.display()
         ))
     })?;
     if repo.is_bare() {
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "{} is a bare repository, which has no checkout to branch from; run --worktree from a checkout of it",
             repo.path().display()
         )));
     }
     let checkout = repo
         .workdir()
-        .ok_or_else(|| AgentdError::precondition("the repository has no working directory"))?
+        .ok_or_else(|| WorktreeError::refused("the repository has no working directory"))?
         .canonicalize()
-        .map_err(|e| AgentdError::precondition(format!("cannot resolve the checkout: {e}")))?;
+        .map_err(|e| WorktreeError::refused(format!("cannot resolve the checkout: {e}")))?;
     let relative = cwd.strip_prefix(&checkout).map_err(|_| {
-        AgentdError::precondition(format!(
+        WorktreeError::refused(format!(
             "{} lies inside the repository's .git directory; run --worktree from its checkout",
             cwd.display()
         ))
@@ -82,14 +83,14 @@ pub fn plan(
     let (base_name, commit) = match given {
         Some(given) => {
             let (object, reference) = repo.revparse_ext(given).map_err(|_| {
-                AgentdError::invalid(format!(
+                WorktreeError::invalid(format!(
                     "--base '{}' does not name a commit in {}",
                     quote(given),
                     checkout.display()
                 ))
             })?;
             let commit = object.peel_to_commit().map_err(|_| {
-                AgentdError::invalid(format!("--base '{}' is not a commit", quote(given)))
+                WorktreeError::invalid(format!("--base '{}' is not a commit", quote(given)))
             })?;
             // A ref is kept by its full name (unambiguous in every
             // worktree); an expression (`main~2`) by the commit it named.
@@ -101,7 +102,7 @@ pub fn plan(
         }
         None => {
             let head = repo.head().map_err(|_| {
-                AgentdError::precondition(format!(
+                WorktreeError::refused(format!(
                     "the repository at {} has no commits yet; commit something first or pass --base",
                     checkout.display()
                 ))
@@ -124,7 +125,7 @@ pub fn plan(
             .get_path(relative)
             .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Tree));
         if !is_dir {
-            return Err(AgentdError::precondition(format!(
+            return Err(WorktreeError::refused(format!(
                 "the working directory {} is not part of {} (untracked, ignored or new), so the worktree would not have it; start the agent from a directory the base commit has",
                 relative.display(),
                 super::base_label(&base_name)
@@ -139,7 +140,7 @@ pub fn plan(
             .ok()
             .and_then(|r| r.workdir().and_then(|w| w.canonicalize().ok()))
             .ok_or_else(|| {
-                AgentdError::precondition(format!(
+                WorktreeError::refused(format!(
                     "cannot find the main working tree of {}; make the worktree from the main checkout",
                     checkout.display()
                 ))
@@ -150,13 +151,13 @@ pub fn plan(
     let path = main.join(WORKTREES_DIR).join(short_id);
     let branch = branch_for(short_id);
     if path.exists() {
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "{} exists already; agentd will not reuse it",
             path.display()
         )));
     }
     if repo.find_branch(&branch, BranchType::Local).is_ok() {
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "the branch {branch} exists already; agentd will not reuse it"
         )));
     }
@@ -181,7 +182,7 @@ pub fn plan(
 /// locked with `lock_reason` from the moment it exists, `.agentd/` in the
 /// repository's exclude file, submodules initialised. On failure nothing it
 /// made is left behind.
-pub fn create(plan: &Plan, lock_reason: &str) -> Result<(), AgentdError> {
+pub fn create(plan: &Plan, lock_reason: &str) -> Result<(), WorktreeError> {
     let repo =
         Repository::open(&plan.checkout).map_err(|e| git_error("cannot open the repository", e))?;
     let common = repo.commondir().to_path_buf();
@@ -196,11 +197,11 @@ fn make_tree_in_places(
     common: &Path,
     lock_reason: &str,
     new_branch: bool,
-) -> Result<(), AgentdError> {
+) -> Result<(), WorktreeError> {
     let main = super::checkout_of(&plan.path)
         .filter(|m| plan.path.parent() == Some(&m.join(WORKTREES_DIR)))
         .ok_or_else(|| {
-            AgentdError::precondition(format!(
+            WorktreeError::refused(format!(
                 "{} is not where agentd makes worktrees",
                 plan.path.display()
             ))
@@ -215,7 +216,7 @@ fn make_tree_in_places(
     // Made where it was verified to go, not through a link swapped in
     // meanwhile.
     if !places.holds_tree(&plan.name) {
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "the worktree {} did not end up in {} (a link was swapped in while it was made); agentd left what was made for you to look at",
             plan.name,
             main.join(WORKTREES_DIR).display()
@@ -234,7 +235,7 @@ pub fn recreate(
     name: &str,
     lock_reason: &str,
     store: &str,
-) -> Result<(), AgentdError> {
+) -> Result<(), WorktreeError> {
     let base_commit = Oid::from_str(&wt.base_commit)
         .map_err(|e| git_error("the recorded base commit is not an id", e))?;
     let plan = Plan {
@@ -256,14 +257,14 @@ pub fn recreate(
         if let Ok(git2::WorktreeLockStatus::Locked(reason)) = stale.is_locked()
             && !super::removable_lock(reason.as_deref().unwrap_or_default().trim(), name)
         {
-            return Err(AgentdError::precondition(format!(
+            return Err(WorktreeError::refused(format!(
                 "git's record of the vanished worktree {} is locked by someone else ({:?}); unlock it with `git worktree unlock` first",
                 wt.path.display(),
                 reason.unwrap_or_default().trim()
             )));
         }
         if super::remove::vanished_work(&repo, name, &wt.base_commit)? > 0 {
-            return Err(AgentdError::precondition(format!(
+            return Err(WorktreeError::refused(format!(
                 "git's record of the vanished worktree {} still holds commits (a detached HEAD or a submodule's) that exist nowhere else; recover them from {} first",
                 wt.path.display(),
                 repo.commondir().join("worktrees").join(name).display()
@@ -286,15 +287,14 @@ fn make_tree(
     plan: &Plan,
     lock_reason: &str,
     new_branch: bool,
-) -> Result<(), AgentdError> {
+) -> Result<(), WorktreeError> {
     let turn = super::one_at_a_time::RepositoryTurn::of(repo.commondir());
     let _one_at_a_time = turn.take();
     // libgit2 makes this directory without tolerating that another tree
     // being made at the same moment made it first.
     let records = repo.commondir().join("worktrees");
-    std::fs::create_dir_all(&records).map_err(|e| {
-        AgentdError::precondition(format!("cannot create {}: {e}", records.display()))
-    })?;
+    std::fs::create_dir_all(&records)
+        .map_err(|e| WorktreeError::refused(format!("cannot create {}: {e}", records.display())))?;
     let commit = repo
         .find_commit(plan.base_commit)
         .map_err(|e| git_error("cannot find the base commit", e))?;
@@ -324,7 +324,7 @@ fn make_tree(
             ));
         }
     };
-    let finish = || -> Result<(), AgentdError> {
+    let finish = || -> Result<(), WorktreeError> {
         // Locked (with no reason) since it was made; now name the agent.
         wt.unlock()
             .map_err(|e| git_error("cannot lock the worktree", e))?;
@@ -347,7 +347,7 @@ fn make_tree(
             .join(&plan.name)
             .join("commondir");
         std::fs::write(&commondir, "../..\n").map_err(|e| {
-            AgentdError::precondition(format!("cannot write {}: {e}", commondir.display()))
+            WorktreeError::refused(format!("cannot write {}: {e}", commondir.display()))
         })?;
         let tree_repo = Repository::open_from_worktree(&wt)
             .map_err(|e| git_error("cannot open the new worktree", e))?;

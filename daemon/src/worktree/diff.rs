@@ -3,13 +3,13 @@
 
 use git2::{DiffFormat, DiffOptions, DiffStatsFormat, Oid};
 
+use super::error::WorktreeError;
 use super::git_error;
 use crate::domain::AgentWorktree;
-use crate::error::AgentdError;
 
 /// The diff of the worktree (index and files, untracked included) against
 /// its base commit: a patch, or with `stat` a diffstat.
-pub fn diff(wt: &AgentWorktree, stat: bool) -> Result<String, AgentdError> {
+pub fn diff(wt: &AgentWorktree, stat: bool) -> Result<String, WorktreeError> {
     // Through git's record of the tree, never the tree's own `.git`.
     let repo =
         super::link::open_tree(&wt.path).map_err(|e| super::link::open_error(&wt.path, e))?;

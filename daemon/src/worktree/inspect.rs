@@ -6,9 +6,9 @@ use std::path::Path;
 
 use git2::{BranchType, Oid, Repository, Status, StatusOptions};
 
+use super::error::WorktreeError;
 use super::git_error;
 use crate::domain::{AgentWorktree, WorkSummary};
-use crate::error::AgentdError;
 
 /// A worktree as it is now.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub fn work_in(
     branch: &str,
     base: &str,
     base_commit: &str,
-) -> Result<Inspection, AgentdError> {
+) -> Result<Inspection, WorktreeError> {
     // Through git's record of the tree, never the tree's own `.git`.
     let repo = super::link::open_tree(path).map_err(|e| super::link::open_error(path, e))?;
     let mut opts = StatusOptions::new();
@@ -91,7 +91,7 @@ fn submodule_work(
     work: &mut WorkSummary,
     paths: &mut Vec<String>,
     depth: u32,
-) -> Result<(), AgentdError> {
+) -> Result<(), WorktreeError> {
     use git2::SubmoduleStatus as S;
     if depth > 8 {
         return Ok(());
@@ -163,7 +163,7 @@ pub(super) fn unpublished(
     repo: &Repository,
     tips: &[Oid],
     pinned: &[Oid],
-) -> Result<u32, AgentdError> {
+) -> Result<u32, WorktreeError> {
     if tips.is_empty() {
         return Ok(0);
     }
@@ -195,7 +195,7 @@ pub(super) fn unpublished(
 }
 
 /// Inspects an agent's worktree.
-pub fn inspect(wt: &AgentWorktree) -> Result<Inspection, AgentdError> {
+pub fn inspect(wt: &AgentWorktree) -> Result<Inspection, WorktreeError> {
     work_in(&wt.path, &wt.branch, &wt.base, &wt.base_commit)
 }
 
@@ -206,7 +206,7 @@ fn commits_ahead(
     branch: &str,
     base: &str,
     base_commit: &str,
-) -> Result<u32, AgentdError> {
+) -> Result<u32, WorktreeError> {
     let mut tips = Vec::new();
     if !branch.is_empty()
         && let Ok(b) = repo.find_branch(branch, BranchType::Local)
@@ -231,7 +231,7 @@ pub(super) fn ahead_of(
     tips: &[Oid],
     base: &str,
     base_commit: &str,
-) -> Result<u32, AgentdError> {
+) -> Result<u32, WorktreeError> {
     if tips.is_empty() {
         return Ok(0);
     }

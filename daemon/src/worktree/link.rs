@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
+use super::error::WorktreeError;
 use super::{checkout_of, git_error, is_agentd_tree};
-use crate::error::AgentdError;
 
 /// The largest link file read.
 const MAX_LINK_BYTES: u64 = 4096;
@@ -113,7 +113,7 @@ fn state_of(path: &Path, admin: &Path) -> Link {
     } else {
         Link::Replaced(format!(
             "a file naming {}",
-            crate::error::quote(named.unwrap_or("no repository"))
+            crate::domain::text::quote(named.unwrap_or("no repository"))
         ))
     }
 }
@@ -123,7 +123,7 @@ fn state_of(path: &Path, admin: &Path) -> Link {
 /// tree is then kept, for the person to look at). Returns what was done,
 /// for the person; None when the link was intact. Call it only once the
 /// agent (and everything it started) has ended.
-pub fn restore(path: &Path) -> Result<Option<String>, AgentdError> {
+pub fn restore(path: &Path) -> Result<Option<String>, WorktreeError> {
     let Some((_, admin)) = record_of(path) else {
         return Ok(None);
     };
@@ -139,7 +139,7 @@ pub fn restore(path: &Path) -> Result<Option<String>, AgentdError> {
     }
     if dot_git.symlink_metadata().is_ok() {
         std::fs::rename(&dot_git, &kept).map_err(|e| {
-            AgentdError::precondition(format!("cannot move {} aside: {e}", dot_git.display()))
+            WorktreeError::refused(format!("cannot move {} aside: {e}", dot_git.display()))
         })?;
     }
     let link = format!("gitdir: {}\n", admin.display());
@@ -149,7 +149,7 @@ pub fn restore(path: &Path) -> Result<Option<String>, AgentdError> {
         .open(&dot_git)
         .and_then(|mut f| std::io::Write::write_all(&mut f, link.as_bytes()));
     written.map_err(|e| {
-        AgentdError::precondition(format!("cannot restore {}: {e}", dot_git.display()))
+        WorktreeError::refused(format!("cannot restore {}: {e}", dot_git.display()))
     })?;
     let kept_note = if kept.symlink_metadata().is_ok() {
         format!(
@@ -166,9 +166,9 @@ pub fn restore(path: &Path) -> Result<Option<String>, AgentdError> {
 
 /// Why agentd will not suggest running git in the tree at `path` now, if
 /// its link is not the one agentd made.
-pub fn refusal(path: &Path) -> Option<AgentdError> {
+pub fn refusal(path: &Path) -> Option<WorktreeError> {
     match check(path) {
-        Link::Replaced(what) => Some(AgentdError::precondition(format!(
+        Link::Replaced(what) => Some(WorktreeError::refused(format!(
             "the agent replaced its worktree's .git link ({what}), so running git in {} could run commands the agent chose; agentd restores the link when the agent ends (or `agentctl rm` it); until then do not run git there",
             path.display()
         ))),
@@ -177,7 +177,7 @@ pub fn refusal(path: &Path) -> Option<AgentdError> {
 }
 
 /// A `git2` error about the tree at `path`.
-pub fn open_error(path: &Path, e: git2::Error) -> AgentdError {
+pub fn open_error(path: &Path, e: git2::Error) -> WorktreeError {
     git_error(&format!("cannot open the worktree {}", path.display()), e)
 }
 

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
+use super::error::WorktreeError;
 use super::{branch_for, checkout_of, git_error, is_agentd_tree};
+use crate::domain::text::quote;
 use crate::domain::{AgentWorktree, WorkSummary, WorktreeState};
-use crate::error::{AgentdError, quote};
 
 /// One of agentd's worktrees, as git lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,7 +29,7 @@ pub struct Found {
 
 /// agentd's worktrees of the repository whose common git directory is
 /// `common_dir`: those git lists under some `<checkout>/.agentd/worktrees/`.
-pub fn agentd_worktrees(common_dir: &Path) -> Result<Vec<Found>, AgentdError> {
+pub fn agentd_worktrees(common_dir: &Path) -> Result<Vec<Found>, WorktreeError> {
     let repo = Repository::open(common_dir).map_err(|e| {
         git_error(
             &format!("cannot open the repository {}", common_dir.display()),
@@ -88,9 +89,9 @@ pub fn common_dir_of(dir: &Path) -> Option<PathBuf> {
 /// directory inside a linked worktree git has registered for the same
 /// repository as `cwd`. Returns the directory (canonical) and the record of
 /// the pinned tree, which agentd never creates, locks or removes.
-pub fn pinned(working_dir: &str, cwd: &Path) -> Result<(PathBuf, AgentWorktree), AgentdError> {
+pub fn pinned(working_dir: &str, cwd: &Path) -> Result<(PathBuf, AgentWorktree), WorktreeError> {
     let bad =
-        |why: String| AgentdError::invalid(format!("working_dir '{}' {why}", quote(working_dir)));
+        |why: String| WorktreeError::invalid(format!("working_dir '{}' {why}", quote(working_dir)));
     let dir = Path::new(working_dir);
     if !dir.is_absolute() {
         return Err(bad("is not an absolute path".into()));

@@ -6,9 +6,9 @@
 
 use git2::{BranchType, Commit, Repository, Signature, StatusOptions};
 
+use super::error::WorktreeError;
 use super::{base_label, git_error, inspect::work_in};
 use crate::domain::{AgentWorktree, MergeJournal};
-use crate::error::AgentdError;
 
 /// What a merge did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,20 +45,20 @@ pub enum Prepared {
 /// the worktree holds uncommitted work (it would not be merged), or on a
 /// conflict (listing the conflicting paths). A merge commit it makes is
 /// only an object until the merge is written.
-pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared, AgentdError> {
+pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared, WorktreeError> {
     let repo = Repository::open(&wt.checkout)
         .map_err(|e| git_error(&format!("cannot open {}", wt.checkout.display()), e))?;
     let head = repo
         .head()
         .map_err(|e| git_error("cannot read the checkout's HEAD", e))?;
     if !head.is_branch() {
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "{} has a detached HEAD; check out the branch to merge into first",
             wt.checkout.display()
         )));
     }
     if repo.state() != git2::RepositoryState::Clean {
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "{} is in the middle of another operation ({:?}); finish or abort it first",
             wt.checkout.display(),
             repo.state()
@@ -68,7 +68,7 @@ pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared
     let branch_name = head.shorthand().unwrap_or_default().to_string();
     let dirty = tracked_changes(&repo)?;
     if dirty > 0 {
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "{} has uncommitted changes ({dirty} files); commit or stash them, then merge again",
             wt.checkout.display()
         )));
@@ -81,7 +81,7 @@ pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared
         let held = work_in(&wt.path, &wt.branch, &wt.base, &wt.base_commit)?;
         let uncommitted = held.work.changed + held.work.untracked;
         if uncommitted > 0 {
-            return Err(AgentdError::precondition(format!(
+            return Err(WorktreeError::refused(format!(
                 "{label}'s worktree has {uncommitted} uncommitted files, which a merge of its branch would leave out; commit them (git -C {} add -A && git -C {} commit) or look at them with `agentctl diff`, then merge again",
                 wt.path.display(),
                 wt.path.display()
@@ -128,7 +128,7 @@ pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared
             .map(|e| String::from_utf8_lossy(&e.path).into_owned())
             .collect();
         paths.dedup();
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "merging {} into {branch_name} conflicts in: {}; nothing was changed (merge by hand with `git merge {}`)",
             wt.branch,
             paths.join(", "),
@@ -180,7 +180,7 @@ pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared
 /// `prepare` and `merge_journal::apply` without a journal: for tests of
 /// the merge rules only (the daemon journals every merge it writes).
 #[cfg(test)]
-pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, AgentdError> {
+pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, WorktreeError> {
     match prepare(wt, squash, label)? {
         Prepared::Done(m) => Ok(m),
         Prepared::Write {
@@ -196,7 +196,7 @@ pub fn merge(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Merged, Ag
 
 /// Tracked files with staged or unstaged changes (untracked ones are
 /// allowed: the checkout refuses to write over them).
-fn tracked_changes(repo: &Repository) -> Result<usize, AgentdError> {
+fn tracked_changes(repo: &Repository) -> Result<usize, WorktreeError> {
     let mut opts = StatusOptions::new();
     opts.include_untracked(false).include_ignored(false);
     let statuses = repo

@@ -26,10 +26,10 @@ use std::os::unix::ffi::OsStrExt as _;
 use git2::{Oid, Repository, Tree};
 use nix::fcntl::OFlag;
 
+use super::error::WorktreeError;
 use super::git_error;
 use crate::beneath::{self, Links};
 use crate::domain::MergeJournal;
-use crate::error::AgentdError;
 
 const FILE_MODE_EXEC: i32 = 0o100755;
 const FILE_MODE_LINK: i32 = 0o120000;
@@ -72,7 +72,7 @@ struct Sides<'r> {
 }
 
 impl<'r> Sides<'r> {
-    fn of(repo: &'r Repository, j: &MergeJournal) -> Result<Sides<'r>, AgentdError> {
+    fn of(repo: &'r Repository, j: &MergeJournal) -> Result<Sides<'r>, WorktreeError> {
         let tree = |id: &str| {
             Oid::from_str(id)
                 .and_then(|oid| repo.find_commit(oid))
@@ -83,9 +83,9 @@ impl<'r> Sides<'r> {
         let to: Tree<'_> = tree(&j.to)?;
         let workdir = repo
             .workdir()
-            .ok_or_else(|| AgentdError::precondition("the checkout has no working directory"))?;
+            .ok_or_else(|| WorktreeError::refused("the checkout has no working directory"))?;
         let root = beneath::open_dir(workdir).map_err(|e| {
-            AgentdError::precondition(format!("cannot open {}: {e}", workdir.display()))
+            WorktreeError::refused(format!("cannot open {}: {e}", workdir.display()))
         })?;
         let diff = repo
             .diff_tree_to_tree(Some(&from), Some(&to), None)
@@ -98,14 +98,14 @@ impl<'r> Sides<'r> {
             let path = new
                 .path()
                 .or_else(|| old.path())
-                .ok_or_else(|| AgentdError::precondition("the merge names a path without a name"))?
+                .ok_or_else(|| WorktreeError::refused("the merge names a path without a name"))?
                 .to_path_buf();
             let bad = path.components().any(|c| match c {
                 Component::Normal(n) => n.eq_ignore_ascii_case(".git"),
                 _ => true,
             });
             if bad {
-                return Err(AgentdError::precondition(format!(
+                return Err(WorktreeError::refused(format!(
                     "the merge names a path agentd will not write ({}); merge it with git",
                     path.display()
                 )));
@@ -163,9 +163,9 @@ impl<'r> Sides<'r> {
 
     /// Makes `path` hold `side` (nothing, or a blob), replacing what is
     /// there in one rename.
-    fn write(&self, path: &Path, side: Option<(Oid, i32)>) -> Result<(), AgentdError> {
+    fn write(&self, path: &Path, side: Option<(Oid, i32)>) -> Result<(), WorktreeError> {
         let fail = |e: std::io::Error| {
-            AgentdError::precondition(format!("cannot write {}: {e}", path.display()))
+            WorktreeError::refused(format!("cannot write {}: {e}", path.display()))
         };
         let name = path
             .file_name()
@@ -245,7 +245,7 @@ impl<'r> Sides<'r> {
     /// start) where it holds the other side (or already this one); paths
     /// holding neither are left and returned. Temporary files a crash left
     /// go.
-    fn bring_to(&self, to: bool) -> Result<(usize, Vec<String>), AgentdError> {
+    fn bring_to(&self, to: bool) -> Result<(usize, Vec<String>), WorktreeError> {
         let mut written = 0;
         let mut left = Vec::new();
         for c in &self.changes {
@@ -303,7 +303,7 @@ impl<'r> Sides<'r> {
         }
     }
 
-    fn set_index(&self, commit: &str) -> Result<(), AgentdError> {
+    fn set_index(&self, commit: &str) -> Result<(), WorktreeError> {
         let tree = Oid::from_str(commit)
             .and_then(|oid| self.repo.find_commit(oid))
             .and_then(|c| c.tree())
@@ -324,12 +324,12 @@ impl<'r> Sides<'r> {
 /// it moved meanwhile), then the index. Refuses, changing nothing, when a
 /// file it would write is changed or untracked in the checkout. On any
 /// failure after the first file, what was written is put back.
-pub fn apply(j: &MergeJournal, log: &str) -> Result<(), AgentdError> {
+pub fn apply(j: &MergeJournal, log: &str) -> Result<(), WorktreeError> {
     let repo = Repository::open(&j.checkout)
         .map_err(|e| git_error(&format!("cannot open {}", j.checkout.display()), e))?;
     let sides = Sides::of(&repo, j)?;
     let moved = || {
-        AgentdError::precondition(
+        WorktreeError::refused(
             "the checkout's branch moved while merging; nothing was changed, merge again",
         )
     };
@@ -343,7 +343,7 @@ pub fn apply(j: &MergeJournal, log: &str) -> Result<(), AgentdError> {
     // or one that crashed) would stop the merge half way.
     let index_lock = repo.path().join("index.lock");
     if index_lock.symlink_metadata().is_ok() {
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "the checkout's index is locked ({}): another git is at work there, or one crashed; if none runs, remove the lock, then merge again; nothing was changed",
             index_lock.display()
         )));
@@ -372,7 +372,7 @@ pub fn apply(j: &MergeJournal, log: &str) -> Result<(), AgentdError> {
         .map(|c| c.path.display().to_string())
         .collect();
     if !blocked.is_empty() {
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "the merge would overwrite files in the checkout that are changed or not tracked ({}); nothing was changed — commit or move them, then merge again",
             blocked.into_iter().take(10).collect::<Vec<_>>().join(", ")
         )));
@@ -394,7 +394,7 @@ pub fn apply(j: &MergeJournal, log: &str) -> Result<(), AgentdError> {
     }
     if let Err(e) = repo.reference_matching(&j.branch_ref, to_id, true, from_id, log) {
         undo(&sides);
-        return Err(AgentdError::precondition(format!(
+        return Err(WorktreeError::refused(format!(
             "the checkout's branch moved while the merge was written ({}); the files were put back, nothing changed",
             e.message()
         )));
@@ -450,7 +450,7 @@ fn clear_stale_locks(repo: &Repository, j: &MergeJournal) {
 
 /// Finishes or undoes the merge `j` a crash cut short: the files follow the
 /// branch (see the module's doc).
-pub fn recover(j: &MergeJournal) -> Result<Recovered, AgentdError> {
+pub fn recover(j: &MergeJournal) -> Result<Recovered, WorktreeError> {
     let repo = Repository::open(&j.checkout)
         .map_err(|e| git_error(&format!("cannot open {}", j.checkout.display()), e))?;
     clear_stale_locks(&repo, j);

@@ -17,6 +17,7 @@
 
 mod create;
 mod diff;
+mod error;
 mod inspect;
 pub mod link;
 mod list;
@@ -35,6 +36,7 @@ use std::path::{Path, PathBuf};
 
 pub use create::{Plan, create, plan, recreate};
 pub use diff::diff;
+pub use error::WorktreeError;
 pub use inspect::{Inspection, inspect, work_in};
 pub use list::{Found, agentd_worktrees, common_dir_of, pinned};
 #[cfg(test)]
@@ -44,7 +46,6 @@ pub use places::Places;
 pub use remove::{Settled, Target, discard, remove_if_clean, would_remove};
 
 use crate::domain::AgentWorktree;
-use crate::error::AgentdError;
 
 /// Where agentd's worktrees live inside a checkout.
 pub const WORKTREES_DIR: &str = ".agentd/worktrees";
@@ -115,14 +116,14 @@ pub(crate) fn write_marker(
     common_dir: &Path,
     name: &str,
     marker: &Marker,
-) -> Result<(), AgentdError> {
+) -> Result<(), WorktreeError> {
     let file = common_dir.join("worktrees").join(name).join(MARKER_FILE);
     let text = format!(
         "base {}\ncommit {}\nstore {}\n",
         marker.base, marker.base_commit, marker.store
     );
     std::fs::write(&file, text)
-        .map_err(|e| AgentdError::precondition(format!("cannot write {}: {e}", file.display())))
+        .map_err(|e| WorktreeError::refused(format!("cannot write {}: {e}", file.display())))
 }
 
 /// The marker of the worktree `name`; None when it has none (not
@@ -167,13 +168,13 @@ pub(crate) fn removable_lock(reason: &str, name: &str) -> bool {
 }
 
 /// A libgit2 failure, as a request's error: the operation, and git's words.
-pub(crate) fn git_error(what: &str, e: git2::Error) -> AgentdError {
-    AgentdError::precondition(format!("{what}: {}", e.message()))
+pub(crate) fn git_error(what: &str, e: git2::Error) -> WorktreeError {
+    WorktreeError::refused(format!("{what}: {}", e.message()))
 }
 
 /// Sets a lock on the worktree `name` with `reason`, replacing a lock of
 /// agentd's own; refuses if a person holds it.
-pub fn lock(checkout: &Path, name: &str, reason: &str) -> Result<(), AgentdError> {
+pub fn lock(checkout: &Path, name: &str, reason: &str) -> Result<(), WorktreeError> {
     let repo =
         git2::Repository::open(checkout).map_err(|e| git_error("cannot open the repository", e))?;
     let wt = repo
@@ -189,7 +190,7 @@ pub fn lock(checkout: &Path, name: &str, reason: &str) -> Result<(), AgentdError
                 return Ok(());
             }
             if !held.starts_with(LOCK_PREFIX) {
-                return Err(AgentdError::precondition(format!(
+                return Err(WorktreeError::refused(format!(
                     "worktree {} is locked by someone else ({held:?}); unlock it with `git worktree unlock {}` first",
                     wt.path().display(),
                     wt.path().display()
@@ -204,7 +205,7 @@ pub fn lock(checkout: &Path, name: &str, reason: &str) -> Result<(), AgentdError
 }
 
 /// Lifts agentd's own lock from the worktree `name` (a person's lock stays).
-pub fn unlock(checkout: &Path, name: &str) -> Result<(), AgentdError> {
+pub fn unlock(checkout: &Path, name: &str) -> Result<(), WorktreeError> {
     let repo =
         git2::Repository::open(checkout).map_err(|e| git_error("cannot open the repository", e))?;
     let wt = repo

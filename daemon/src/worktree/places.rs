@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
 
+use super::error::WorktreeError;
 use super::{EXCLUDE_LINE, WORKTREES_DIR};
 use crate::beneath::{self, Links};
-use crate::error::AgentdError;
 
 /// The largest `info/exclude` agentd reads before appending to it.
 const MAX_EXCLUDE_BYTES: u64 = 1024 * 1024;
@@ -30,27 +30,27 @@ pub struct Places {
 }
 
 /// Why a place was refused, in words that say what to do.
-fn refused(path: &Path, e: &std::io::Error) -> AgentdError {
+fn refused(path: &Path, e: &std::io::Error) -> WorktreeError {
     match e.raw_os_error() {
-        Some(libc::ELOOP | libc::EXDEV) => AgentdError::precondition(format!(
+        Some(libc::ELOOP | libc::EXDEV) => WorktreeError::refused(format!(
             "{} is a symbolic link or lies behind one; agentd makes and removes worktrees only in a real directory (an agent or a cloned repository could have planted the link to send them elsewhere); remove the link and try again",
             path.display()
         )),
-        Some(libc::ENOTDIR) => AgentdError::precondition(format!(
+        Some(libc::ENOTDIR) => WorktreeError::refused(format!(
             "{} is not a directory; remove it and try again",
             path.display()
         )),
-        _ => AgentdError::precondition(format!("cannot open {}: {e}", path.display())),
+        _ => WorktreeError::refused(format!("cannot open {}: {e}", path.display())),
     }
 }
 
 impl Places {
     /// Verifies (and makes, with `make`) the worktrees directory of the
     /// main checkout `main` (canonical) and opens `common_dir`.
-    pub fn verify(main: &Path, common_dir: &Path, make: bool) -> Result<Places, AgentdError> {
+    pub fn verify(main: &Path, common_dir: &Path, make: bool) -> Result<Places, WorktreeError> {
         let dot_git = main.join(".git");
         if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(AgentdError::precondition(format!(
+            return Err(WorktreeError::refused(format!(
                 "{} is a symbolic link; agentd does not work in a repository reached through one (an agent could have planted it); replace it with the repository itself",
                 dot_git.display()
             )));
@@ -78,7 +78,7 @@ impl Places {
     /// it is there, so the person's checkout stays clean; never touches a
     /// tracked file. The file is opened beneath the common dir through no
     /// link, must be a regular file, and is read only up to a cap.
-    pub fn exclude_worktrees(&self, shown: &Path) -> Result<(), AgentdError> {
+    pub fn exclude_worktrees(&self, shown: &Path) -> Result<(), WorktreeError> {
         // Trees are made concurrently: one reads and appends at a time.
         static EXCLUDE: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _one = EXCLUDE.lock().unwrap_or_else(|p| p.into_inner());
@@ -94,17 +94,17 @@ impl Places {
         )
         .map_err(|e| refused(&path, &e))?;
         let mut file = std::fs::File::from(fd);
-        let meta = file.metadata().map_err(|e| {
-            AgentdError::precondition(format!("cannot read {}: {e}", path.display()))
-        })?;
+        let meta = file
+            .metadata()
+            .map_err(|e| WorktreeError::refused(format!("cannot read {}: {e}", path.display())))?;
         if !meta.file_type().is_file() {
-            return Err(AgentdError::precondition(format!(
+            return Err(WorktreeError::refused(format!(
                 "{} is not a regular file; replace it with one",
                 path.display()
             )));
         }
         if meta.len() > MAX_EXCLUDE_BYTES {
-            return Err(AgentdError::precondition(format!(
+            return Err(WorktreeError::refused(format!(
                 "{} is {} bytes, more than agentd reads (1 MiB); shorten it",
                 path.display(),
                 meta.len()
@@ -114,9 +114,7 @@ impl Places {
         (&file)
             .take(MAX_EXCLUDE_BYTES)
             .read_to_end(&mut current)
-            .map_err(|e| {
-                AgentdError::precondition(format!("cannot read {}: {e}", path.display()))
-            })?;
+            .map_err(|e| WorktreeError::refused(format!("cannot read {}: {e}", path.display())))?;
         if current
             .split(|b| *b == b'\n')
             .any(|l| l.trim_ascii() == EXCLUDE_LINE.as_bytes())
@@ -129,16 +127,16 @@ impl Places {
             "\n"
         };
         writeln!(file, "{sep}{EXCLUDE_LINE}")
-            .map_err(|e| AgentdError::precondition(format!("cannot write {}: {e}", path.display())))
+            .map_err(|e| WorktreeError::refused(format!("cannot write {}: {e}", path.display())))
     }
 
     /// Runs `work` (libgit2 and git writing the tree and git's records) on
     /// a thread that may write only beneath these two directories.
     pub fn confined<R: Send>(
         &self,
-        work: impl FnOnce() -> Result<R, AgentdError> + Send,
-    ) -> Result<R, AgentdError> {
+        work: impl FnOnce() -> Result<R, WorktreeError> + Send,
+    ) -> Result<R, WorktreeError> {
         crate::sandbox::confined_thread::run(&[&self.worktrees, &self.common], work)
-            .map_err(AgentdError::precondition)?
+            .map_err(WorktreeError::refused)?
     }
 }

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 use git2::{BranchType, Repository, WorktreeLockStatus, WorktreePruneOptions};
 
+use super::error::WorktreeError;
 use super::inspect::{Inspection, work_in};
 use super::places::Places;
 use super::{
     REMOVING_REASON, TOMBSTONE_PREFIX, checkout_of, git_error, is_agentd_tree, removable_lock,
 };
 use crate::domain::WorkSummary;
-use crate::error::AgentdError;
 
 /// A tree to remove, as agentd knows it.
 #[derive(Clone, Debug)]
@@ -47,23 +47,23 @@ pub enum Settled {
 }
 
 /// Removes the tree and its branch if they hold no work (DESIGN §9).
-pub fn remove_if_clean(target: &Target) -> Result<Settled, AgentdError> {
+pub fn remove_if_clean(target: &Target) -> Result<Settled, WorktreeError> {
     remove(target, false)
 }
 
 /// Removes the tree and its branch whatever they hold: only for an explicit
 /// discard. Returns what was lost. A tree locked by someone else is still
 /// refused.
-pub fn discard(target: &Target) -> Result<Settled, AgentdError> {
+pub fn discard(target: &Target) -> Result<Settled, WorktreeError> {
     remove(target, true)
 }
 
 /// What `remove_if_clean` would do, changing nothing (for `prune
 /// --dry-run`): true when it would remove the tree (or its branch).
-pub fn would_remove(target: &Target) -> Result<bool, AgentdError> {
+pub fn would_remove(target: &Target) -> Result<bool, WorktreeError> {
     let repo = Repository::open(&target.checkout)
         .map_err(|e| git_error("cannot open the repository", e))?;
-    let branch_clean = || -> Result<bool, AgentdError> {
+    let branch_clean = || -> Result<bool, WorktreeError> {
         let Ok(branch) = repo.find_branch(&target.branch, BranchType::Local) else {
             return Ok(true);
         };
@@ -108,7 +108,7 @@ pub fn would_remove(target: &Target) -> Result<bool, AgentdError> {
     Ok(held.work.is_empty())
 }
 
-fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
+fn remove(target: &Target, discard: bool) -> Result<Settled, WorktreeError> {
     let repo = Repository::open(&target.checkout)
         .map_err(|e| git_error("cannot open the repository", e))?;
     let Ok(wt) = repo.find_worktree(&target.name) else {
@@ -179,7 +179,7 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
     let verified = checkout_of(&target.path)
         .map(|main| Places::verify(&main, repo.commondir(), false))
         .unwrap_or_else(|| {
-            Err(AgentdError::precondition(format!(
+            Err(WorktreeError::refused(format!(
                 "{} is not where agentd makes worktrees",
                 target.path.display()
             )))
@@ -228,10 +228,10 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, AgentdError> {
     let tombstone = places.tree_path(&tombstone_name);
     std::fs::rename(places.tree_path(&target.name), &tombstone).map_err(|e| {
         let _ = wt.unlock();
-        AgentdError::precondition(format!("cannot remove {}: {e}", target.path.display()))
+        WorktreeError::refused(format!("cannot remove {}: {e}", target.path.display()))
     })?;
     std::fs::remove_dir_all(&tombstone).map_err(|e| {
-        AgentdError::precondition(format!(
+        WorktreeError::refused(format!(
             "cannot remove {}: {e}",
             target.path.with_file_name(&tombstone_name).display()
         ))
@@ -259,7 +259,7 @@ pub(super) fn vanished_work(
     repo: &Repository,
     name: &str,
     base_commit: &str,
-) -> Result<u32, AgentdError> {
+) -> Result<u32, WorktreeError> {
     let admin = repo.commondir().join("worktrees").join(name);
     let walk_err = |e| git_error("cannot walk the history", e);
     let mut held = 0u32;
@@ -332,7 +332,7 @@ fn drop_branch_if_merged(
     repo: &Repository,
     target: &Target,
     discard: bool,
-) -> Result<Settled, AgentdError> {
+) -> Result<Settled, WorktreeError> {
     let Ok(mut branch) = repo.find_branch(&target.branch, BranchType::Local) else {
         return Ok(Settled::Gone);
     };

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use git2::Repository;
 
+use super::error::WorktreeError;
 use super::git_error;
-use crate::error::AgentdError;
 
 /// How long checking out a tree's submodules may take before git is
 /// stopped (a clone hanging on a network or a credential prompt).
@@ -21,7 +21,7 @@ const SUBMODULE_TIMEOUT: Duration = Duration::from_secs(600);
 /// configuration is the tree's own), every nested one. With the git command
 /// line (the person's configuration, credentials and transports: ssh,
 /// https) when there is one; else with libgit2 (local paths, plain http).
-pub(super) fn init(repo: &Repository) -> Result<(), AgentdError> {
+pub(super) fn init(repo: &Repository) -> Result<(), WorktreeError> {
     let submodules = repo
         .submodules()
         .map_err(|e| git_error("cannot read .gitmodules", e))?;
@@ -30,7 +30,7 @@ pub(super) fn init(repo: &Repository) -> Result<(), AgentdError> {
     }
     let dir = repo
         .workdir()
-        .ok_or_else(|| AgentdError::precondition("the new worktree has no working directory"))?;
+        .ok_or_else(|| WorktreeError::refused("the new worktree has no working directory"))?;
     // The clones git makes for submodules do not read the repository's own
     // configuration: carry its `protocol.file.allow` (local-path
     // submodules) over, as the person's setting for this repository.
@@ -88,7 +88,7 @@ pub(super) fn init(repo: &Repository) -> Result<(), AgentdError> {
 /// Runs git with `args` in `dir`, with no terminal and none of the
 /// variables that would point it at another repository, for at most
 /// `SUBMODULE_TIMEOUT`. Ok(false): there is no git to run.
-fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, AgentdError> {
+fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, WorktreeError> {
     use std::io::Read as _;
     let mut git = std::process::Command::new("git");
     if let Some(allow) = allow {
@@ -121,7 +121,7 @@ fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, Age
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => {
-            return Err(AgentdError::precondition(format!(
+            return Err(WorktreeError::refused(format!(
                 "cannot run git to check out the submodules: {e}"
             )));
         }
@@ -144,16 +144,14 @@ fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, Age
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(AgentdError::precondition(format!(
+                return Err(WorktreeError::refused(format!(
                     "checking out the submodules (git {}) took more than {} s and was stopped",
                     args.join(" "),
                     SUBMODULE_TIMEOUT.as_secs()
                 )));
             }
             Err(e) => {
-                return Err(AgentdError::precondition(format!(
-                    "cannot wait for git: {e}"
-                )));
+                return Err(WorktreeError::refused(format!("cannot wait for git: {e}")));
             }
         }
     };
@@ -161,7 +159,7 @@ fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, Age
     if status.success() {
         return Ok(true);
     }
-    Err(AgentdError::precondition(format!(
+    Err(WorktreeError::refused(format!(
         "cannot check out the submodules (git {}): {}",
         args.join(" "),
         String::from_utf8_lossy(&said)

@@ -96,10 +96,7 @@ fn no_repository_a_bare_one_or_a_bad_base_is_a_clear_error_and_makes_nothing() {
     assert!(err.to_string().contains("bare repository"), "{err}");
     let repo = TestRepo::new();
     let err = plan(&repo.root, Some("no-such-ref"), "aaaa0002", STORE).unwrap_err();
-    assert!(
-        matches!(err, crate::error::AgentdError::InvalidArgument(_)),
-        "{err}"
-    );
+    assert!(matches!(err, WorktreeError::Invalid(_)), "{err}");
     assert!(err.to_string().contains("does not name a commit"), "{err}");
     assert!(!repo.root.join(".agentd").exists());
     assert!(repo.git(&["branch", "--list", "agentd/*"]).is_empty());
