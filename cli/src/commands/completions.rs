@@ -4,8 +4,6 @@
 //! zsh:  `agentctl completions zsh > ~/.zfunc/_agentctl` (with ~/.zfunc on $fpath)
 //! fish: `agentctl completions fish > ~/.config/fish/completions/agentctl.fish`
 
-use clap::CommandFactory;
-
 use crate::exit::{Failure, SUCCESS};
 
 #[derive(Debug, clap::Args)]
@@ -21,13 +19,13 @@ enum Shell {
     Fish,
 }
 
-pub fn run(args: Args) -> Result<u8, Failure> {
+/// Writes the script completing `cmd`, the whole command line (`Cli`'s).
+pub fn run(args: Args, mut cmd: clap::Command) -> Result<u8, Failure> {
     let shell = match args.shell {
         Shell::Bash => clap_complete::Shell::Bash,
         Shell::Zsh => clap_complete::Shell::Zsh,
         Shell::Fish => clap_complete::Shell::Fish,
     };
-    let mut cmd = crate::Cli::command();
     clap_complete::generate(shell, &mut cmd, "agentctl", &mut std::io::stdout());
     Ok(SUCCESS)
 }

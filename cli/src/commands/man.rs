@@ -5,8 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::CommandFactory;
-
 use crate::exit::{Failure, SUCCESS};
 
 #[derive(Debug, clap::Args)]
@@ -42,8 +40,8 @@ fn write_all(
     Ok(())
 }
 
-pub fn run(args: Args) -> Result<u8, Failure> {
-    let mut cmd = crate::Cli::command();
+/// Renders the pages of `cmd`, the whole command line (`Cli`'s).
+pub fn run(args: Args, mut cmd: clap::Command) -> Result<u8, Failure> {
     cmd.build();
     match args.dir {
         None => {
