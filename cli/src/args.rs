@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::{acp, color, commands};
+use crate::view::color;
+use crate::{acp, commands};
 
 /// Find, watch, steer and run AI coding agents supervised by agentd.
 #[derive(Debug, Parser)]

@@ -17,9 +17,9 @@ use tokio::sync::mpsc;
 use crate::autostart::Client;
 use crate::exit::{FAILURE, Failure, INTERRUPTED, SUCCESS};
 use crate::permission_prompt::{answer, question};
-use crate::render;
 use crate::terminal::{Key, Keyboard};
-use crate::transcript_view::TranscriptView;
+use crate::view::status;
+use crate::view::transcript::TranscriptView;
 
 /// Which command follows, which decides what ends the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,8 +267,8 @@ impl Session {
     }
 
     fn status(&mut self, s: &pb::StatusChange) -> Next {
+        let name = status::name(s.status);
         let status = pb::AgentStatus::try_from(s.status).unwrap_or_default();
-        let name = render::status_name(s.status);
         match status {
             pb::AgentStatus::Pending | pb::AgentStatus::Running => Next::Continue,
             pb::AgentStatus::Waiting => {

@@ -4,22 +4,15 @@
 mod acp;
 mod args;
 mod autostart;
-mod color;
 mod commands;
-mod cost;
 mod exit;
 mod follow;
-mod list_json;
 mod permission_prompt;
 mod process;
-mod render;
-mod sandbox_view;
 mod systemctl;
 mod terminal;
-mod transcript_view;
-mod tree;
 mod units;
-mod worktree_view;
+mod view;
 
 use std::process::ExitCode;
 
@@ -48,7 +41,7 @@ fn sigpipe_for(command: &Command) {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     sigpipe_for(&cli.command);
-    color::init(cli.color);
+    view::color::init(cli.color);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -160,7 +160,7 @@ fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, RpcError> {
 /// A timestamp in ISO 8601 (UTC, seconds), as ACP's `updatedAt` wants it.
 fn iso8601(t: Option<&prost_types::Timestamp>) -> Option<String> {
     let t = t?;
-    Some(humantime::format_rfc3339_seconds(crate::render::system_time(Some(t))).to_string())
+    Some(humantime::format_rfc3339_seconds(crate::view::render::system_time(Some(t))).to_string())
 }
 
 impl Bridge {

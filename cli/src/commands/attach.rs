@@ -14,7 +14,8 @@ use tokio::sync::mpsc;
 use crate::autostart::{Client, Target};
 use crate::exit::{Failure, SUCCESS};
 use crate::follow::{Follower, follow};
-use crate::render;
+use crate::view::render;
+use crate::view::status;
 
 /// History entries shown before live output when `--from` is not given.
 const RECENT: u64 = 20;
@@ -105,7 +106,7 @@ fn print_json(event: &pb::attach_event::Event) {
             "is_error": t.is_error,
         }),
         Event::Status(s) => {
-            json!({"type": "status", "status": render::status_name(s.status), "error": s.error, "result": s.result, "turns": s.turns, "waiting_for": s.waiting_for})
+            json!({"type": "status", "status": status::name(s.status), "error": s.error, "result": s.result, "turns": s.turns, "waiting_for": s.waiting_for})
         }
         Event::Retry(r) => {
             json!({"type": "retry", "attempt": r.attempt, "delay_ms": r.delay_ms, "reason": r.reason})

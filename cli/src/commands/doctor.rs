@@ -13,7 +13,8 @@ use serde_json::json;
 use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, SUCCESS};
 use crate::systemctl::{self, Activity};
-use crate::{color, sandbox_view, units};
+use crate::units;
+use crate::view::{color, sandbox};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -209,9 +210,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             },
             format!(
                 "{}; {}; sandbox {} by default{}",
-                sandbox_view::landlock_line(s.landlock_abi),
-                sandbox_view::containment_line(s),
-                sandbox_view::name(s.default_sandbox),
+                sandbox::landlock_line(s.landlock_abi),
+                sandbox::containment_line(s),
+                sandbox::name(s.default_sandbox),
                 if sandbox_ok {
                     ""
                 } else {
@@ -284,7 +285,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "version": status.as_ref().map(|s| s.version.clone()),
                 "client_version": agentd_shared::VERSION,
                 "landlock_abi": status.as_ref().map(|s| s.landlock_abi),
-                "default_sandbox": status.as_ref().map(|s| sandbox_view::name(s.default_sandbox)),
+                "default_sandbox": status.as_ref().map(|s| sandbox::name(s.default_sandbox)),
                 "sandbox_enforceable": status
                     .as_ref()
                     .map(|s| s.landlock_abi >= 3 && !s.containment.is_empty()),

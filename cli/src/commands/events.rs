@@ -8,7 +8,8 @@ use serde_json::json;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::render;
+use crate::view::render;
+use crate::view::status;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -40,7 +41,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 }
             }
             Some(pb::watch_event::Event::Status(s)) => {
-                let status = render::status_name(s.status);
+                let status = status::name(s.status);
                 if args.json {
                     json!({"at": at, "agent_id": e.agent_id, "type": "status", "status": status, "error": s.error, "turns": s.turns})
                         .to_string()
@@ -55,7 +56,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                     let task = e.task_notification.as_ref().map(|n| {
                         json!({
                             "task_id": n.task_id,
-                            "status": render::status_name(n.status),
+                            "status": status::name(n.status),
                             "description": n.description,
                             "result": n.result,
                             "worktree": n.worktree,

@@ -7,7 +7,7 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::{list_json, render, tree};
+use crate::view::{list_json, render, tree};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -67,7 +67,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 } else {
                     a.name.clone()
                 },
-                crate::color::status(a.status),
+                crate::view::color::status(a.status),
                 render::age(render::system_time(a.created_at.as_ref()), now),
                 a.turns.to_string(),
                 render::clip(&a.model, 32),
@@ -125,7 +125,7 @@ fn tree_table(agents: &[pb::Agent], now: SystemTime) -> String {
                     a.name.clone()
                 },
                 kind,
-                crate::color::status(a.status),
+                crate::view::color::status(a.status),
                 render::age(render::system_time(a.created_at.as_ref()), now),
                 a.turns.to_string(),
                 render::clip(&description, 60),

@@ -7,8 +7,8 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::render;
-use crate::transcript_view::TranscriptView;
+use crate::view::render;
+use crate::view::transcript::TranscriptView;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -6,7 +6,7 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::worktree_view::{base_label, work_line};
+use crate::view::worktree::{base_label, work_line};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -56,7 +56,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             id: args.id,
             force: args.force,
             discard_worktree: args.discard_worktree,
-            cwd: crate::worktree_view::client_dir(),
+            cwd: super::worktrees::client_dir(),
         })
         .await?
         .into_inner();

@@ -9,7 +9,6 @@ use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
 use crate::follow::{Follower, follow};
 use crate::permission_prompt::Mode;
-use crate::sandbox_view::Sandbox;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -46,6 +45,27 @@ pub struct Args {
     base: Option<String>,
     /// What the agent should do.
     prompt: String,
+}
+
+/// `--sandbox` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Sandbox {
+    /// Tools write only beneath the working directory (or worktree) and a private TMPDIR.
+    WorkspaceWrite,
+    /// Tools write nothing; Write and Edit are refused.
+    ReadOnly,
+    /// No confinement.
+    Off,
+}
+
+impl Sandbox {
+    fn wire(self) -> pb::SandboxMode {
+        match self {
+            Sandbox::WorkspaceWrite => pb::SandboxMode::WorkspaceWrite,
+            Sandbox::ReadOnly => pb::SandboxMode::ReadOnly,
+            Sandbox::Off => pb::SandboxMode::Off,
+        }
+    }
 }
 
 /// Scripts are named relative to where the user is, not to the agent's cwd.

@@ -4,7 +4,7 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, SUCCESS};
-use crate::render;
+use crate::view::status;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -39,11 +39,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         } else {
             "queued for"
         };
-        println!(
-            "{what} {} ({})",
-            agent.short_id,
-            render::status_name(agent.status)
-        );
+        println!("{what} {} ({})", agent.short_id, status::name(agent.status));
         return Ok(SUCCESS);
     }
     let done = client
@@ -59,7 +55,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         eprintln!(
             "agent {} {}{}",
             done.short_id,
-            render::status_name(done.status),
+            status::name(done.status),
             if done.error.is_empty() {
                 String::new()
             } else {

@@ -5,9 +5,10 @@ use agentd_shared::proto as pb;
 use serde::Serialize;
 
 use crate::autostart::Target;
-use crate::cost::{self, CostJson};
 use crate::exit::{Failure, SUCCESS};
-use crate::{render, worktree_view};
+use crate::view::cost::{self, CostJson};
+use crate::view::status;
+use crate::view::{render, worktree};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -92,10 +93,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         ("id", a.id.clone()),
         ("name", a.name.clone()),
         ("description", a.description.clone()),
-        ("status", render::status_name(a.status).to_string()),
+        ("status", status::name(a.status).to_string()),
         ("model", a.model.clone()),
         ("cwd", a.cwd.clone()),
-        ("sandbox", crate::sandbox_view::line(&a)),
+        ("sandbox", crate::view::sandbox::line(&a)),
         (
             "worktree",
             a.worktree
@@ -108,12 +109,12 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                         if w.base.is_empty() {
                             String::new()
                         } else {
-                            format!(" from {}", worktree_view::base_label(&w.base))
+                            format!(" from {}", worktree::base_label(&w.base))
                         },
-                        worktree_view::state_name(w.state),
+                        worktree::state_name(w.state),
                         match pb::WorktreeState::try_from(w.state).unwrap_or_default() {
                             pb::WorktreeState::Kept => {
-                                format!(" ({})", worktree_view::work_line(w.work.as_ref()))
+                                format!(" ({})", worktree::work_line(w.work.as_ref()))
                             }
                             _ if !w.owned => " (pinned)".to_string(),
                             _ => String::new(),

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::render;
+use crate::view::status;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -23,7 +23,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let counts: serde_json::Map<String, serde_json::Value> = s
         .agents
         .iter()
-        .map(|c| (render::status_name(c.status).to_string(), json!(c.count)))
+        .map(|c| (status::name(c.status).to_string(), json!(c.count)))
         .collect();
     if args.json {
         println!(
@@ -45,7 +45,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "containment": (!s.containment.is_empty()).then_some(&s.containment),
                 "containment_unavailable": (!s.containment_unavailable.is_empty())
                     .then_some(&s.containment_unavailable),
-                "default_sandbox": crate::sandbox_view::name(s.default_sandbox),
+                "default_sandbox": crate::view::sandbox::name(s.default_sandbox),
             })
         );
         return Ok(SUCCESS);
@@ -78,9 +78,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     );
     println!(
         "sandbox:  {} by default; Landlock {}; {}",
-        crate::sandbox_view::name(s.default_sandbox),
-        crate::sandbox_view::landlock_line(s.landlock_abi),
-        crate::sandbox_view::containment_line(&s)
+        crate::view::sandbox::name(s.default_sandbox),
+        crate::view::sandbox::landlock_line(s.landlock_abi),
+        crate::view::sandbox::containment_line(&s)
     );
     if s.disk_full {
         println!("disk:     FULL — writes wait until space is freed in the data directory");

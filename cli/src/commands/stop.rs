@@ -4,7 +4,7 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::render;
+use crate::view::status;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,6 +18,6 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .cancel_agent(pb::CancelAgentRequest { id: args.id })
         .await?
         .into_inner();
-    println!("{} {}", agent.short_id, render::status_name(agent.status));
+    println!("{} {}", agent.short_id, status::name(agent.status));
     Ok(SUCCESS)
 }

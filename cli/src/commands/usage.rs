@@ -4,9 +4,9 @@
 use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
-use crate::cost::{self, ReportJson};
 use crate::exit::{Failure, SUCCESS};
-use crate::render;
+use crate::view::cost::{self, ReportJson};
+use crate::view::render;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -6,7 +6,7 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, SUCCESS, TIMEOUT};
-use crate::render;
+use crate::view::status;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -54,7 +54,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     eprintln!(
         "agent {} {}{why}",
         agent.short_id,
-        render::status_name(agent.status)
+        status::name(agent.status)
     );
     Ok(FAILURE)
 }

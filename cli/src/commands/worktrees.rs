@@ -4,8 +4,9 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::render;
-use crate::worktree_view::{WorktreeJson, states};
+use crate::view::render;
+use crate::view::status;
+use crate::view::worktree::{WorktreeJson, states};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -29,13 +30,21 @@ enum Action {
     },
 }
 
+/// This process's working directory, for the daemon to look for a checkout
+/// that moved (empty when it cannot be read).
+pub fn client_dir() -> String {
+    std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default()
+}
+
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let mut client = target.client().await?;
     if let Some(Action::Prune { dry_run, json }) = args.action {
         let resp = client
             .prune_worktrees(pb::PruneWorktreesRequest {
                 dry_run,
-                cwd: crate::worktree_view::client_dir(),
+                cwd: client_dir(),
             })
             .await?
             .into_inner();
@@ -66,9 +75,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         return Ok(SUCCESS);
     }
     let resp = client
-        .list_worktrees(pb::ListWorktreesRequest {
-            cwd: crate::worktree_view::client_dir(),
-        })
+        .list_worktrees(pb::ListWorktreesRequest { cwd: client_dir() })
         .await?
         .into_inner();
     if args.json {
@@ -89,7 +96,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         let status = if w.orphan {
             "gone"
         } else {
-            render::status_name(w.agent_status)
+            status::name(w.agent_status)
         };
         println!(
             "{:<10} {:<10} {:<18} {:<14} {:<24} {}",

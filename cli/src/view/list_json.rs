@@ -8,8 +8,8 @@
 
 use agentd_shared::proto as pb;
 
-use crate::render::{AgentJson, UsageJson};
-use crate::worktree_view::AgentWorktreeJson;
+use super::render::{AgentJson, UsageJson};
+use super::worktree::AgentWorktreeJson;
 
 /// The JSON array of `agents`, then a newline: what `list --json` prints.
 pub fn agents(agents: &[pb::Agent]) -> Vec<u8> {

@@ -146,7 +146,7 @@ impl<'a> WorktreeJson<'a> {
             repo: &w.repo,
             agent_id: opt(&w.agent_id),
             agent_short_id: opt(&w.agent_short_id),
-            agent_status: (!w.orphan).then(|| crate::render::status_name(w.agent_status)),
+            agent_status: (!w.orphan).then(|| super::status::name(w.agent_status)),
             base: opt(&w.base),
             state: states(w),
             changed: work.changed,
@@ -160,12 +160,4 @@ impl<'a> WorktreeJson<'a> {
             note: opt(&w.note),
         }
     }
-}
-
-/// This process's working directory, for the daemon to look for a checkout
-/// that moved (empty when it cannot be read).
-pub fn client_dir() -> String {
-    std::env::current_dir()
-        .map(|d| d.display().to_string())
-        .unwrap_or_default()
 }

@@ -1,27 +1,7 @@
-//! `--sandbox` values and how a sandbox reads (`run`, `show`, `status`).
+//! How a sandbox reads: an agent's, the daemon's default, the kernel's
+//! Landlock and the containment of commands (`show`, `status`, `doctor`).
 
 use agentd_shared::proto as pb;
-
-/// `--sandbox` values.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Sandbox {
-    /// Tools write only beneath the working directory (or worktree) and a private TMPDIR.
-    WorkspaceWrite,
-    /// Tools write nothing; Write and Edit are refused.
-    ReadOnly,
-    /// No confinement.
-    Off,
-}
-
-impl Sandbox {
-    pub fn wire(self) -> pb::SandboxMode {
-        match self {
-            Sandbox::WorkspaceWrite => pb::SandboxMode::WorkspaceWrite,
-            Sandbox::ReadOnly => pb::SandboxMode::ReadOnly,
-            Sandbox::Off => pb::SandboxMode::Off,
-        }
-    }
-}
 
 pub fn name(mode: i32) -> &'static str {
     match pb::SandboxMode::try_from(mode).unwrap_or_default() {

@@ -3,7 +3,7 @@
 use agentd_shared::proto as pb;
 use serde::Serialize;
 
-use crate::render::UsageJson;
+use super::render::UsageJson;
 
 /// Dollars with enough digits for small amounts: `$0.0123`, `$12.35`.
 pub fn usd(amount: f64) -> String {

@@ -8,7 +8,7 @@ use agentd_shared::proto as pb;
 use agentd_shared::tool_summary::summarize;
 use serde_json::Value;
 
-use crate::render;
+use super::render;
 
 /// Turns attach events or stored entries into terminal output. Text goes to
 /// stdout; tool lines go to stderr, so `agentctl run … > answer.txt` keeps

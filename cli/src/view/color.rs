@@ -68,7 +68,7 @@ pub fn cyan(text: &str) -> String {
 
 /// An agent's status word, coloured by what it means.
 pub fn status(status: i32) -> String {
-    let name = crate::render::status_name(status);
+    let name = super::status::name(status);
     match pb::AgentStatus::try_from(status).unwrap_or_default() {
         pb::AgentStatus::Completed => green(name),
         pb::AgentStatus::Failed | pb::AgentStatus::Interrupted => red(name),

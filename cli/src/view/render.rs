@@ -17,20 +17,6 @@ pub fn print_json<T: Serialize + ?Sized>(value: &T) {
     let _ = out.flush();
 }
 
-pub fn status_name(status: i32) -> &'static str {
-    match pb::AgentStatus::try_from(status).unwrap_or_default() {
-        pb::AgentStatus::Unspecified => "unknown",
-        pb::AgentStatus::Pending => "pending",
-        pb::AgentStatus::Running => "running",
-        pb::AgentStatus::Waiting => "waiting",
-        pb::AgentStatus::Paused => "paused",
-        pb::AgentStatus::Completed => "completed",
-        pb::AgentStatus::Failed => "failed",
-        pb::AgentStatus::Cancelled => "cancelled",
-        pb::AgentStatus::Interrupted => "interrupted",
-    }
-}
-
 /// The stored spelling of a resume-blocked reason; None when not blocked.
 pub fn resume_blocked_name(reason: i32) -> Option<&'static str> {
     use pb::ResumeBlockedReason as R;
@@ -149,7 +135,7 @@ pub struct AgentJson<'a> {
     pub waiting_for: Option<&'a str>,
     pub transcript_len: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<crate::worktree_view::AgentWorktreeJson<'a>>,
+    pub worktree: Option<super::worktree::AgentWorktreeJson<'a>>,
     pub sandbox: &'static str,
     pub no_network: bool,
 }
@@ -162,7 +148,7 @@ impl<'a> AgentJson<'a> {
             name: non_empty(&a.name),
             description: &a.description,
             subagent_type: non_empty(&a.subagent_type),
-            status: status_name(a.status),
+            status: super::status::name(a.status),
             background: a.background,
             parent_id: non_empty(&a.parent_id),
             model: &a.model,
@@ -184,7 +170,7 @@ impl<'a> AgentJson<'a> {
             worktree: a
                 .worktree
                 .as_ref()
-                .map(crate::worktree_view::AgentWorktreeJson::of),
+                .map(super::worktree::AgentWorktreeJson::of),
             sandbox: match pb::SandboxMode::try_from(a.sandbox).unwrap_or_default() {
                 pb::SandboxMode::WorkspaceWrite => "workspace-write",
                 pb::SandboxMode::ReadOnly => "read-only",
@@ -268,7 +254,7 @@ pub fn clip(s: &str, max: usize) -> String {
 
 /// Prints rows as left-aligned columns; the last column is not padded.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let width = crate::color::visible_width;
+    let width = super::color::visible_width;
     let mut widths: Vec<usize> = header.iter().map(|h| width(h)).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

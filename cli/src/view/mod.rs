@@ -1,0 +1,13 @@
+//! What people see: how agents, transcripts, worktrees, sandboxes and costs
+//! read on a terminal and as JSON. Nothing here talks to the daemon; the
+//! commands fetch, these files render.
+
+pub mod color;
+pub mod cost;
+pub mod list_json;
+pub mod render;
+pub mod sandbox;
+pub mod status;
+pub mod transcript;
+pub mod tree;
+pub mod worktree;
