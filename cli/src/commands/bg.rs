@@ -2,21 +2,16 @@
 
 use agentd_shared::proto as pb;
 
-use crate::autostart::Target;
-use crate::exit::{Failure, SUCCESS};
+use super::one_shot;
+use crate::autostart::{Client, Target};
+use crate::exit::Failure;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Agent id, unique id prefix, or name.
-    id: String,
-}
+pub use one_shot::Args;
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
-    let mut client = target.client().await?;
-    let agent = client
-        .background(pb::BackgroundRequest { id: args.id })
-        .await?
-        .into_inner();
-    println!("{} running in the background", agent.short_id);
-    Ok(SUCCESS)
+    let call = async |c: &mut Client, id| c.background(pb::BackgroundRequest { id }).await;
+    one_shot::run(target, args, call, |agent| {
+        format!("{} running in the background", agent.short_id)
+    })
+    .await
 }

@@ -14,6 +14,7 @@ pub mod list;
 pub mod log;
 pub mod man;
 pub mod merge;
+pub mod one_shot;
 pub mod pause;
 pub mod rm;
 pub mod run;

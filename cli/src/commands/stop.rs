@@ -2,22 +2,13 @@
 
 use agentd_shared::proto as pb;
 
-use crate::autostart::Target;
-use crate::exit::{Failure, SUCCESS};
-use crate::view::status;
+use super::one_shot::{self, status_line};
+use crate::autostart::{Client, Target};
+use crate::exit::Failure;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Agent id, unique id prefix, or name.
-    id: String,
-}
+pub use one_shot::Args;
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
-    let mut client = target.client().await?;
-    let agent = client
-        .cancel_agent(pb::CancelAgentRequest { id: args.id })
-        .await?
-        .into_inner();
-    println!("{} {}", agent.short_id, status::name(agent.status));
-    Ok(SUCCESS)
+    let call = async |c: &mut Client, id| c.cancel_agent(pb::CancelAgentRequest { id }).await;
+    one_shot::run(target, args, call, status_line).await
 }

@@ -1,0 +1,35 @@
+//! What `bg`, `pause`, `stop` and `interrupt` share: one call on the agent
+//! named on the command line, answered with one line about the agent as
+//! the call left it.
+
+use agentd_shared::proto as pb;
+
+use crate::autostart::{Client, Target};
+use crate::exit::{Failure, SUCCESS};
+use crate::view::status;
+
+/// The one argument of these commands.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Agent id, unique id prefix, or name.
+    id: String,
+}
+
+/// Connects, makes `call` with the id `args` gives, and prints `report`
+/// of the agent the daemon answers with.
+pub async fn run(
+    target: &Target,
+    args: Args,
+    call: impl AsyncFnOnce(&mut Client, String) -> Result<tonic::Response<pb::Agent>, tonic::Status>,
+    report: fn(&pb::Agent) -> String,
+) -> Result<u8, Failure> {
+    let mut client = target.client().await?;
+    let agent = call(&mut client, args.id).await?.into_inner();
+    println!("{}", report(&agent));
+    Ok(SUCCESS)
+}
+
+/// The agent's short id and its status now: "3f2a1b9c paused".
+pub fn status_line(agent: &pb::Agent) -> String {
+    format!("{} {}", agent.short_id, status::name(agent.status))
+}
