@@ -30,6 +30,16 @@ enum Level {
     Fail,
 }
 
+impl Level {
+    fn name(self) -> &'static str {
+        match self {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Fail => "fail",
+        }
+    }
+}
+
 struct Check {
     name: &'static str,
     level: Level,
@@ -152,8 +162,27 @@ async fn daemon_checks(target: &Target, checks: &mut Vec<Check>) -> Option<pb::D
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let mut checks = Vec::new();
     let status = daemon_checks(target, &mut checks).await;
+    path_checks(target, status.as_ref(), &mut checks);
+    let git = git_version();
+    checks.push(git_check(git.as_deref()));
+    if let Some(s) = &status {
+        checks.push(landlock_check(s));
+    }
+    checks.push(units_check());
+    let failed = checks.iter().any(|c| c.level == Level::Fail);
+    if args.json {
+        let sandbox_ok = status.as_ref().is_none_or(sandbox_usable);
+        print_json(&checks, status.as_ref(), git, !failed && sandbox_ok);
+    } else {
+        print_text(&checks);
+    }
+    Ok(if failed { FAILURE } else { SUCCESS })
+}
+
+/// The socket, its directory and the data directory: the daemon's if it
+/// answered, else the ones this agentctl would use.
+fn path_checks(target: &Target, status: Option<&pb::DaemonStatus>, checks: &mut Vec<Check>) {
     let socket = status
-        .as_ref()
         .map(|s| std::path::PathBuf::from(&s.socket))
         .unwrap_or_else(|| target.socket.clone());
     checks.push(ownership(
@@ -171,7 +200,6 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         ));
     }
     let data_dir = status
-        .as_ref()
         .map(|s| std::path::PathBuf::from(&s.data_dir))
         .unwrap_or_else(|| target.data_dir.clone());
     checks.push(ownership(
@@ -180,52 +208,62 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         0o700,
         "another user owns the data directory: use one of your own (AGENTD_DATA_DIR)",
     ));
+}
 
-    let git = std::process::Command::new("git")
+/// `git --version`'s line, None when git does not run.
+fn git_version() -> Option<String> {
+    std::process::Command::new("git")
         .arg("--version")
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    checks.push(match &git {
-        Some(v) => check("git", Level::Ok, v.clone(), ""),
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+fn git_check(version: Option<&str>) -> Check {
+    match version {
+        Some(v) => check("git", Level::Ok, v.to_string(), ""),
         None => check(
             "git",
             Level::Warn,
             "not found".into(),
             "install git; worktrees work without it, submodules are then checked out with libgit2",
         ),
-    });
-
-    let mut sandbox_ok = true;
-    if let Some(s) = &status {
-        let default_off = s.default_sandbox == pb::SandboxMode::Off as i32;
-        sandbox_ok = default_off || (s.landlock_abi >= 3 && !s.containment.is_empty());
-        checks.push(check(
-            "landlock",
-            if sandbox_ok {
-                Level::Ok
-            } else {
-                Level::Fail
-            },
-            format!(
-                "{}; {}; sandbox {} by default{}",
-                sandbox::landlock_line(s.landlock_abi),
-                sandbox::containment_line(s),
-                sandbox::name(s.default_sandbox),
-                if sandbox_ok {
-                    ""
-                } else {
-                    " — agents will be refused: this kernel cannot enforce it"
-                }
-            ),
-            "set sandbox = \"off\" in config.toml or start agents with --sandbox off (tools then run unconfined); for containment, allow unprivileged user namespaces",
-        ));
     }
+}
 
+/// Sandboxed agents can run: the default is no sandbox, or the kernel
+/// confines writes (Landlock ABI 3) and commands can be contained.
+fn sandbox_usable(s: &pb::DaemonStatus) -> bool {
+    let default_off = s.default_sandbox == pb::SandboxMode::Off as i32;
+    default_off || (s.landlock_abi >= 3 && !s.containment.is_empty())
+}
+
+fn landlock_check(s: &pb::DaemonStatus) -> Check {
+    let sandbox_ok = sandbox_usable(s);
+    check(
+        "landlock",
+        if sandbox_ok { Level::Ok } else { Level::Fail },
+        format!(
+            "{}; {}; sandbox {} by default{}",
+            sandbox::landlock_line(s.landlock_abi),
+            sandbox::containment_line(s),
+            sandbox::name(s.default_sandbox),
+            if sandbox_ok {
+                ""
+            } else {
+                " — agents will be refused: this kernel cannot enforce it"
+            }
+        ),
+        "set sandbox = \"off\" in config.toml or start agents with --sandbox off (tools then run unconfined); for containment, allow unprivileged user namespaces",
+    )
+}
+
+/// agentd's systemd user units: installed, and their socket listening.
+fn units_check() -> Check {
     let installed = units::installed();
     let manager = systemctl::manager_runs();
-    checks.push(match (installed, manager) {
+    match (installed, manager) {
         (false, _) => check(
             "systemd units",
             Level::Warn,
@@ -259,46 +297,43 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "systemctl --user enable --now agentd.socket",
             )
         }
-    });
-
-    let failed = checks.iter().any(|c| c.level == Level::Fail);
-    let level_name = |l: Level| match l {
-        Level::Ok => "ok",
-        Level::Warn => "warn",
-        Level::Fail => "fail",
-    };
-    if args.json {
-        let list: Vec<_> = checks
-            .iter()
-            .map(|c| {
-                json!({
-                    "check": c.name,
-                    "level": level_name(c.level),
-                    "detail": c.detail,
-                    "fix": c.fix,
-                })
-            })
-            .collect();
-        println!(
-            "{}",
-            json!({
-                "version": status.as_ref().map(|s| s.version.clone()),
-                "client_version": agentd_shared::VERSION,
-                "landlock_abi": status.as_ref().map(|s| s.landlock_abi),
-                "default_sandbox": status.as_ref().map(|s| sandbox::name(s.default_sandbox)),
-                "sandbox_enforceable": status
-                    .as_ref()
-                    .map(|s| s.landlock_abi >= 3 && !s.containment.is_empty()),
-                "containment": status.as_ref().map(|s| s.containment.clone()),
-                "network_rules": status.as_ref().map(|s| s.landlock_abi >= 4),
-                "git": git,
-                "checks": list,
-                "ok": !failed && sandbox_ok,
-            })
-        );
-        return Ok(if failed { FAILURE } else { SUCCESS });
     }
-    for c in &checks {
+}
+
+/// `doctor --json`: the checks and what the daemon reported, on one line.
+fn print_json(checks: &[Check], status: Option<&pb::DaemonStatus>, git: Option<String>, ok: bool) {
+    let list: Vec<_> = checks
+        .iter()
+        .map(|c| {
+            json!({
+                "check": c.name,
+                "level": c.level.name(),
+                "detail": c.detail,
+                "fix": c.fix,
+            })
+        })
+        .collect();
+    println!(
+        "{}",
+        json!({
+            "version": status.map(|s| s.version.clone()),
+            "client_version": agentd_shared::VERSION,
+            "landlock_abi": status.map(|s| s.landlock_abi),
+            "default_sandbox": status.map(|s| sandbox::name(s.default_sandbox)),
+            "sandbox_enforceable": status
+                .map(|s| s.landlock_abi >= 3 && !s.containment.is_empty()),
+            "containment": status.map(|s| s.containment.clone()),
+            "network_rules": status.map(|s| s.landlock_abi >= 4),
+            "git": git,
+            "checks": list,
+            "ok": ok,
+        })
+    );
+}
+
+/// One line per check, and under each that is not ok what to do.
+fn print_text(checks: &[Check]) {
+    for c in checks {
         let word = match c.level {
             Level::Ok => color::green("ok  "),
             Level::Warn => color::yellow("warn"),
@@ -309,5 +344,4 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             println!("      {:14} → {}", "", c.fix);
         }
     }
-    Ok(if failed { FAILURE } else { SUCCESS })
 }
