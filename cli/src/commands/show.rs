@@ -53,41 +53,28 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .into_inner();
     let own_cost = family.agents.first().and_then(|f| f.cost);
     if args.json {
-        let v = ShowJson {
-            agent: render::AgentJson::of(&a),
-            cost: own_cost.as_ref().map(CostJson::of),
-            family: FamilyJson {
-                agents: family.agents.len(),
-                requests: family.requests,
-                usage: render::UsageJson::of(family.total.as_ref()),
-                cost: CostJson::of(&family.cost.unwrap_or_default()),
-            },
-        };
-        render::print_json(&v);
-        return Ok(SUCCESS);
-    }
-    let family_line = if family.agents.len() > 1 {
-        let t = family.total.unwrap_or_default();
-        format!(
-            "{} agents · {} requests · {} tokens · {}",
-            family.agents.len(),
-            family.requests,
-            t.input_tokens
-                + t.output_tokens
-                + t.cache_read_input_tokens
-                + t.cache_creation_input_tokens,
-            cost::cost_line(&family.cost.unwrap_or_default())
-        ) + &if family.unpriced_models.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " (not counting {}: no price)",
-                family.unpriced_models.join(", ")
-            )
-        }
+        print_json(&a, own_cost.as_ref(), &family);
     } else {
-        String::new()
-    };
+        print_text(&a, own_cost.as_ref(), &family);
+    }
+    Ok(SUCCESS)
+}
+
+fn print_json(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageReport) {
+    render::print_json(&ShowJson {
+        agent: render::AgentJson::of(a),
+        cost: own_cost.map(CostJson::of),
+        family: FamilyJson {
+            agents: family.agents.len(),
+            requests: family.requests,
+            usage: render::UsageJson::of(family.total.as_ref()),
+            cost: CostJson::of(&family.cost.unwrap_or_default()),
+        },
+    });
+}
+
+/// One `key: value` line per field that has a value, then the result.
+fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageReport) {
     let u = a.usage.unwrap_or_default();
     let mut lines = vec![
         ("id", a.id.clone()),
@@ -96,36 +83,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         ("status", status::name(a.status).to_string()),
         ("model", a.model.clone()),
         ("cwd", a.cwd.clone()),
-        ("sandbox", crate::view::sandbox::line(&a)),
+        ("sandbox", crate::view::sandbox::line(a)),
         (
             "worktree",
-            a.worktree
-                .as_ref()
-                .map(|w| {
-                    format!(
-                        "{} · branch {}{} · {}{}",
-                        w.path,
-                        w.branch,
-                        if w.base.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" from {}", worktree::base_label(&w.base))
-                        },
-                        worktree::state_name(w.state),
-                        match pb::WorktreeState::try_from(w.state).unwrap_or_default() {
-                            pb::WorktreeState::Kept => {
-                                format!(" ({})", worktree::work_line(w.work.as_ref()))
-                            }
-                            _ if !w.owned => " (pinned)".to_string(),
-                            _ => String::new(),
-                        }
-                    ) + &if w.notice.is_empty() {
-                        String::new()
-                    } else {
-                        format!("\n          note: {}", w.notice)
-                    }
-                })
-                .unwrap_or_default(),
+            a.worktree.as_ref().map(worktree_line).unwrap_or_default(),
         ),
         ("background", a.background.to_string()),
         ("parent", a.parent_id.clone()),
@@ -146,12 +107,12 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         ),
         (
             "cost",
-            match &own_cost {
+            match own_cost {
                 Some(c) => cost::cost_line(c),
                 None => format!("no price for {}", a.model),
             },
         ),
-        ("family", family_line),
+        ("family", family_line(family)),
         ("can message", a.can_message.to_string()),
         (
             "resume blocked",
@@ -170,5 +131,56 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     if !a.result.is_empty() {
         println!("result:\n{}", a.result);
     }
-    Ok(SUCCESS)
+}
+
+/// "path · branch B from BASE · state (work)", and the notice on a line
+/// of its own.
+fn worktree_line(w: &pb::AgentWorktree) -> String {
+    format!(
+        "{} · branch {}{} · {}{}",
+        w.path,
+        w.branch,
+        if w.base.is_empty() {
+            String::new()
+        } else {
+            format!(" from {}", worktree::base_label(&w.base))
+        },
+        worktree::state_name(w.state),
+        match pb::WorktreeState::try_from(w.state).unwrap_or_default() {
+            pb::WorktreeState::Kept => {
+                format!(" ({})", worktree::work_line(w.work.as_ref()))
+            }
+            _ if !w.owned => " (pinned)".to_string(),
+            _ => String::new(),
+        }
+    ) + &if w.notice.is_empty() {
+        String::new()
+    } else {
+        format!("\n          note: {}", w.notice)
+    }
+}
+
+/// The family's totals, empty for an agent without descendants.
+fn family_line(family: &pb::UsageReport) -> String {
+    if family.agents.len() <= 1 {
+        return String::new();
+    }
+    let t = family.total.unwrap_or_default();
+    format!(
+        "{} agents · {} requests · {} tokens · {}",
+        family.agents.len(),
+        family.requests,
+        t.input_tokens
+            + t.output_tokens
+            + t.cache_read_input_tokens
+            + t.cache_creation_input_tokens,
+        cost::cost_line(&family.cost.unwrap_or_default())
+    ) + &if family.unpriced_models.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (not counting {}: no price)",
+            family.unpriced_models.join(", ")
+        )
+    }
 }
