@@ -12,6 +12,8 @@
 
 use agentd_shared::proto as pb;
 use futures::StreamExt;
+use pb::attach_request::Request;
+use pb::permission_answer::Decision;
 use tokio::sync::mpsc;
 
 use crate::autostart::Client;
@@ -199,7 +201,7 @@ impl Signals {
 }
 
 impl Session {
-    async fn send(&self, r: pb::attach_request::Request) {
+    async fn send(&self, r: Request) {
         let _ = self.tx.send(request(r)).await;
     }
 
@@ -302,128 +304,141 @@ impl Session {
         }
     }
 
+    /// A key, read as the keys' mode says: an answer to "cancel?", a
+    /// letter of a deny reason, or a command.
     async fn key(&mut self, key: Key, client: &mut Client) -> Result<Next, Failure> {
-        use pb::attach_request::Request;
-        use pb::permission_answer::Decision;
         match std::mem::replace(&mut self.input, Input::Normal) {
-            Input::ConfirmCancel => {
-                if key == Key::Char('y') || key == Key::Char('Y') {
-                    eprintln!("y");
-                    client
-                        .cancel_agent(pb::CancelAgentRequest {
-                            id: self.id.clone(),
-                        })
-                        .await?;
-                } else {
-                    eprintln!("n — the agent keeps running");
-                }
-                return Ok(Next::Continue);
-            }
-            Input::DenyReason(ask, mut reason) => {
-                match key {
-                    Key::Enter => {
-                        eprintln!();
-                        self.send(Request::PermissionAnswer(answer(
-                            &ask.request_id,
-                            Decision::Deny,
-                            reason,
-                        )))
-                        .await;
-                        self.show_next_ask();
-                    }
-                    Key::Escape => eprintln!(" — not answered"),
-                    // Ctrl-C and Ctrl-D keep their meaning: the ask stays
-                    // open, and the key is handled as always.
-                    Key::Interrupt | Key::Detach => {
-                        eprintln!(" — not answered");
-                        self.asks.push(ask);
-                        return Box::pin(self.key(key, client)).await;
-                    }
-                    Key::Backspace => {
-                        if reason.pop().is_some() {
-                            eprint!("\u{8} \u{8}");
-                        }
-                        self.input = Input::DenyReason(ask, reason);
-                    }
-                    Key::Char(c) => {
-                        eprint!("{c}");
-                        reason.push(c);
-                        self.input = Input::DenyReason(ask, reason);
-                    }
-                    _ => self.input = Input::DenyReason(ask, reason),
-                }
-                return Ok(Next::Continue);
-            }
-            Input::Normal => {}
+            Input::ConfirmCancel => self.confirm_cancel(key, client).await,
+            Input::DenyReason(ask, reason) => self.deny_reason_key(key, ask, reason, client).await,
+            Input::Normal => self.command_key(key, client).await,
         }
+    }
+
+    /// The answer to "Cancel agent …? [y/N]".
+    async fn confirm_cancel(&mut self, key: Key, client: &mut Client) -> Result<Next, Failure> {
+        if key == Key::Char('y') || key == Key::Char('Y') {
+            eprintln!("y");
+            client
+                .cancel_agent(pb::CancelAgentRequest {
+                    id: self.id.clone(),
+                })
+                .await?;
+        } else {
+            eprintln!("n — the agent keeps running");
+        }
+        Ok(Next::Continue)
+    }
+
+    /// A key while the reason for denying `ask` is typed: Enter sends it,
+    /// Esc leaves the ask unanswered.
+    async fn deny_reason_key(
+        &mut self,
+        key: Key,
+        ask: pb::PermissionRequest,
+        mut reason: String,
+        client: &mut Client,
+    ) -> Result<Next, Failure> {
+        match key {
+            Key::Enter => {
+                eprintln!();
+                self.send_answer(&ask, Decision::Deny, reason).await;
+                self.show_next_ask();
+            }
+            Key::Escape => eprintln!(" — not answered"),
+            // Ctrl-C and Ctrl-D keep their meaning: the ask stays
+            // open, and the key is handled as always.
+            Key::Interrupt | Key::Detach => {
+                eprintln!(" — not answered");
+                self.asks.push(ask);
+                return self.command_key(key, client).await;
+            }
+            Key::Backspace => {
+                if reason.pop().is_some() {
+                    eprint!("\u{8} \u{8}");
+                }
+                self.input = Input::DenyReason(ask, reason);
+            }
+            Key::Char(c) => {
+                eprint!("{c}");
+                reason.push(c);
+                self.input = Input::DenyReason(ask, reason);
+            }
+            _ => self.input = Input::DenyReason(ask, reason),
+        }
+        Ok(Next::Continue)
+    }
+
+    /// A key that commands: background, detach, cancel, interrupt, or an
+    /// answer to the ask on screen.
+    async fn command_key(&mut self, key: Key, client: &mut Client) -> Result<Next, Failure> {
         match key {
             Key::Background => self.send(Request::Background(pb::Background {})).await,
-            Key::Detach => {
-                self.send(Request::Detach(pb::Detach {})).await;
-                self.view.finish();
-                let s = &self.short;
-                eprintln!(
-                    "detached from {s}; it keeps running (`agentctl attach {s}` to follow it again)"
-                );
-                if self.follower == Follower::Run {
-                    println!("{}", self.id);
-                }
-                return Ok(Next::Exit(SUCCESS));
-            }
+            Key::Detach => return Ok(self.detach().await),
             Key::Interrupt => {
                 self.view.finish();
                 eprint!("Cancel agent {} and its subagents? [y/N] ", self.short);
                 self.input = Input::ConfirmCancel;
             }
-            Key::Escape => {
-                // Stop what runs now and leave the agent paused; the
-                // events that follow show it stop.
-                self.view.finish();
-                eprintln!("interrupting {} (send continues it)", self.short);
-                let mut interrupting = client.clone();
-                let id = self.id.clone();
-                tokio::spawn(async move {
-                    if let Err(status) = interrupting
-                        .interrupt_agent(pb::InterruptAgentRequest { id })
-                        .await
-                    {
-                        eprintln!("agentctl: {}", status.message());
-                    }
-                });
-            }
-            Key::Char(c @ ('y' | 'a' | 'n')) if !self.asks.is_empty() => {
-                // The newest ask is the one on screen.
-                let Some(ask) = self.asks.pop() else {
-                    return Ok(Next::Continue);
-                };
-                match c {
-                    'y' => {
-                        self.send(Request::PermissionAnswer(answer(
-                            &ask.request_id,
-                            Decision::AllowOnce,
-                            String::new(),
-                        )))
-                        .await
-                    }
-                    'a' => {
-                        self.send(Request::PermissionAnswer(answer(
-                            &ask.request_id,
-                            Decision::AllowAlways,
-                            String::new(),
-                        )))
-                        .await
-                    }
-                    _ => {
-                        self.view.finish();
-                        eprint!("Deny: why (Enter to skip, Esc to leave unanswered)? ");
-                        self.input = Input::DenyReason(ask, String::new());
-                        return Ok(Next::Continue);
-                    }
-                }
-                self.show_next_ask();
-            }
+            Key::Escape => self.interrupt(client),
+            Key::Char(c @ ('y' | 'a' | 'n')) if !self.asks.is_empty() => self.answer_ask(c).await,
             _ => {}
         }
         Ok(Next::Continue)
+    }
+
+    async fn detach(&mut self) -> Next {
+        self.send(Request::Detach(pb::Detach {})).await;
+        self.view.finish();
+        let s = &self.short;
+        eprintln!("detached from {s}; it keeps running (`agentctl attach {s}` to follow it again)");
+        if self.follower == Follower::Run {
+            println!("{}", self.id);
+        }
+        Next::Exit(SUCCESS)
+    }
+
+    /// Stops what runs now and leaves the agent paused; the events that
+    /// follow show it stop.
+    fn interrupt(&mut self, client: &Client) {
+        self.view.finish();
+        eprintln!("interrupting {} (send continues it)", self.short);
+        let mut interrupting = client.clone();
+        let id = self.id.clone();
+        tokio::spawn(async move {
+            if let Err(status) = interrupting
+                .interrupt_agent(pb::InterruptAgentRequest { id })
+                .await
+            {
+                eprintln!("agentctl: {}", status.message());
+            }
+        });
+    }
+
+    /// y, a or n for the newest ask, the one on screen; n asks why first.
+    async fn answer_ask(&mut self, c: char) {
+        let Some(ask) = self.asks.pop() else {
+            return;
+        };
+        let decision = match c {
+            'y' => Decision::AllowOnce,
+            'a' => Decision::AllowAlways,
+            _ => {
+                self.view.finish();
+                eprint!("Deny: why (Enter to skip, Esc to leave unanswered)? ");
+                self.input = Input::DenyReason(ask, String::new());
+                return;
+            }
+        };
+        self.send_answer(&ask, decision, String::new()).await;
+        self.show_next_ask();
+    }
+
+    async fn send_answer(&self, ask: &pb::PermissionRequest, decision: Decision, reason: String) {
+        self.send(Request::PermissionAnswer(answer(
+            &ask.request_id,
+            decision,
+            reason,
+        )))
+        .await;
     }
 }
