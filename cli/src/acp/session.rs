@@ -232,6 +232,18 @@ impl Session {
             let _ = turn.done.send(end);
         }
     }
+
+    /// The attach stream ended (the daemon stopped): the session is gone,
+    /// and a prompt in flight fails.
+    fn attachment_ended(&self) {
+        self.alive.store(false, Ordering::SeqCst);
+        if let Some(turn) = self.turn.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = turn.done.send(Err(RpcError::new(
+                code::INTERNAL,
+                "the daemon ended the attachment (is agentd stopping?)",
+            )));
+        }
+    }
 }
 
 /// An AttachStart request.
@@ -284,146 +296,176 @@ async fn follow(
     start: Start,
     ready: oneshot::Sender<()>,
 ) {
-    let mut ready = Some(ready);
-    // Text of the response in progress was streamed as deltas.
-    let mut streamed = false;
-    let mut tasks = updates::Tasks::default();
-    // Permission asks that came with the history wait for the answer to
-    // load/resume/new to be sent first.
-    let mut early_asks = Vec::new();
-    // Each attempt at a response is a message of its own: a retried
-    // response's text does not run on from the discarded one's.
-    let mut attempt = 0u64;
-    let id = session.id.clone();
+    let mut follow = Follow {
+        session,
+        peer,
+        start,
+        ready: Some(ready),
+        streamed: false,
+        tasks: updates::Tasks::default(),
+        early_asks: Vec::new(),
+        attempt: 0,
+    };
     while let Ok(Some(event)) = events.message().await {
         let Some(event) = event.event else { continue };
+        follow.event(event).await;
+    }
+    follow.session.attachment_ended();
+}
+
+/// What following the attach stream keeps from one event to the next.
+struct Follow {
+    session: std::sync::Arc<Session>,
+    peer: Peer,
+    start: Start,
+    /// Taken when the history is through, to tell `open` it can answer.
+    ready: Option<oneshot::Sender<()>>,
+    /// Text of the response in progress was streamed as deltas.
+    streamed: bool,
+    tasks: updates::Tasks,
+    /// Permission asks that came with the history wait for the answer to
+    /// load/resume/new to be sent first.
+    early_asks: Vec<pb::PermissionRequest>,
+    /// Each attempt at a response is a message of its own: a retried
+    /// response's text does not run on from the discarded one's.
+    attempt: u64,
+}
+
+impl Follow {
+    fn update(&self, u: Value) {
+        update(&self.peer, &self.session.id, u);
+    }
+
+    async fn event(&mut self, event: Event) {
         match event {
-            Event::Entry(entry) => {
-                let content: Vec<Value> =
-                    serde_json::from_slice(&entry.content_json).unwrap_or_default();
-                let role = match pb::Role::try_from(entry.role).unwrap_or_default() {
-                    pb::Role::User => "user",
-                    pb::Role::Assistant => "assistant",
-                    _ => "system",
-                };
-                if ready.is_some() {
-                    // History.
-                    if start == Start::Replay {
-                        for u in updates::replay(role, &content, &mut tasks) {
-                            update(&peer, &id, u);
-                        }
-                    }
-                    continue;
-                }
-                match role {
-                    "assistant" => {
-                        for block in &content {
-                            match block["type"].as_str().unwrap_or_default() {
-                                "text" if !streamed => update(
-                                    &peer,
-                                    &id,
-                                    updates::chunk(
-                                        "agent_message_chunk",
-                                        block["text"].as_str().unwrap_or_default(),
-                                    ),
-                                ),
-                                "tool_use" => {
-                                    update(&peer, &id, updates::tool_call(block, "pending"))
-                                }
-                                _ => {}
-                            }
-                        }
-                        streamed = false;
-                        attempt += 1;
-                        if let Some(usage) = &entry.usage {
-                            update(&peer, &id, updates::usage_update(usage, CONTEXT_WINDOW));
-                        }
-                    }
-                    "user" => {
-                        for block in &content {
-                            match block["type"].as_str().unwrap_or_default() {
-                                "tool_result" => update(&peer, &id, tasks.result(block)),
-                                // A background child's notification ends its call.
-                                "text" => {
-                                    if let Some(u) = tasks
-                                        .notification(block["text"].as_str().unwrap_or_default())
-                                    {
-                                        update(&peer, &id, u);
-                                    }
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Event::Delta(delta) => match delta.delta {
-                Some(pb::content_delta::Delta::Text(text)) => {
-                    streamed = true;
-                    let mut u = updates::chunk("agent_message_chunk", &text);
-                    u["messageId"] = json!(format!("{id}-{attempt}"));
-                    update(&peer, &id, u);
-                }
-                Some(pb::content_delta::Delta::Thinking(text)) => {
-                    let mut u = updates::chunk("agent_thought_chunk", &text);
-                    u["messageId"] = json!(format!("{id}-{attempt}-thinking"));
-                    update(&peer, &id, u);
-                }
-                _ => {}
-            },
+            Event::Entry(entry) => self.entry(&entry),
+            Event::Delta(delta) => self.delta(delta),
             Event::Tool(tool) if tool.phase == pb::tool_activity::Phase::Started as i32 => {
-                update(
-                    &peer,
-                    &id,
-                    updates::status_update(&tool.tool_use_id, "in_progress"),
-                );
+                self.update(updates::status_update(&tool.tool_use_id, "in_progress"));
             }
             Event::Retry(_) => {
-                attempt += 1;
-                streamed = false;
+                self.attempt += 1;
+                self.streamed = false;
             }
-            Event::Status(change) => {
-                if let Some(ready) = ready.take() {
-                    let _ = ready.send(());
-                    // The response to new/load/resume goes out first.
-                    tokio::task::yield_now().await;
-                    for ask in early_asks.drain(..) {
-                        tokio::spawn(super::permission::ask(
-                            peer.clone(),
-                            session.clone(),
-                            session.attach.clone(),
-                            ask,
-                        ));
-                    }
-                }
-                session.status_changed(&change);
-            }
+            Event::Status(change) => self.status(&change).await,
             Event::PermissionRequest(ask) if !ask.resolved => {
-                if ready.is_some() {
-                    early_asks.push(ask);
+                if self.ready.is_some() {
+                    self.early_asks.push(ask);
                 } else {
-                    tokio::spawn(super::permission::ask(
-                        peer.clone(),
-                        session.clone(),
-                        session.attach.clone(),
-                        ask,
-                    ));
+                    self.ask(ask);
                 }
             }
             _ => {}
         }
     }
-    session.alive.store(false, Ordering::SeqCst);
-    if let Some(turn) = session
-        .turn
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
-        let _ = turn.done.send(Err(RpcError::new(
-            code::INTERNAL,
-            "the daemon ended the attachment (is agentd stopping?)",
-        )));
+
+    /// A transcript entry: replayed (or skipped) while the history comes,
+    /// then what it adds to the updates already streamed.
+    fn entry(&mut self, entry: &pb::TranscriptEntry) {
+        let content: Vec<Value> = serde_json::from_slice(&entry.content_json).unwrap_or_default();
+        let role = match pb::Role::try_from(entry.role).unwrap_or_default() {
+            pb::Role::User => "user",
+            pb::Role::Assistant => "assistant",
+            _ => "system",
+        };
+        if self.ready.is_some() {
+            // History.
+            if self.start == Start::Replay {
+                for u in updates::replay(role, &content, &mut self.tasks) {
+                    self.update(u);
+                }
+            }
+            return;
+        }
+        match role {
+            "assistant" => self.assistant_entry(&content, entry.usage.as_ref()),
+            "user" => self.user_entry(&content),
+            _ => {}
+        }
+    }
+
+    /// The text not streamed already, the tool calls, the usage.
+    fn assistant_entry(&mut self, content: &[Value], usage: Option<&pb::Usage>) {
+        for block in content {
+            match block["type"].as_str().unwrap_or_default() {
+                "text" if !self.streamed => self.update(updates::chunk(
+                    "agent_message_chunk",
+                    block["text"].as_str().unwrap_or_default(),
+                )),
+                "tool_use" => self.update(updates::tool_call(block, "pending")),
+                _ => {}
+            }
+        }
+        self.streamed = false;
+        self.attempt += 1;
+        if let Some(usage) = usage {
+            self.update(updates::usage_update(usage, CONTEXT_WINDOW));
+        }
+    }
+
+    /// Tool results, and the notifications that end background children's calls.
+    fn user_entry(&mut self, content: &[Value]) {
+        for block in content {
+            match block["type"].as_str().unwrap_or_default() {
+                "tool_result" => {
+                    let u = self.tasks.result(block);
+                    self.update(u);
+                }
+                // A background child's notification ends its call.
+                "text" => {
+                    if let Some(u) = self
+                        .tasks
+                        .notification(block["text"].as_str().unwrap_or_default())
+                    {
+                        self.update(u);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn delta(&mut self, delta: pb::ContentDelta) {
+        let id = &self.session.id;
+        let attempt = self.attempt;
+        match delta.delta {
+            Some(pb::content_delta::Delta::Text(text)) => {
+                self.streamed = true;
+                let mut u = updates::chunk("agent_message_chunk", &text);
+                u["messageId"] = json!(format!("{id}-{attempt}"));
+                self.update(u);
+            }
+            Some(pb::content_delta::Delta::Thinking(text)) => {
+                let mut u = updates::chunk("agent_thought_chunk", &text);
+                u["messageId"] = json!(format!("{id}-{attempt}-thinking"));
+                self.update(u);
+            }
+            _ => {}
+        }
+    }
+
+    /// The first status ends the history: `open` answers, then the asks
+    /// that came with the history go out.
+    async fn status(&mut self, change: &pb::StatusChange) {
+        if let Some(ready) = self.ready.take() {
+            let _ = ready.send(());
+            // The response to new/load/resume goes out first.
+            tokio::task::yield_now().await;
+            for ask in std::mem::take(&mut self.early_asks) {
+                self.ask(ask);
+            }
+        }
+        self.session.status_changed(change);
+    }
+
+    /// Asks the editor, in a task of its own; the answer goes up the
+    /// attach stream.
+    fn ask(&self, ask: pb::PermissionRequest) {
+        tokio::spawn(super::permission::ask(
+            self.peer.clone(),
+            self.session.clone(),
+            self.session.attach.clone(),
+            ask,
+        ));
     }
 }
