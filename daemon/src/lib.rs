@@ -13,6 +13,7 @@ pub mod error;
 pub mod logging;
 pub mod model;
 pub mod pricing;
+pub mod process;
 pub mod sandbox;
 pub mod server;
 pub mod store;

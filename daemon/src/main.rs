@@ -59,7 +59,7 @@ fn forget_secrets(names: &[String]) {
         tracing::warn!(error = %e, "cannot make agentd non-dumpable");
     }
     // Tools' processes stay the daemon's descendants (see tools::adopt).
-    if let Err(e) = agentd::tools::adopt::become_subreaper() {
+    if let Err(e) = agentd::process::adopt::become_subreaper() {
         tracing::warn!(error = %e, "cannot become the subreaper of tool processes");
     }
 }

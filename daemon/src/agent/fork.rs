@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::turn_loop::CONTINUE_AFTER_MAX_TOKENS;
-use crate::domain::{AgentRecord, ForkTurns, QuerySource, json_bytes};
+use crate::domain::{AgentRecord, ForkTurns, QuerySource, Role, json_bytes};
 use crate::model::MessageBytes;
 
 /// The result every fork sees for each of its parent's tool calls. It is
@@ -69,7 +69,7 @@ pub fn is_fork_by_transcript(messages: &[MessageBytes]) -> bool {
     let tag = TAG_OPEN.as_bytes();
     messages
         .iter()
-        .filter(|m| m.role == "user")
+        .filter(|m| m.role == Role::User)
         // Parse only messages that hold the tag at all.
         .filter(|m| m.content_json.windows(tag.len()).any(|w| w == tag))
         .any(|m| {
@@ -107,7 +107,7 @@ fn is_note(text: &str) -> bool {
 /// A real user turn: a user message with non-blank text that is not only
 /// tool results or agentd's notes.
 fn is_real_user_turn(m: &MessageBytes) -> bool {
-    m.role == "user"
+    m.role == Role::User
         && serde_json::from_slice::<Vec<Value>>(&m.content_json)
             .unwrap_or_default()
             .iter()
@@ -169,7 +169,7 @@ pub fn inherited(messages: &[MessageBytes], turns: ForkTurns) -> Vec<MessageByte
 pub fn fork_message(last: Option<&MessageBytes>, directive: &str) -> (Vec<u8>, Option<u32>) {
     let text = json!({"type": "text", "text": directive});
     let calls: Vec<String> = last
-        .filter(|m| m.role == "assistant")
+        .filter(|m| m.role == Role::Assistant)
         .map(|m| serde_json::from_slice::<Vec<Value>>(&m.content_json).unwrap_or_default())
         .unwrap_or_default()
         .iter()
@@ -208,13 +208,13 @@ pub fn last_block_end(content: &[u8]) -> Option<u32> {
 /// entry siblings share).
 pub fn forked_conversation(inherited: &[MessageBytes], directive: &str) -> Vec<MessageBytes> {
     let mut out = inherited.to_vec();
-    if let Some(boundary) = out.iter().rposition(|m| m.role == "user") {
+    if let Some(boundary) = out.iter().rposition(|m| m.role == Role::User) {
         let m = &mut out[boundary];
         m.cache_point = last_block_end(&m.content_json).map(|p| p as usize);
     }
     let (content, cache_point) = fork_message(inherited.last(), directive);
     out.push(MessageBytes {
-        role: "user",
+        role: Role::User,
         content_json: content.into(),
         cache_point: cache_point.map(|p| p as usize),
     });
@@ -230,7 +230,11 @@ mod tests {
 
     fn msg(role: &'static str, content: Value) -> MessageBytes {
         MessageBytes {
-            role,
+            role: if role == "assistant" {
+                Role::Assistant
+            } else {
+                Role::User
+            },
             content_json: Arc::from(json_bytes(&content).as_slice()),
             cache_point: None,
         }

@@ -36,8 +36,7 @@ pub struct ToolEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusSnapshot {
     pub status: Status,
-    pub result: String,
-    pub error: String,
+    pub outcome: Option<crate::domain::Outcome>,
     pub turns: u32,
     /// For a `waiting` agent that waits for something other than a
     /// permission answer (disk space), what it waits for.
@@ -48,8 +47,7 @@ impl StatusSnapshot {
     pub fn of(record: &crate::domain::AgentRecord) -> StatusSnapshot {
         StatusSnapshot {
             status: record.status,
-            result: record.result.clone(),
-            error: record.error.clone(),
+            outcome: record.outcome.clone(),
             turns: record.turns,
             waiting_for: None,
         }
@@ -239,8 +237,7 @@ mod tests {
     fn snapshot(status: Status) -> StatusSnapshot {
         StatusSnapshot {
             status,
-            result: String::new(),
-            error: String::new(),
+            outcome: None,
             turns: 0,
             waiting_for: None,
         }

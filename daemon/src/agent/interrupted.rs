@@ -3,18 +3,18 @@
 //! daemon crash interrupted (DESIGN §5). Each tells the model what it can
 //! know and what to check.
 
-use super::Outcome;
+use super::RunEnd;
 use crate::domain::{AgentRecord, ToolName};
 use crate::tools::ToolOutput;
 
 /// A call that never started: a stop came first.
-pub fn not_run(tool: ToolName, stop: &Outcome, while_asking: bool) -> ToolOutput {
+pub fn not_run(tool: ToolName, stop: &RunEnd, while_asking: bool) -> ToolOutput {
     let why = match stop {
-        Outcome::Paused => "the agent was paused",
-        Outcome::Interrupted => "agentd was shutting down",
-        Outcome::Cancelled => "the agent was cancelled",
-        Outcome::Halted => "the agent was interrupted",
-        Outcome::Completed(_) | Outcome::Failed(_) => "the agent stopped",
+        RunEnd::Paused => "the agent was paused",
+        RunEnd::Interrupted => "agentd was shutting down",
+        RunEnd::Cancelled => "the agent was cancelled",
+        RunEnd::Halted => "the agent was interrupted",
+        RunEnd::Completed(_) | RunEnd::Failed(_) => "the agent stopped",
     };
     let when = if while_asking {
         "while it waited for permission to run it"
@@ -27,8 +27,8 @@ pub fn not_run(tool: ToolName, stop: &Outcome, while_asking: bool) -> ToolOutput
 }
 
 /// A call a cancel or an interrupt cut short.
-pub fn cut_short(tool: ToolName, stop: &Outcome) -> ToolOutput {
-    let what = if *stop == Outcome::Halted {
+pub fn cut_short(tool: ToolName, stop: &RunEnd) -> ToolOutput {
+    let what = if *stop == RunEnd::Halted {
         "interrupted"
     } else {
         "cancelled"

@@ -5,10 +5,10 @@
 //! for permission asks and the tools that reach other agents.
 
 pub mod context;
+pub mod definitions;
 pub mod fanout;
 pub mod foreground;
 pub mod fork;
-pub mod fork_profile;
 pub mod host;
 pub mod hub;
 mod interrupted;
@@ -19,10 +19,10 @@ mod recording;
 mod round;
 pub mod slot;
 pub mod turn_loop;
-pub mod types;
 pub mod worktree_notice;
 
+pub use definitions::{fork_profile, types};
 pub use fanout::FanOutRole;
 pub use foreground::{EndRoute, Foreground, Release, WaitEnd};
 pub use host::{AgentHost, BoxFuture, OrchestrationCall};
-pub use turn_loop::{Finished, LoopSetup, Outcome, StopSignals, TurnLoop};
+pub use turn_loop::{Finished, LoopSetup, RunEnd, StopSignals, TurnLoop};

@@ -12,7 +12,7 @@ use super::host::OrchestrationCall;
 use super::hub::ToolEvent;
 use super::interrupted;
 use super::permission::{self, Answer, Gate};
-use super::turn_loop::{Halt, Outcome, TurnLoop};
+use super::turn_loop::{Halt, RunEnd, TurnLoop};
 use crate::domain::{AgentRecord, Role, Status, ToolName, json_bytes};
 use crate::store::StoreError;
 use crate::tools::{self, ToolContext, ToolOutput};
@@ -127,7 +127,7 @@ impl TurnLoop {
         seq: u64,
         rest: &[Call],
         mut results: Vec<Value>,
-        stop: Outcome,
+        stop: RunEnd,
     ) -> Halt {
         for call in rest {
             let output = match ToolName::parse(&call.name) {
@@ -169,7 +169,7 @@ impl TurnLoop {
         let Some((seq, last)) = self.messages.last() else {
             return Ok(());
         };
-        if last.role != "assistant" {
+        if last.role != Role::Assistant {
             return Ok(());
         }
         let seq = *seq;
@@ -227,7 +227,7 @@ impl TurnLoop {
         &mut self,
         tool: ToolName,
         call: &Call,
-    ) -> Result<Result<Option<ToolOutput>, Outcome>, Halt> {
+    ) -> Result<Result<Option<ToolOutput>, RunEnd>, Halt> {
         match permission::gate(&self.record, tool) {
             Gate::Allow => return Ok(Ok(None)),
             Gate::Refuse(why) => return Ok(Ok(Some(ToolOutput::error(why)))),

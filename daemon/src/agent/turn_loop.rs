@@ -21,13 +21,13 @@ use super::fanout::FanOutRole;
 use super::foreground::Foreground;
 use super::host::AgentHost;
 use super::hub::Hub;
-use super::round::calls_of;
+use super::round::{Call, calls_of};
 use super::slot::SlotLease;
 use crate::domain::{
-    AgentRecord, PromptContext, Role, Status, StopReason, ToolName, TranscriptEntry, json_bytes,
-    now_ms,
+    AgentRecord, Outcome, PromptContext, Role, Status, StopReason, ToolName, TranscriptEntry,
+    json_bytes, now_ms,
 };
-use crate::model::{MessageBytes, ModelRequest, Provider};
+use crate::model::{MessageBytes, ModelRequest, ModelResponse, Provider};
 use crate::store::{Store, StoreError};
 use crate::tools::spool::Spool;
 use crate::tools::{AgentProcesses, ToolEnv};
@@ -43,7 +43,7 @@ as big file writes, into smaller steps.";
 
 /// How a run of the loop ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub enum RunEnd {
     Completed(String),
     Failed(String),
     Cancelled,
@@ -56,14 +56,14 @@ pub enum Outcome {
     Halted,
 }
 
-impl Outcome {
+impl RunEnd {
     pub fn status(&self) -> Status {
         match self {
-            Outcome::Completed(_) => Status::Completed,
-            Outcome::Failed(_) => Status::Failed,
-            Outcome::Cancelled => Status::Cancelled,
-            Outcome::Interrupted => Status::Interrupted,
-            Outcome::Paused | Outcome::Halted => Status::Paused,
+            RunEnd::Completed(_) => Status::Completed,
+            RunEnd::Failed(_) => Status::Failed,
+            RunEnd::Cancelled => Status::Cancelled,
+            RunEnd::Interrupted => Status::Interrupted,
+            RunEnd::Paused | RunEnd::Halted => Status::Paused,
         }
     }
 }
@@ -96,34 +96,34 @@ impl StopSignals {
     }
 
     /// A safe point: returns why to stop, if anything asks.
-    pub(super) fn requested(&self) -> Option<Outcome> {
+    pub(super) fn requested(&self) -> Option<RunEnd> {
         if self.interrupt.is_cancelled() {
             Some(self.aborted())
         } else if self.shutdown.is_cancelled() {
-            Some(Outcome::Interrupted)
+            Some(RunEnd::Interrupted)
         } else if self.pause.is_cancelled() {
-            Some(Outcome::Paused)
+            Some(RunEnd::Paused)
         } else {
             None
         }
     }
 
     /// Once `interrupt` has fired: a cancel or an interrupt.
-    pub(super) fn aborted(&self) -> Outcome {
+    pub(super) fn aborted(&self) -> RunEnd {
         if self.cancel.is_cancelled() {
-            Outcome::Cancelled
+            RunEnd::Cancelled
         } else {
-            Outcome::Halted
+            RunEnd::Halted
         }
     }
 
     /// Resolves when any stop is asked for.
-    pub async fn any(&self) -> Outcome {
+    pub async fn any(&self) -> RunEnd {
         tokio::select! {
             biased;
             _ = self.interrupt.cancelled() => self.aborted(),
-            _ = self.shutdown.cancelled() => Outcome::Interrupted,
-            _ = self.pause.cancelled() => Outcome::Paused,
+            _ = self.shutdown.cancelled() => RunEnd::Interrupted,
+            _ = self.pause.cancelled() => RunEnd::Paused,
         }
     }
 }
@@ -131,9 +131,18 @@ impl StopSignals {
 /// Why the loop's work stopped short.
 pub(super) enum Halt {
     /// Asked to stop (or the run cannot go on): this is how the run ends.
-    Stop(Outcome),
+    Stop(RunEnd),
     /// The store failed in a way waiting for space cannot fix.
     Store(StoreError),
+}
+
+/// What an answer without tool calls leads to.
+enum AfterAnswer {
+    End(RunEnd),
+    /// Another turn (a message came, or the answer was cut off).
+    Continue,
+    /// The server paused the turn: its message goes back as is.
+    ContinuePaused,
 }
 
 impl From<StoreError> for Halt {
@@ -188,7 +197,7 @@ pub struct TurnLoop {
 /// What a finished loop hands back to the supervisor, which records it.
 pub struct Finished {
     pub record: AgentRecord,
-    pub outcome: Outcome,
+    pub outcome: RunEnd,
 }
 
 impl TurnLoop {
@@ -225,10 +234,10 @@ impl TurnLoop {
             Ok(outcome) | Err(Halt::Stop(outcome)) => outcome,
             Err(Halt::Store(e)) => {
                 tracing::error!(agent = %self.record.id, error = %e, "store write failed; failing the agent");
-                Outcome::Failed(format!("agentd could not write to its store: {e}"))
+                RunEnd::Failed(format!("agentd could not write to its store: {e}"))
             }
         };
-        if let Outcome::Failed(error) = &outcome {
+        if let RunEnd::Failed(error) = &outcome {
             // The reason stays in the transcript too, next to what led to it.
             let note = json!([{"type": "text", "text": format!("agent failed: {error}")}]);
             if let Err(e) = self
@@ -239,11 +248,8 @@ impl TurnLoop {
             }
         }
         match &outcome {
-            Outcome::Completed(text) => {
-                self.record.result = text.clone();
-                self.record.error.clear();
-            }
-            Outcome::Failed(error) => self.record.error = error.clone(),
+            RunEnd::Completed(text) => self.record.outcome = Some(Outcome::Completed(text.clone())),
+            RunEnd::Failed(error) => self.record.outcome = Some(Outcome::Failed(error.clone())),
             _ => {}
         }
         self.record.status = outcome.status();
@@ -256,7 +262,7 @@ impl TurnLoop {
         }
     }
 
-    async fn drive(&mut self) -> Result<Outcome, Halt> {
+    async fn drive(&mut self) -> Result<RunEnd, Halt> {
         self.set_status(Status::Running).await?;
         self.answer_interrupted_calls().await?;
         // Turn boundary: messages and notifications that arrived while the
@@ -273,139 +279,163 @@ impl TurnLoop {
             if let Some(stop) = self.stops.requested() {
                 return Ok(stop);
             }
-            let awaiting_answer = self.messages.last().is_some_and(|(_, m)| m.role == "user");
+            let awaiting_answer = self
+                .messages
+                .last()
+                .is_some_and(|(_, m)| m.role == Role::User);
             if !awaiting_answer && !std::mem::take(&mut continuing_paused_turn) {
                 // Nothing new to answer (a revival with no message, or a
                 // resume after the end was written but not its record):
                 // the answer is the last one in the transcript.
-                return Ok(Outcome::Completed(self.last_answer()));
+                return Ok(RunEnd::Completed(self.last_answer()));
             }
             if self.record.turns - turns_before >= self.record.max_turns {
-                return Ok(Outcome::Failed(format!(
+                return Ok(RunEnd::Failed(format!(
                     "stopped after reaching max_turns ({}) without a final answer",
                     self.record.max_turns
                 )));
             }
-
-            let request = ModelRequest {
-                model: self.record.model.clone(),
-                system_json: self.system_json.clone(),
-                tools_json: self.tools_json.clone(),
-                messages: self.messages.iter().map(|(_, m)| m.clone()).collect(),
-                max_tokens: self.max_output_tokens,
-            };
-            // A fork launched with siblings: followers wait until the
-            // leader's response has started (the cache entry exists then).
-            let leader = match std::mem::take(&mut self.fan_out) {
-                FanOutRole::Alone => None,
-                FanOutRole::Leader(lead) => Some(Arc::new(lead)),
-                FanOutRole::Follower(group) => {
-                    tokio::select! {
-                        stop = self.stops.any() => return Ok(stop),
-                        _ = group.wait() => {}
-                    }
-                    None
-                }
-            };
-            let hub = self.hub.clone();
-            let releases = leader.clone();
-            let on_event = move |e: crate::model::ModelEvent| {
-                if let (Some(group), crate::model::ModelEvent::Delta(_)) = (&releases, &e) {
-                    group.release();
-                }
-                hub.publish_model_event(e)
-            };
-            let response = tokio::select! {
-                biased;
-                _ = self.stops.interrupt.cancelled() => {
-                    self.hub.discard_partial();
-                    let stop = self.stops.aborted();
-                    if stop == Outcome::Halted {
-                        // Nothing of the answer is kept (a partial message
-                        // could not be sent back as is); the note says so.
-                        let note = json!([{"type": "text", "text": "interrupted while the model was answering; its partial answer was discarded"}]);
-                        self.write_entry(Role::System, json_bytes(&note), None, None, &[])
-                            .await?;
-                    }
-                    return Ok(stop);
-                }
-                r = self.provider.complete(&request, &on_event) => r,
-            };
-            if let Some(group) = leader {
-                group.release();
-            }
-            let response = match response {
-                Ok(r) => r,
-                Err(e) => {
-                    self.hub.discard_partial();
-                    return Ok(Outcome::Failed(e.to_string()));
-                }
-            };
-
+            let response = self.call_model().await?;
             let calls = calls_of(&response.content);
-            self.record.turns += 1;
-            self.record.tool_uses += calls.len() as u32;
-            self.record.usage.add(&response.usage);
-            let assistant_seq = self.next_seq;
-            self.write_entry(
-                Role::Assistant,
-                json_bytes(&Value::Array(response.content.clone())),
-                Some(response.usage),
-                Some(response.stop_reason.clone()),
-                &[],
-            )
-            .await?;
-
+            let assistant_seq = self.record_answer(&response, &calls).await?;
             if calls.is_empty() {
-                match &response.stop_reason {
-                    StopReason::EndTurn | StopReason::StopSequence => {
-                        // A message that arrived during the turn starts the next one.
-                        if self.deliver_inbox(Vec::new()).await? {
-                            continue;
-                        }
-                        return Ok(Outcome::Completed(final_text(&response.content)));
-                    }
-                    // The server paused a long turn: send it back as is and
-                    // the model continues it.
-                    StopReason::PauseTurn => {
-                        continuing_paused_turn = true;
-                        continue;
-                    }
-                    StopReason::MaxTokens if max_tokens_recoveries < MAX_TOKENS_RECOVERIES => {
-                        max_tokens_recoveries += 1;
-                        let note = vec![json!({"type": "text", "text": CONTINUE_AFTER_MAX_TOKENS})];
-                        self.deliver_inbox(note).await?;
-                        continue;
-                    }
-                    StopReason::MaxTokens => {
-                        return Ok(Outcome::Failed(format!(
-                            "the model's response was cut off at the output limit ({} tokens) {} times in a row",
-                            self.max_output_tokens,
-                            MAX_TOKENS_RECOVERIES + 1
-                        )));
-                    }
-                    StopReason::Refusal => {
-                        return Ok(Outcome::Failed(
-                            "the model declined to continue (stop_reason: refusal)".into(),
-                        ));
-                    }
-                    StopReason::ContextWindowExceeded => {
-                        return Ok(Outcome::Failed(
-                            "the conversation no longer fits the model's context window".into(),
-                        ));
-                    }
-                    StopReason::ToolUse | StopReason::Other(_) => {
-                        tracing::warn!(
-                            stop_reason = %response.stop_reason,
-                            "a response without tool calls and with this stop_reason; treating the turn as ended"
-                        );
-                        return Ok(Outcome::Completed(final_text(&response.content)));
-                    }
+                match self
+                    .after_answer_without_calls(&response, &mut max_tokens_recoveries)
+                    .await?
+                {
+                    AfterAnswer::End(end) => return Ok(end),
+                    AfterAnswer::ContinuePaused => continuing_paused_turn = true,
+                    AfterAnswer::Continue => {}
                 }
+                continue;
             }
             max_tokens_recoveries = 0;
             self.run_round(assistant_seq, &calls).await?;
         }
+    }
+
+    /// One model call with the conversation so far. A stop asked for while
+    /// the model answers ends the run (`Halt::Stop`); so does a failed call.
+    async fn call_model(&mut self) -> Result<ModelResponse, Halt> {
+        let request = ModelRequest {
+            model: self.record.model.clone(),
+            system_json: self.system_json.clone(),
+            tools_json: self.tools_json.clone(),
+            messages: self.messages.iter().map(|(_, m)| m.clone()).collect(),
+            max_tokens: self.max_output_tokens,
+        };
+        // A fork launched with siblings: followers wait until the
+        // leader's response has started (the cache entry exists then).
+        let leader = match std::mem::take(&mut self.fan_out) {
+            FanOutRole::Alone => None,
+            FanOutRole::Leader(lead) => Some(Arc::new(lead)),
+            FanOutRole::Follower(group) => {
+                tokio::select! {
+                    stop = self.stops.any() => return Err(Halt::Stop(stop)),
+                    _ = group.wait() => {}
+                }
+                None
+            }
+        };
+        let hub = self.hub.clone();
+        let releases = leader.clone();
+        let on_event = move |e: crate::model::ModelEvent| {
+            if let (Some(group), crate::model::ModelEvent::Delta(_)) = (&releases, &e) {
+                group.release();
+            }
+            hub.publish_model_event(e)
+        };
+        let response = tokio::select! {
+            biased;
+            _ = self.stops.interrupt.cancelled() => {
+                self.hub.discard_partial();
+                let stop = self.stops.aborted();
+                if stop == RunEnd::Halted {
+                    // Nothing of the answer is kept (a partial message
+                    // could not be sent back as is); the note says so.
+                    let note = json!([{"type": "text", "text": "interrupted while the model was answering; its partial answer was discarded"}]);
+                    self.write_entry(Role::System, json_bytes(&note), None, None, &[])
+                        .await?;
+                }
+                return Err(Halt::Stop(stop));
+            }
+            r = self.provider.complete(&request, &on_event) => r,
+        };
+        if let Some(group) = leader {
+            group.release();
+        }
+        response.map_err(|e| {
+            self.hub.discard_partial();
+            Halt::Stop(RunEnd::Failed(e.to_string()))
+        })
+    }
+
+    /// Counts the turn and stores the model's answer; returns its sequence
+    /// number.
+    async fn record_answer(
+        &mut self,
+        response: &ModelResponse,
+        calls: &[Call],
+    ) -> Result<u64, Halt> {
+        self.record.turns += 1;
+        self.record.tool_uses += calls.len() as u32;
+        self.record.usage.add(&response.usage);
+        let assistant_seq = self.next_seq;
+        self.write_entry(
+            Role::Assistant,
+            json_bytes(&Value::Array(response.content.clone())),
+            Some(response.usage),
+            Some(response.stop_reason.clone()),
+            &[],
+        )
+        .await?;
+        Ok(assistant_seq)
+    }
+
+    /// What an answer without tool calls means, by its stop reason: the
+    /// end of the run, or another turn.
+    async fn after_answer_without_calls(
+        &mut self,
+        response: &ModelResponse,
+        max_tokens_recoveries: &mut u32,
+    ) -> Result<AfterAnswer, Halt> {
+        Ok(match &response.stop_reason {
+            StopReason::EndTurn | StopReason::StopSequence => {
+                // A message that arrived during the turn starts the next one.
+                if self.deliver_inbox(Vec::new()).await? {
+                    AfterAnswer::Continue
+                } else {
+                    AfterAnswer::End(RunEnd::Completed(final_text(&response.content)))
+                }
+            }
+            // The server paused a long turn: send it back as is and the
+            // model continues it.
+            StopReason::PauseTurn => AfterAnswer::ContinuePaused,
+            StopReason::MaxTokens if *max_tokens_recoveries < MAX_TOKENS_RECOVERIES => {
+                *max_tokens_recoveries += 1;
+                let note = vec![json!({"type": "text", "text": CONTINUE_AFTER_MAX_TOKENS})];
+                self.deliver_inbox(note).await?;
+                AfterAnswer::Continue
+            }
+            StopReason::MaxTokens => AfterAnswer::End(RunEnd::Failed(format!(
+                "the model's response was cut off at the output limit ({} tokens) {} times in a row",
+                self.max_output_tokens,
+                MAX_TOKENS_RECOVERIES + 1
+            ))),
+            StopReason::Refusal => AfterAnswer::End(RunEnd::Failed(
+                "the model declined to continue (stop_reason: refusal)".into(),
+            )),
+            StopReason::ContextWindowExceeded => AfterAnswer::End(RunEnd::Failed(
+                "the conversation no longer fits the model's context window".into(),
+            )),
+            StopReason::ToolUse | StopReason::Other(_) => {
+                tracing::warn!(
+                    stop_reason = %response.stop_reason,
+                    "a response without tool calls and with this stop_reason; treating the turn as ended"
+                );
+                AfterAnswer::End(RunEnd::Completed(final_text(&response.content)))
+            }
+        })
     }
 
     /// The text of the newest assistant message.
@@ -413,10 +443,10 @@ impl TurnLoop {
         self.messages
             .iter()
             .rev()
-            .find(|(_, m)| m.role == "assistant")
+            .find(|(_, m)| m.role == Role::Assistant)
             .and_then(|(_, m)| serde_json::from_slice::<Vec<Value>>(&m.content_json).ok())
             .map(|content| final_text(&content))
-            .unwrap_or_else(|| self.record.result.clone())
+            .unwrap_or_else(|| self.record.result().to_string())
     }
 }
 
@@ -462,8 +492,7 @@ pub fn load_conversation(
 /// calls interrupted by a crash) removes the message it names.
 pub(super) fn apply_entry(messages: &mut Vec<(u64, MessageBytes)>, entry: &TranscriptEntry) {
     let role = match entry.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
+        Role::User | Role::Assistant => entry.role,
         Role::System => {
             let note: Value = serde_json::from_slice(&entry.content_json).unwrap_or(Value::Null);
             for block in note.as_array().into_iter().flatten() {

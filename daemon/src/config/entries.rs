@@ -85,19 +85,9 @@ fn ttl(t: CacheTtl) -> &'static str {
 /// Every key of `config`, in a stable order. `env` says which variables
 /// win over the file for a key (the environment the daemon started with).
 pub fn entries(config: &Config) -> Vec<Entry> {
-    let mut out = Vec::new();
-    let mut push = |key: &str, value: String, env: Option<&'static str>, reloadable: bool| {
-        let source = match env.filter(|v| config.env_set.contains(v)) {
-            Some(var) => Source::Environment(var),
-            None if config.file_keys.contains(key) => Source::File,
-            None => Source::Default,
-        };
-        out.push(Entry {
-            key: key.to_string(),
-            value,
-            source,
-            reloadable,
-        });
+    let mut out = Collected {
+        config,
+        entries: Vec::new(),
     };
     // default_model wins over AGENTD_MODEL, which is only a fallback.
     let model_env = config
@@ -112,140 +102,144 @@ pub fn entries(config: &Config) -> Vec<Entry> {
         }
         _ => "(none)".to_string(),
     };
-    push("default_model", model, model_env, true);
-    push("max_turns", config.max_turns.to_string(), None, true);
-    push(
-        "max_running_agents",
-        config.max_running_agents.to_string(),
-        None,
-        true,
-    );
-    push(
-        "max_subagent_depth",
-        config.max_subagent_depth.to_string(),
-        None,
-        true,
-    );
-    push(
-        "max_output_tokens",
-        config.max_output_tokens.to_string(),
-        None,
-        true,
-    );
-    push(
-        "shutdown_grace_secs",
-        config.shutdown_grace_secs.to_string(),
-        None,
-        true,
-    );
-    push(
+    out.push("default_model", model, model_env, true);
+    for (key, value) in [
+        ("max_turns", config.max_turns.to_string()),
+        ("max_running_agents", config.max_running_agents.to_string()),
+        ("max_subagent_depth", config.max_subagent_depth.to_string()),
+        ("max_output_tokens", config.max_output_tokens.to_string()),
+        (
+            "shutdown_grace_secs",
+            config.shutdown_grace_secs.to_string(),
+        ),
+    ] {
+        out.push(key, value, None, true);
+    }
+    out.push(
         "auto_background_secs",
         config.auto_background_secs().to_string(),
         Some("AGENTD_AUTO_BACKGROUND_SECS"),
         true,
     );
-    push(
-        "resume_on_start",
-        config.resume_on_start.to_string(),
-        None,
-        true,
-    );
-    push(
-        "implicit_fork",
-        config.implicit_fork.to_string(),
-        None,
-        true,
-    );
-    push("sandbox", config.sandbox.to_string(), None, true);
-    push("network", config.network.to_string(), None, true);
-    push(
-        "stream_idle_timeout_secs",
-        config.stream_idle_timeout_secs.to_string(),
-        None,
-        false,
-    );
-    push(
-        "store_min_free_mb",
-        config.store_min_free_mb.to_string(),
-        None,
-        false,
-    );
-    for (name, p, key_var, url_var) in [
-        (
-            "anthropic",
-            &config.anthropic,
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_BASE_URL",
-        ),
-        (
-            "openai",
-            &config.openai,
-            "OPENAI_API_KEY",
-            "OPENAI_BASE_URL",
-        ),
+    for (key, value) in [
+        ("resume_on_start", config.resume_on_start.to_string()),
+        ("implicit_fork", config.implicit_fork.to_string()),
+        ("sandbox", config.sandbox.to_string()),
+        ("network", config.network.to_string()),
     ] {
-        let key_set = p.api_key.is_some() || config.env_set.contains(key_var);
-        push(
-            &format!("{name}.api_key"),
-            set_or_not(key_set),
-            Some(key_var),
-            false,
-        );
-        let url = if config.env_set.contains(url_var) {
-            std::env::var(url_var).unwrap_or_default()
-        } else {
-            p.base_url
-                .clone()
-                .unwrap_or_else(|| "(provider default)".to_string())
-        };
-        push(
-            &format!("{name}.base_url"),
-            redacted_url(&url),
-            Some(url_var),
-            false,
-        );
+        out.push(key, value, None, true);
     }
-    push(
-        "anthropic.cache_ttl",
-        ttl(config.anthropic.cache_ttl).to_string(),
-        None,
-        false,
-    );
-    push(
-        "retry.max_attempts",
-        config.retry.max_attempts.to_string(),
-        None,
-        false,
-    );
-    push(
-        "retry.initial_backoff_ms",
-        config.retry.initial_backoff_ms.to_string(),
-        None,
-        false,
-    );
-    push(
-        "retry.max_backoff_ms",
-        config.retry.max_backoff_ms.to_string(),
-        None,
-        false,
-    );
-    push("secrets.env", config.secrets.env.join(","), None, false);
-    for (model, p) in &config.prices {
-        let mut value = format!("input {} output {}", p.input, p.output);
-        if let Some(w) = p.cache_write {
-            value.push_str(&format!(" cache_write {w}"));
-        }
-        if let Some(r) = p.cache_read {
-            value.push_str(&format!(" cache_read {r}"));
-        }
-        out.push(Entry {
-            key: format!("prices.{model}"),
+    for (key, value) in [
+        (
+            "stream_idle_timeout_secs",
+            config.stream_idle_timeout_secs.to_string(),
+        ),
+        ("store_min_free_mb", config.store_min_free_mb.to_string()),
+    ] {
+        out.push(key, value, None, false);
+    }
+    out.providers();
+    for (key, value) in [
+        (
+            "anthropic.cache_ttl",
+            ttl(config.anthropic.cache_ttl).to_string(),
+        ),
+        ("retry.max_attempts", config.retry.max_attempts.to_string()),
+        (
+            "retry.initial_backoff_ms",
+            config.retry.initial_backoff_ms.to_string(),
+        ),
+        (
+            "retry.max_backoff_ms",
+            config.retry.max_backoff_ms.to_string(),
+        ),
+        ("secrets.env", config.secrets.env.join(",")),
+    ] {
+        out.push(key, value, None, false);
+    }
+    out.prices();
+    out.entries
+}
+
+/// Entries as they are collected, each told where its value came from.
+struct Collected<'a> {
+    config: &'a Config,
+    entries: Vec<Entry>,
+}
+
+impl Collected<'_> {
+    fn push(&mut self, key: &str, value: String, env: Option<&'static str>, reloadable: bool) {
+        let source = match env.filter(|v| self.config.env_set.contains(v)) {
+            Some(var) => Source::Environment(var),
+            None if self.config.file_keys.contains(key) => Source::File,
+            None => Source::Default,
+        };
+        self.entries.push(Entry {
+            key: key.to_string(),
             value,
-            source: Source::File,
-            reloadable: true,
+            source,
+            reloadable,
         });
     }
-    out
+
+    /// Each provider's key (set or not, never shown) and endpoint.
+    fn providers(&mut self) {
+        let config = self.config;
+        for (name, p, key_var, url_var) in [
+            (
+                "anthropic",
+                &config.anthropic,
+                "ANTHROPIC_API_KEY",
+                "ANTHROPIC_BASE_URL",
+            ),
+            (
+                "openai",
+                &config.openai,
+                "OPENAI_API_KEY",
+                "OPENAI_BASE_URL",
+            ),
+        ] {
+            let key_set = p.api_key.is_some() || config.env_set.contains(key_var);
+            self.push(
+                &format!("{name}.api_key"),
+                set_or_not(key_set),
+                Some(key_var),
+                false,
+            );
+            let url = if config.env_set.contains(url_var) {
+                std::env::var(url_var).unwrap_or_default()
+            } else {
+                p.base_url
+                    .clone()
+                    .unwrap_or_else(|| "(provider default)".to_string())
+            };
+            self.push(
+                &format!("{name}.base_url"),
+                redacted_url(&url),
+                Some(url_var),
+                false,
+            );
+        }
+    }
+
+    /// The price table, from the file only.
+    fn prices(&mut self) {
+        for (model, p) in &self.config.prices {
+            let mut value = format!("input {} output {}", p.input, p.output);
+            if let Some(w) = p.cache_write {
+                value.push_str(&format!(" cache_write {w}"));
+            }
+            if let Some(r) = p.cache_read {
+                value.push_str(&format!(" cache_read {r}"));
+            }
+            self.entries.push(Entry {
+                key: format!("prices.{model}"),
+                value,
+                source: Source::File,
+                reloadable: true,
+            });
+        }
+    }
 }
 
 #[cfg(test)]

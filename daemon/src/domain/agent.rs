@@ -244,10 +244,9 @@ pub struct AgentRecord {
     pub turns: u32,
     pub usage: Usage,
     pub resume_blocked: Option<ResumeBlocked>,
-    /// The final text answer of a completed agent.
-    pub result: String,
-    /// Why a failed agent failed, in words a person can act on.
-    pub error: String,
+    /// How its latest run ended, when it ended with words: the answer of
+    /// a completed run, or why a failed one failed.
+    pub outcome: Option<Outcome>,
     pub permission_mode: PermissionMode,
     pub max_turns: u32,
     pub tool_uses: u32,
@@ -268,7 +267,44 @@ pub struct AgentRecord {
     pub transcript_len: u64,
 }
 
+/// How an agent's run ended, in its own words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The final text answer.
+    Completed(String),
+    /// Why it failed, in words a person can act on.
+    Failed(String),
+}
+
+impl Outcome {
+    /// The answer of a completed run ("" otherwise).
+    pub fn result(outcome: Option<&Outcome>) -> &str {
+        match outcome {
+            Some(Outcome::Completed(text)) => text,
+            _ => "",
+        }
+    }
+
+    /// Why a run failed ("" otherwise).
+    pub fn error(outcome: Option<&Outcome>) -> &str {
+        match outcome {
+            Some(Outcome::Failed(why)) => why,
+            _ => "",
+        }
+    }
+}
+
 impl AgentRecord {
+    /// The final answer of its latest run, if it completed ("" otherwise).
+    pub fn result(&self) -> &str {
+        Outcome::result(self.outcome.as_ref())
+    }
+
+    /// Why its latest run failed, if it did ("" otherwise).
+    pub fn error(&self) -> &str {
+        Outcome::error(self.outcome.as_ref())
+    }
+
     /// A new record with every optional field empty.
     pub fn new(id: AgentId, short_id: ShortId, now_ms: i64) -> AgentRecord {
         AgentRecord {
@@ -290,8 +326,7 @@ impl AgentRecord {
             turns: 0,
             usage: Usage::default(),
             resume_blocked: None,
-            result: String::new(),
-            error: String::new(),
+            outcome: None,
             permission_mode: PermissionMode::Bypass,
             max_turns: 0,
             tool_uses: 0,

@@ -71,6 +71,53 @@ impl fmt::Display for ForkTurns {
     }
 }
 
+/// A checked list of tool names a fork is allowed (`fork_tools`, a
+/// profile's `tools`): see [`parse_tool_allowlist`].
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ToolAllowlist(Vec<ToolName>);
+
+impl ToolAllowlist {
+    pub fn parse(entries: &[String]) -> Result<ToolAllowlist, String> {
+        parse_tool_allowlist(entries).map(ToolAllowlist)
+    }
+
+    pub fn tools(&self) -> &[ToolName] {
+        &self.0
+    }
+
+    pub fn into_tools(self) -> Vec<ToolName> {
+        self.0
+    }
+}
+
+/// Which tools a fork asks to run, narrowing its parent's.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum ForkTools {
+    /// Its parent's tools.
+    #[default]
+    Parent,
+    /// Only these of its parent's (`fork_tools`).
+    Only(ToolAllowlist),
+    /// The tools of the named fork profile (`fork_profile`), read from the
+    /// repository the parent works in.
+    Profile(String),
+}
+
+impl ForkTools {
+    /// A request's `fork_tools` (None: absent) and `fork_profile` (empty:
+    /// absent); giving both is refused.
+    pub fn parse(list: Option<&[String]>, profile: &str) -> Result<ForkTools, String> {
+        match (list, profile) {
+            (Some(_), p) if !p.is_empty() => {
+                Err("fork_tools and fork_profile cannot be combined: give one".into())
+            }
+            (Some(list), _) => ToolAllowlist::parse(list).map(ForkTools::Only),
+            (None, "") => Ok(ForkTools::Parent),
+            (None, p) => Ok(ForkTools::Profile(p.to_string())),
+        }
+    }
+}
+
 /// Checks a `fork_tools` list (or a profile's `tools`) and returns the
 /// tools it allows. Entries are exact tool names, `mcp__*`, or an
 /// `mcp__<server>__` prefix ending in a single `*`; `*`, any other

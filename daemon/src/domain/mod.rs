@@ -9,6 +9,7 @@ mod agent;
 mod fork;
 mod id;
 mod inbox;
+mod name;
 mod prompt;
 mod sandbox;
 pub mod text;
@@ -17,12 +18,16 @@ mod transcript;
 mod worktree;
 
 pub use agent::{
-    AgentRecord, Isolation, PermissionMode, ReleaseReason, ResumeBlocked, ResumeBlockedReason,
-    Status, Usage,
+    AgentRecord, Isolation, Outcome, PermissionMode, ReleaseReason, ResumeBlocked,
+    ResumeBlockedReason, Status, Usage,
 };
-pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTurns, QuerySource, parse_tool_allowlist};
+pub use fork::{
+    FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, QuerySource, ToolAllowlist,
+    parse_tool_allowlist,
+};
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};
+pub use name::AgentName;
 pub use prompt::PromptContext;
 pub use sandbox::SandboxMode;
 pub use tool::ToolName;

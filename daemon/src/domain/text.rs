@@ -1,4 +1,4 @@
-//! Text a message quotes from what someone sent.
+//! Text as requests carry it and messages quote it.
 
 /// Characters of user input an error message quotes.
 const QUOTED_CHARS: usize = 160;
@@ -16,6 +16,14 @@ pub fn quote(text: &str) -> String {
     } else {
         format!("{head}… ({rest} more characters)")
     }
+}
+
+/// Text that says something, trimmed; blank text is none (proto3 sends
+/// an absent string as empty).
+pub fn non_blank(text: &str) -> Option<String> {
+    Some(text.trim())
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
 }
 
 #[cfg(test)]

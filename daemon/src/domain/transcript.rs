@@ -15,6 +15,17 @@ pub enum Role {
     System,
 }
 
+impl Role {
+    /// The role as the Messages API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+        }
+    }
+}
+
 /// Why the model ended a response.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StopReason {

@@ -126,7 +126,7 @@ pub fn request_body(req: &ModelRequest, model: &str, ttl: CacheTtl) -> Vec<u8> {
             b.push(b',');
         }
         b.extend_from_slice(br#"{"role":""#);
-        b.extend_from_slice(m.role.as_bytes());
+        b.extend_from_slice(m.role.as_str().as_bytes());
         b.extend_from_slice(br#"","content":"#);
         let content = match m.cache_point {
             // At the last message's last block, the usual breakpoint is it.
@@ -480,11 +480,16 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+    use crate::domain::Role;
     use crate::model::MessageBytes;
 
     fn msg(role: &'static str, content: &str) -> MessageBytes {
         MessageBytes {
-            role,
+            role: if role == "assistant" {
+                Role::Assistant
+            } else {
+                Role::User
+            },
             content_json: Arc::from(content.as_bytes()),
             cache_point: None,
         }

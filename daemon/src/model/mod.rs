@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::domain::text::quote;
-use crate::domain::{StopReason, Usage};
+use crate::domain::{Role, StopReason, Usage};
 pub use spec_error::SpecError;
 
 pub use anthropic::{Anthropic, CacheTtl};
@@ -30,7 +30,7 @@ pub use scripted::Script;
 /// of its content blocks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageBytes {
-    pub role: &'static str,
+    pub role: Role,
     pub content_json: Arc<[u8]>,
     /// Where a cache breakpoint goes inside the content, besides the usual
     /// ones (see `TranscriptEntry::cache_point`).
@@ -175,6 +175,23 @@ impl ModelSpec {
             scheme,
             name: name.to_string(),
         })
+    }
+}
+
+impl ModelScheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelScheme::Anthropic => "anthropic",
+            ModelScheme::OpenAi => "openai",
+            ModelScheme::Scripted => "scripted",
+        }
+    }
+}
+
+/// The spec as it was written: `<scheme>:<name>`.
+impl std::fmt::Display for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.scheme.as_str(), self.name)
     }
 }
 

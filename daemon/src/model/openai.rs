@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::http::{self, ApiKey};
 use super::sse::SseParser;
 use super::{ModelError, ModelRequest, ModelResponse, StreamDelta};
-use crate::domain::{StopReason, Usage};
+use crate::domain::{Role, StopReason, Usage};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -53,7 +53,7 @@ fn chat_messages(req: &ModelRequest) -> Vec<Value> {
     for m in &req.messages {
         let blocks: Value = serde_json::from_slice(&m.content_json).unwrap_or(Value::Null);
         let blocks = blocks.as_array().cloned().unwrap_or_default();
-        if m.role == "assistant" {
+        if m.role == Role::Assistant {
             let text: Vec<&str> = blocks
                 .iter()
                 .filter(|b| b["type"] == "text")
@@ -378,11 +378,16 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::domain::Role;
     use crate::model::MessageBytes;
 
     fn request() -> ModelRequest {
         let m = |role: &'static str, c: &str| MessageBytes {
-            role,
+            role: if role == "assistant" {
+                Role::Assistant
+            } else {
+                Role::User
+            },
             content_json: Arc::from(c.as_bytes()),
             cache_point: None,
         };
@@ -478,7 +483,7 @@ mod tests {
         let mut req = request();
         req.messages.truncate(1);
         req.messages.push(MessageBytes {
-            role: "assistant",
+            role: Role::Assistant,
             content_json: Arc::from(serde_json::to_vec(&r.content).unwrap().as_slice()),
             cache_point: None,
         });

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::SpecError;
 use super::{ModelError, ModelRequest, ModelResponse, StreamDelta};
-use crate::domain::{StopReason, Usage};
+use crate::domain::{Role, StopReason, Usage};
 
 /// A loaded, validated script.
 #[derive(Debug)]
@@ -196,7 +196,7 @@ fn index_of(request: &ModelRequest) -> usize {
     request
         .messages
         .iter()
-        .filter(|m| m.role == "assistant")
+        .filter(|m| m.role == Role::Assistant)
         .count()
 }
 
@@ -209,18 +209,18 @@ mod tests {
 
     fn request(assistant_turns: usize) -> ModelRequest {
         let mut messages = vec![MessageBytes {
-            role: "user",
+            role: Role::User,
             content_json: Arc::from(&b"[]"[..]),
             cache_point: None,
         }];
         for _ in 0..assistant_turns {
             messages.push(MessageBytes {
-                role: "assistant",
+                role: Role::Assistant,
                 content_json: Arc::from(&b"[]"[..]),
                 cache_point: None,
             });
             messages.push(MessageBytes {
-                role: "user",
+                role: Role::User,
                 content_json: Arc::from(&b"[]"[..]),
                 cache_point: None,
             });

@@ -250,7 +250,7 @@ async fn outbound(
         sent_deltas: 0,
     };
     let agent_event =
-        pb::attach_event::Event::Agent(convert::agent(&record, len, sup.waiting_for(agent)));
+        pb::attach_event::Event::Agent(convert::agent(&record, sup.waiting_for(agent)));
     if o.send(agent_event).await.is_err() {
         return Ok(());
     }

@@ -1,14 +1,19 @@
 //! The daemon's server: prepares the data directory, opens the store,
 //! recovers, binds the socket, serves the v1 API plus gRPC health and
-//! reflection, and shuts down gracefully.
+//! reflection, and shuts down gracefully. Each step has its file:
+//! `listener` (which socket), `reload` (SIGHUP), `shutdown` (the way
+//! down); `service` answers the API, `convert` is the wire edge.
 
 pub mod activation;
 mod attach;
 mod convert;
 pub mod data_dir;
+mod listener;
 pub mod notify;
 pub mod peer_auth;
+mod reload;
 mod service;
+mod shutdown;
 pub mod socket;
 mod status;
 mod wire_cache;
@@ -23,13 +28,12 @@ use crate::config::{Config, ConfigError};
 use crate::error::AgentdError;
 use crate::store::{Store, StoreError};
 use crate::supervisor::{DaemonInfo, Supervisor};
+use listener::Listener;
+use shutdown::Shutdown;
 
 /// Largest request the daemon decodes; larger prompts get our own clear
 /// INVALID_ARGUMENT rather than a transport error.
 const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-
-/// How long connections may stay open once shutdown has stopped the agents.
-const CONNECTION_DRAIN: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub struct ServeOptions {
     /// Where to bind, unless `inherited` holds a listener already.
@@ -73,33 +77,20 @@ pub enum ServeError {
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     // First: a SIGHUP that comes while the store opens and agents recover
     // waits for the reload handler instead of killing the daemon.
-    let mut sighup = signal(SignalKind::hangup()).map_err(ServeError::Signals)?;
+    let sighup = signal(SignalKind::hangup()).map_err(ServeError::Signals)?;
     data_dir::prepare(&opts.data_dir)?;
     // Bind first: if another daemon serves this socket, say so before
     // touching the store it holds.
-    let models = opts.models;
-    let activated = opts.inherited.is_some();
-    let (listener, socket_path) = match opts.inherited {
-        Some(inherited) => {
-            if inherited.path != opts.socket {
-                tracing::info!(passed = %inherited.path.display(), "serving the socket the service manager passed");
-            }
-            let listener =
-                tokio::net::UnixListener::from_std(inherited.listener).map_err(|source| {
-                    socket::SocketError::Io {
-                        path: inherited.path.clone(),
-                        source,
-                    }
-                })?;
-            (listener, inherited.path)
-        }
-        None => (socket::bind(&opts.socket)?, opts.socket.clone()),
-    };
+    let Listener {
+        listener,
+        path: socket_path,
+        activated,
+    } = Listener::open(&opts.socket, opts.inherited)?;
     let store = Store::open(&opts.data_dir, opts.config.store_options())?;
     let sup = Supervisor::new(
         store,
         opts.config,
-        models,
+        opts.models,
         DaemonInfo {
             socket: socket_path.clone(),
             data_dir: opts.data_dir.clone(),
@@ -107,78 +98,19 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
             socket_activated: activated,
         },
     );
-    let interrupted = sup.recover().await?;
-    if !interrupted.is_empty() {
-        tracing::info!(
-            interrupted = interrupted.len(),
-            "agents interrupted when agentd last stopped; resuming them unless resume_on_start is off"
-        );
-    }
-    let (resumed, blocked) = sup.resume_after_start(&interrupted).await?;
-    if resumed + blocked > 0 {
-        tracing::info!(resumed, blocked, "resumed interrupted agents");
-    }
-    sup.start_housekeeping();
-
+    recover(&sup).await?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<AgentServiceServer<service::AgentApi>>()
         .await;
-    // Reflection in both versions: grpcurl and grpc-go speak v1, Python's
-    // grpcio-reflection and older tools only v1alpha.
-    let reflection_builder = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(agentd_shared::proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-    };
-    let reflection = reflection_builder()
-        .build_v1()
-        .map_err(|e| ServeError::Reflection(e.to_string()))?;
-    let reflection_v1alpha = reflection_builder()
-        .build_v1alpha()
-        .map_err(|e| ServeError::Reflection(e.to_string()))?;
+    let (reflection, reflection_v1alpha) = reflection()?;
     let api = AgentServiceServer::new(service::AgentApi::new(sup.clone()))
         .max_decoding_message_size(MAX_REQUEST_BYTES);
 
     let uid = nix::unistd::getuid().as_raw();
-    let mut sigterm = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
-    let mut sigint = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
+    let (shutdown, stopping) = Shutdown::install(sup.clone())?;
     let notifier = std::sync::Arc::new(opts.notifier);
-    let reload_notifier = notifier.clone();
-    let reloading = sup.clone();
-    let reload_path = opts.config_path.clone();
-    tokio::spawn(async move {
-        while sighup.recv().await.is_some() {
-            // systemd's Type=notify reload protocol: RELOADING, then READY.
-            reload_notifier.reloading();
-            match reloading.reload_config(&reload_path) {
-                Ok(r) => {
-                    tracing::info!(applied = ?r.applied, needs_restart = ?r.needs_restart, "SIGHUP: configuration reloaded")
-                }
-                Err(e) => {
-                    tracing::error!("SIGHUP: configuration not reloaded, the old one stays: {e}")
-                }
-            }
-            reload_notifier.ready();
-        }
-    });
-    let stopping = sup.clone();
-    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
-    let agents_stopped = std::sync::Arc::new(tokio::sync::Notify::new());
-    let agents_stopped_tx = agents_stopped.clone();
-    let shutdown = async move {
-        tokio::select! {
-            _ = sigterm.recv() => tracing::info!("SIGTERM: shutting down"),
-            _ = sigint.recv() => tracing::info!("SIGINT: shutting down"),
-        }
-        // Agents get their grace period while the server drains requests;
-        // streams end as soon as the supervisor's shutdown token fires.
-        tokio::spawn(async move {
-            stopping.shutdown().await;
-            agents_stopped_tx.notify_one();
-            let _ = stopped_tx.send(());
-        });
-    };
+    reload::on_sighup(sighup, sup, notifier.clone(), opts.config_path);
 
     // Ready: the store is open and recovery has run (systemd Type=notify,
     // and agentctl's autostart, listen for this).
@@ -191,32 +123,55 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         .add_service(reflection)
         .add_service(reflection_v1alpha)
         .add_service(api)
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown);
-    // Connections drain once the agents have stopped; a client that keeps
-    // one open (blocked, or never reading) does not hold the daemon.
-    let served = tokio::select! {
-        served = server => served,
-        _ = async {
-            agents_stopped.notified().await;
-            tokio::time::sleep(CONNECTION_DRAIN).await;
-        } => {
-            tracing::warn!(
-                "clients kept connections open {}s after the agents stopped; closing them",
-                CONNECTION_DRAIN.as_secs()
-            );
-            Ok(())
-        }
-    };
-    let _ = stopped_rx.await;
-    // A passed socket belongs to the service manager, which keeps
-    // listening on it to start the next daemon.
-    if !activated
-        && let Err(e) = std::fs::remove_file(&socket_path)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        tracing::warn!(error = %e, "could not remove the socket");
-    }
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown.signalled());
+    let served = stopping.drain(server).await;
+    listener::remove_socket(&socket_path, activated);
     served?;
     tracing::info!("agentd stopped");
     Ok(())
+}
+
+/// Recovers what the last stop left (agents interrupted mid-run), resumes
+/// them unless configured not to, and starts the timers.
+async fn recover(sup: &std::sync::Arc<Supervisor>) -> Result<(), ServeError> {
+    let interrupted = sup.recover().await?;
+    if !interrupted.is_empty() {
+        tracing::info!(
+            interrupted = interrupted.len(),
+            "agents interrupted when agentd last stopped; resuming them unless resume_on_start is off"
+        );
+    }
+    let (resumed, blocked) = sup.resume_after_start(&interrupted).await?;
+    if resumed + blocked > 0 {
+        tracing::info!(resumed, blocked, "resumed interrupted agents");
+    }
+    sup.start_housekeeping();
+    Ok(())
+}
+
+type Reflection<T> = tonic_reflection::server::v1::ServerReflectionServer<T>;
+type ReflectionAlpha<T> = tonic_reflection::server::v1alpha::ServerReflectionServer<T>;
+
+/// Reflection in both versions: grpcurl and grpc-go speak v1, Python's
+/// grpcio-reflection and older tools only v1alpha.
+#[allow(clippy::type_complexity)]
+fn reflection() -> Result<
+    (
+        Reflection<impl tonic_reflection::server::v1::ServerReflection>,
+        ReflectionAlpha<impl tonic_reflection::server::v1alpha::ServerReflection>,
+    ),
+    ServeError,
+> {
+    let builder = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(agentd_shared::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let v1 = builder()
+        .build_v1()
+        .map_err(|e| ServeError::Reflection(e.to_string()))?;
+    let v1alpha = builder()
+        .build_v1alpha()
+        .map_err(|e| ServeError::Reflection(e.to_string()))?;
+    Ok((v1, v1alpha))
 }

@@ -44,8 +44,8 @@ pub struct PeerUid<S> {
 /// kernel keeps whatever the process does to its environment or ancestry:
 /// `sandbox::pid_namespace`), the daemon is among its ancestors (it is the
 /// subreaper of its tools' processes, so a double fork does not leave its
-/// descent: `tools::adopt`), or it carries the marker every unconfined
-/// tool process gets (`tools::reap::MARKER_VAR`) in its environment. A
+/// descent: `process::adopt`), or it carries the marker every unconfined
+/// tool process gets (`process::reap::MARKER_VAR`) in its environment. A
 /// process another service starts on an unconfined tool's behalf
 /// (`systemd-run --user`, `at`) is not caught; a confined tool reaches no
 /// such service (no Unix sockets).
@@ -96,7 +96,7 @@ fn from_a_tool(pid: i32) -> Option<&'static str> {
     let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
         return Some("its process cannot be inspected");
     };
-    let marker = format!("{}=", crate::tools::reap::MARKER_VAR);
+    let marker = format!("{}=", crate::process::reap::MARKER_VAR);
     environ
         .split(|b| *b == 0)
         .any(|v| v.starts_with(marker.as_bytes()))

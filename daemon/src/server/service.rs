@@ -14,7 +14,7 @@ use super::wire_cache::{self, Extras, WireCache};
 use super::{attach, convert};
 use crate::domain::{self, AgentRecord};
 use crate::error::AgentdError;
-use crate::supervisor::{ForkRequest, NewAgent, Supervisor};
+use crate::supervisor::Supervisor;
 
 /// Transcript page size when the client names none, and the most it may ask.
 const DEFAULT_PAGE: u32 = 500;
@@ -34,22 +34,11 @@ impl AgentApi {
     }
 
     fn wire(&self, record: &AgentRecord) -> pb::Agent {
-        // A run's background flag reaches the record at its next write.
-        let live_background = record
-            .status
-            .is_live()
-            .then(|| self.sup.live_background(record.id))
-            .flatten();
-        self.wire_with(record, live_background)
-    }
-
-    /// `wire`, given the run's background flag (None: no run loaded).
-    fn wire_with(&self, record: &AgentRecord, live_background: Option<bool>) -> pb::Agent {
-        wire_cache::agent(record, &self.extras(record, live_background))
+        wire_cache::agent(record, &self.extras(record))
     }
 
     /// What goes into `record`'s wire form besides the record.
-    fn extras(&self, record: &AgentRecord, live_background: Option<bool>) -> Extras {
+    fn extras(&self, record: &AgentRecord) -> Extras {
         let id = record.id;
         let waiting_for = match record.status {
             domain::Status::Waiting => self.sup.waiting_for(id),
@@ -58,12 +47,7 @@ impl AgentApi {
             }
             _ => None,
         };
-        Extras {
-            // Only what is on disk is shown (`store::unconfirmed`).
-            transcript_len: self.sup.store().durable_len(id, record.transcript_len),
-            waiting_for,
-            background: live_background.filter(|_| record.status.is_live()),
-        }
+        Extras { waiting_for }
     }
 }
 
@@ -111,28 +95,8 @@ impl AgentService for AgentApi {
         &self,
         req: Request<pb::CreateAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
-        let r = req.into_inner();
-        let record = self
-            .sup
-            .create(NewAgent {
-                permission_mode: convert::permission_mode_from_wire(r.permission_mode)?,
-                isolation: convert::isolation_from_wire(r.isolation)?,
-                prompt: r.prompt,
-                model: r.model,
-                name: r.name,
-                description: r.description,
-                cwd: r.cwd,
-                background: r.background,
-                max_turns: r.max_turns,
-                subagent_type: r.subagent_type,
-                base: r.base,
-                sandbox: convert::sandbox_from_wire(r.sandbox)?,
-                no_network: r.no_network,
-                idle: r.idle,
-                working_dir: String::new(),
-                parent_tool_use_id: String::new(),
-            })
-            .await?;
+        let new = convert::new_agent(req.into_inner())?;
+        let record = self.sup.create(new).await?;
         Ok(Response::new(self.wire(&record)))
     }
 
@@ -140,24 +104,8 @@ impl AgentService for AgentApi {
         &self,
         req: Request<pb::ForkAgentRequest>,
     ) -> Result<Response<pb::Agent>, Status> {
-        let r = req.into_inner();
-        let record = self
-            .sup
-            .fork(
-                &r.parent_id,
-                ForkRequest {
-                    isolation: convert::isolation_from_wire(r.isolation)?,
-                    directive: r.directive,
-                    name: r.name,
-                    description: r.description,
-                    fork_turns: r.fork_turns,
-                    fork_tools: r.fork_tools.map(|t| t.names),
-                    fork_profile: r.fork_profile,
-                    background: r.background,
-                    base: r.base,
-                },
-            )
-            .await?;
+        let (parent, fork) = convert::fork_request(req.into_inner())?;
+        let record = self.sup.fork(&parent, fork).await?;
         Ok(Response::new(self.wire(&record)))
     }
 
@@ -171,11 +119,10 @@ impl AgentService for AgentApi {
         } else {
             Some(self.sup.resolve(&r.parent_id)?.id)
         };
-        let live = self.sup.live_backgrounds();
         let records = self.sup.list(r.all, parent)?;
         let encoded = self.listed.encode(
             &records,
-            |rec| self.extras(rec, live.get(&rec.id).copied()),
+            |rec| self.extras(rec),
             wire_cache::agent,
             r.all && parent.is_none(),
         );
@@ -302,7 +249,8 @@ impl AgentService for AgentApi {
         let entries = store
             .transcript(id, r.from_seq, limit as usize)
             .map_err(AgentdError::from)?;
-        let len = store.durable_len(id, record.transcript_len);
+        // The store's records count only what is on disk.
+        let len = record.transcript_len;
         // Past the end: the next page starts at the real end.
         let next_seq = entries.last().map_or(r.from_seq.min(len), |e| e.seq + 1);
         Ok(Response::new(pb::GetTranscriptResponse {

@@ -20,22 +20,13 @@ use crate::domain::{AgentId, AgentRecord};
 /// What an agent's wire form holds besides its record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Extras {
-    /// The transcript's length as far as it is on disk.
-    pub transcript_len: u64,
     /// What a waiting agent waits for.
     pub waiting_for: Option<String>,
-    /// A live run's background flag, newer than the record's.
-    pub background: Option<bool>,
 }
 
 /// The wire form of `record` with `extras`.
 pub fn agent(record: &AgentRecord, extras: &Extras) -> pb::Agent {
-    let mut agent =
-        super::convert::agent(record, extras.transcript_len, extras.waiting_for.clone());
-    if let Some(background) = extras.background {
-        agent.background = background;
-    }
-    agent
+    super::convert::agent(record, extras.waiting_for.clone())
 }
 
 struct Cached {
@@ -120,12 +111,8 @@ mod tests {
         Arc::new(r)
     }
 
-    fn plain(r: &AgentRecord) -> Extras {
-        Extras {
-            transcript_len: r.transcript_len,
-            waiting_for: None,
-            background: None,
-        }
+    fn plain(_: &AgentRecord) -> Extras {
+        Extras { waiting_for: None }
     }
 
     #[test]
@@ -158,16 +145,13 @@ mod tests {
         assert_eq!(pb::Agent::decode(third[0].clone()).unwrap().turns, 5);
 
         // What is not in the record counts too.
-        let waiting = |r: &AgentRecord| Extras {
+        let waiting = |_: &AgentRecord| Extras {
             waiting_for: Some("disk space".into()),
-            background: Some(true),
-            ..plain(r)
         };
         let fourth = cache.encode(std::slice::from_ref(&a2), waiting, wire, false);
         assert_eq!(made.get(), 4);
         let shown = pb::Agent::decode(fourth[0].clone()).unwrap();
         assert_eq!(shown.waiting_for, "disk space");
-        assert!(shown.background);
     }
 
     #[test]

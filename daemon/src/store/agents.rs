@@ -2,9 +2,7 @@
 //! by parent, so that resolving a name or listing an agent's descendants
 //! never reads every record.
 
-use std::sync::Arc;
-
-use super::{Store, StoreError, Trees, codec, prefixed};
+use super::{Store, StoreError, Trees, TreesHandle, codec, prefixed};
 use crate::domain::{AgentId, AgentRecord, SHORT_ID_LEN, ShortId, Status};
 
 /// `v1/names` key: the name, a 0 byte (names never contain one), the id.
@@ -36,9 +34,11 @@ fn hex_range(hex_prefix: &str) -> ([u8; 16], [u8; 16]) {
 }
 
 impl Store {
+    /// A stored record as readers see it: what waits to be written in its
+    /// place, and only what is on disk (`unconfirmed`).
     fn decode_record(&self, key: &[u8], bytes: &[u8]) -> Option<AgentRecord> {
         match codec::decode_agent(bytes) {
-            Ok(r) => Some(self.overlay(r)),
+            Ok(r) => self.durable_view(self.overlay(r)),
             Err(e) => {
                 self.note_corrupt("agent record", key, &e);
                 None
@@ -166,7 +166,7 @@ impl Store {
     }
 
     /// Writes a record; returns the handle it was written on.
-    fn write_agent(&self, record: &AgentRecord) -> Result<Arc<Trees>, StoreError> {
+    fn write_agent(&self, record: &AgentRecord) -> Result<TreesHandle, StoreError> {
         let trees = self.trees_for_write()?;
         if let Err(e) = trees
             .agents

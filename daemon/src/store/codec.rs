@@ -13,9 +13,9 @@ use prost::Message;
 
 use crate::domain::SandboxMode;
 use crate::domain::{
-    AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, PermissionMode, PromptContext,
-    QuerySource, ResumeBlocked, ResumeBlockedReason, Role, ShortId, Status, StopReason, ToolName,
-    TranscriptEntry, Usage, WorkSummary, WorktreeState,
+    AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, Outcome, PermissionMode,
+    PromptContext, QuerySource, ResumeBlocked, ResumeBlockedReason, Role, ShortId, Status,
+    StopReason, ToolName, TranscriptEntry, Usage, WorkSummary, WorktreeState,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
@@ -341,8 +341,8 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
             .as_ref()
             .map(|b| b.detail.clone())
             .unwrap_or_default(),
-        result: r.result.clone(),
-        error: r.error.clone(),
+        result: r.result().to_string(),
+        error: r.error().to_string(),
         permission_mode: mode_number(r.permission_mode),
         max_turns: r.max_turns,
         tool_uses: r.tool_uses,
@@ -416,8 +416,7 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         turns: s.turns,
         usage: usage_of(s.usage),
         resume_blocked,
-        result: s.result,
-        error: s.error,
+        outcome: outcome_of(s.result, s.error),
         permission_mode: mode_of(s.permission_mode).ok_or(Corrupt::Field("permission mode"))?,
         max_turns: s.max_turns,
         tool_uses: s.tool_uses,
@@ -546,6 +545,18 @@ pub fn decode_inbox_item(bytes: &[u8]) -> Result<InboxItem, Corrupt> {
         from,
         created_at_ms: s.created_at_ms,
     })
+}
+
+/// A stored run's end: an error wins, as only a failure after a completion
+/// leaves both (records from before `Outcome` kept the earlier answer).
+fn outcome_of(result: String, error: String) -> Option<Outcome> {
+    if !error.is_empty() {
+        Some(Outcome::Failed(error))
+    } else if !result.is_empty() {
+        Some(Outcome::Completed(result))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,9 @@
 
 mod agents;
 mod codec;
+mod deferred;
 mod error;
+mod healer;
 mod health;
 mod inbox;
 mod merges;
@@ -41,17 +43,19 @@ mod record_index;
 mod repos;
 mod reserve;
 mod transcript;
+mod trees_slot;
 mod unconfirmed;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use error::StoreError;
 pub use health::StoreOptions;
 pub use inbox::InboxKey;
 pub use transcript::Append;
+pub(crate) use trees_slot::TreesHandle;
 pub use unconfirmed::Unconfirmed;
 
 use crate::domain::AgentId;
@@ -85,7 +89,7 @@ struct Inner {
     instance_id: String,
     /// None only while the database is being reopened after a disk-full
     /// error (`health`).
-    trees: RwLock<Option<Arc<Trees>>>,
+    trees: Arc<trees_slot::TreesSlot>,
     health: health::Health,
     /// Keys of corrupt items seen so far (logged once each).
     corrupt: Mutex<HashSet<Vec<u8>>>,
@@ -230,7 +234,7 @@ impl Store {
                 health,
                 instance_id,
                 path,
-                trees: RwLock::new(Some(Arc::new(trees))),
+                trees: trees_slot::TreesSlot::new(trees),
                 corrupt: Mutex::new(HashSet::new()),
                 unconfirmed: unconfirmed::Ledger::default(),
                 records: record_index::RecordIndex::default(),
@@ -244,26 +248,17 @@ impl Store {
 
     /// The open trees, for reading. Waits out a reopen (it takes
     /// milliseconds) rather than failing a read.
-    fn trees(&self) -> Result<Arc<Trees>, StoreError> {
-        for _ in 0..400 {
-            if let Some(t) = self
-                .inner
-                .trees
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_ref()
-            {
-                return Ok(t.clone());
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Err(StoreError::Reopening)
+    fn trees(&self) -> Result<TreesHandle, StoreError> {
+        self.inner
+            .trees
+            .get(Duration::from_secs(2))
+            .ok_or(StoreError::Reopening)
     }
 
     /// The open trees, for a write that needs `space`: refused up front
     /// when the disk is (nearly) full, so sled is not pushed into its
     /// failed state.
-    fn trees_for_write(&self) -> Result<Arc<Trees>, StoreError> {
+    fn trees_for_write(&self) -> Result<TreesHandle, StoreError> {
         self.inner.health.check_space(self)?;
         self.trees()
     }
@@ -290,14 +285,14 @@ impl Store {
     /// Flushes the handle a write was made on. Not a fresh one: a reopen
     /// in between would have dropped the write (if sled could not flush
     /// it), and the new handle's flush would report it on disk.
-    async fn flush_on(&self, trees: Arc<Trees>) -> Result<(), StoreError> {
+    async fn flush_on(&self, trees: TreesHandle) -> Result<(), StoreError> {
         self.flush_sled(trees)
             .await?
             .map_err(|e| self.write_error(e))
     }
 
     /// Flushes, returning sled's own error for the caller to map.
-    async fn flush_sled(&self, trees: Arc<Trees>) -> Result<sled::Result<()>, StoreError> {
+    async fn flush_sled(&self, trees: TreesHandle) -> Result<sled::Result<()>, StoreError> {
         #[cfg(test)]
         if let Some(errno) = self.inner.health.take_fake_flush_failure() {
             return Ok(Err(sled::Error::Io(std::io::Error::from_raw_os_error(
@@ -355,7 +350,7 @@ impl Store {
     }
 
     /// This store's own id, the same across restarts: marks the processes
-    /// its tools start (`tools::reap`).
+    /// its tools start (`process::reap`).
     pub fn instance_id(&self) -> &str {
         &self.inner.instance_id
     }

@@ -85,23 +85,29 @@ impl Store {
             None => Vec::new(),
         };
         if !self.has_deferred() {
-            return Ok(records);
+            return Ok(self.durable_records(records));
         }
-        Ok(records
+        let records = records
             .into_iter()
             .map(|r| match self.deferred_record(r.id) {
                 Some(newer) => Arc::new(newer),
                 None => r,
             })
-            .collect())
+            .collect();
+        Ok(self.durable_records(records))
     }
 
     /// How many agents are in each status.
     pub fn count_by_status(&self) -> Result<BTreeMap<Status, u64>, StoreError> {
         let mut counts = BTreeMap::new();
         let deferred = self.has_deferred();
+        let all_on_disk = self.inner.unconfirmed.is_empty();
         if let Some(loaded) = &*self.loaded_index()? {
             for record in loaded.by_age.values() {
+                if !all_on_disk && self.unconfirmed(record.id) == Some(super::Unconfirmed::Created)
+                {
+                    continue;
+                }
                 // A record waiting to be written says it better.
                 let status = if deferred {
                     self.deferred_status(record.id).unwrap_or(record.status)
@@ -205,7 +211,7 @@ mod tests {
         assert_eq!(after_append[1].transcript_len, 2, "as the store wrote it");
 
         b.status = Status::Completed;
-        b.result = "done".into();
+        b.outcome = Some(crate::domain::Outcome::Completed("done".into()));
         store.finish_agent(&b, None).await.unwrap();
         assert_eq!(listed(&store)[0].status, Status::Completed);
 

@@ -6,9 +6,9 @@
 //! read, and was gone after the restart.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use crate::domain::{AgentId, TranscriptEntry};
+use crate::domain::{AgentId, AgentRecord, TranscriptEntry};
 
 use super::Store;
 
@@ -62,16 +62,48 @@ impl Ledger {
     fn get(&self, id: AgentId) -> Option<Unconfirmed> {
         self.lock().get(&id).copied()
     }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
 }
 
 impl Store {
     /// What of `id` readers must not be shown (not on disk), if anything.
-    pub fn unconfirmed(&self, id: AgentId) -> Option<Unconfirmed> {
+    pub(super) fn unconfirmed(&self, id: AgentId) -> Option<Unconfirmed> {
         self.inner.unconfirmed.get(id)
     }
 
+    /// A record as far as it is on disk: none if its creation is not, and
+    /// its transcript only as long as what of it is.
+    pub(super) fn durable_view(&self, mut record: AgentRecord) -> Option<AgentRecord> {
+        match self.unconfirmed(record.id) {
+            None => Some(record),
+            Some(Unconfirmed::Created) => None,
+            Some(Unconfirmed::From(seq)) => {
+                record.transcript_len = record.transcript_len.min(seq);
+                Some(record)
+            }
+        }
+    }
+
+    /// `durable_view` over listed records; they are returned as they are
+    /// while nothing is unconfirmed (the common case: no copies).
+    pub(super) fn durable_records(&self, records: Vec<Arc<AgentRecord>>) -> Vec<Arc<AgentRecord>> {
+        if self.inner.unconfirmed.is_empty() {
+            return records;
+        }
+        records
+            .into_iter()
+            .filter_map(|r| match self.unconfirmed(r.id) {
+                None => Some(r),
+                Some(_) => self.durable_view((*r).clone()).map(Arc::new),
+            })
+            .collect()
+    }
+
     /// `transcript_len` as far as it is on disk.
-    pub fn durable_len(&self, id: AgentId, len: u64) -> u64 {
+    pub(super) fn durable_len(&self, id: AgentId, len: u64) -> u64 {
         match self.unconfirmed(id) {
             Some(Unconfirmed::Created) => 0,
             Some(Unconfirmed::From(seq)) => len.min(seq),

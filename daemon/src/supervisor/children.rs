@@ -11,9 +11,12 @@ use super::fork::{ForkRequest, Origin};
 use super::{NewAgent, Supervisor, notification, short};
 use crate::agent::fork::{self, PLACEHOLDER};
 use crate::agent::{OrchestrationCall, WaitEnd, types};
-use crate::domain::{AgentRecord, FORK_TYPE, Isolation, Status, ToolName};
+use crate::domain::text::non_blank;
+use crate::domain::{
+    AgentName, AgentRecord, FORK_TYPE, ForkTools, ForkTurns, Isolation, Status, ToolName,
+};
 use crate::error::{AgentdError, quote};
-use crate::model::MessageBytes;
+use crate::model::{MessageBytes, ModelSpec};
 use crate::tools::ToolOutput;
 
 /// An optional string argument: absent or null is None; another type is
@@ -24,6 +27,12 @@ fn optional_str<'a>(input: &'a Value, name: &str) -> Result<Option<&'a str>, Too
         Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err(ToolOutput::error(format!("`{name}` must be a string"))),
     }
+}
+
+/// The call's `name`, checked (absent or empty: none).
+fn agent_name(input: &Value) -> Result<Option<AgentName>, ToolOutput> {
+    let name = optional_str(input, "name")?.unwrap_or("");
+    AgentName::parse_optional(name).map_err(ToolOutput::error)
 }
 
 fn field<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
@@ -109,27 +118,26 @@ impl Supervisor {
             .get("run_in_background")
             .and_then(Value::as_bool)
             .unwrap_or(agent_type.background);
+        let model = input
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| types::model_for_child(agent_type.model.as_deref(), &caller.model))
+            .filter(|m| !m.trim().is_empty())
+            .map(|m| ModelSpec::parse(m.trim()))
+            .transpose()
+            .map_err(|e| ToolOutput::error(e.to_string()))?;
         let req = NewAgent {
             prompt: prompt.to_string(),
-            model: input
-                .get("model")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .or_else(|| types::model_for_child(agent_type.model.as_deref(), &caller.model))
-                .unwrap_or_default(),
-            name: input
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            description: description.to_string(),
-            cwd: caller.cwd.display().to_string(),
+            model,
+            name: agent_name(input)?,
+            description: non_blank(description),
+            cwd: caller.cwd.clone(),
             background,
-            subagent_type: agent_type.name.clone(),
             permission_mode: agent_type.permission_mode,
             parent_tool_use_id: call.tool_use_id.to_string(),
             isolation,
-            working_dir,
+            working_dir: non_blank(&working_dir),
             ..Default::default()
         };
         let prepared = self
@@ -154,10 +162,10 @@ impl Supervisor {
             Some(WaitEnd::Finished(rec)) => match rec.status {
                 Status::Completed => ToolOutput::ok(format!(
                     "{}\n\n(agent {id}){}",
-                    rec.result,
+                    rec.result(),
                     notification::kept_worktree_line(&rec)
                 )),
-                Status::Failed => ToolOutput::error(format!("Agent {id} failed: {}", rec.error)),
+                Status::Failed => ToolOutput::error(format!("Agent {id} failed: {}", rec.error())),
                 Status::Cancelled => ToolOutput::error(format!("Agent {id} was cancelled")),
                 other => ToolOutput::error(format!(
                     "Agent {id} stopped as {other}; it can be continued with SendMessage"
@@ -188,9 +196,11 @@ impl Supervisor {
         }
         self.within_depth(caller)?;
         let fork_turns = match input.get("fork_turns") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
+            None | Some(Value::Null) => ForkTurns::All,
+            Some(Value::String(s)) => ForkTurns::parse(s).map_err(ToolOutput::error)?,
+            Some(Value::Number(n)) => {
+                ForkTurns::parse(&n.to_string()).map_err(ToolOutput::error)?
+            }
             Some(_) => {
                 return Err(ToolOutput::error(
                     "`fork_turns` must be \"all\" or a positive number of turns",
@@ -214,18 +224,16 @@ impl Supervisor {
                 ));
             }
         };
+        let profile = optional_str(input, "fork_profile")?.unwrap_or("");
         let req = ForkRequest {
             directive: directive.to_string(),
-            name: optional_str(input, "name")?.unwrap_or("").to_string(),
-            description: description.to_string(),
+            name: agent_name(input)?,
+            description: non_blank(description),
             fork_turns,
-            fork_tools,
-            fork_profile: optional_str(input, "fork_profile")?
-                .unwrap_or("")
-                .to_string(),
+            tools: ForkTools::parse(fork_tools.as_deref(), profile).map_err(ToolOutput::error)?,
             isolation,
             background: true,
-            base: String::new(),
+            base: None,
         };
         let origin = Origin::Call {
             tool_use_id: call.tool_use_id,

@@ -14,30 +14,27 @@ use super::Supervisor;
 use super::create::{Prepared, describe};
 use crate::agent::{fork, fork_profile, turn_loop, worktree_notice};
 use crate::domain::{
-    AgentRecord, FORK_MAX_TURNS, FORK_TYPE, ForkTurns, Isolation, PromptContext, QuerySource, Role,
-    ToolName, TranscriptEntry, json_bytes, now_ms, parse_tool_allowlist,
+    AgentName, AgentRecord, FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, Isolation,
+    PromptContext, QuerySource, Role, ToolName, TranscriptEntry, json_bytes, now_ms,
 };
 use crate::error::AgentdError;
 use crate::model::{MessageBytes, ModelSpec, Provider};
 use crate::worktree;
 
-/// A fork, as asked for.
+/// A fork, as asked for, parsed and checked at the edge that received it.
 #[derive(Debug, Clone, Default)]
 pub struct ForkRequest {
     pub directive: String,
-    pub name: String,
-    /// Empty: the directive's first line.
-    pub description: String,
-    /// `"all"` (or empty) or a positive number of user turns.
-    pub fork_turns: String,
-    /// The tools the fork may run; None: its parent's.
-    pub fork_tools: Option<Vec<String>>,
-    /// A profile's name, instead of `fork_tools`.
-    pub fork_profile: String,
+    pub name: Option<AgentName>,
+    /// None: the directive's first line.
+    pub description: Option<String>,
+    pub fork_turns: ForkTurns,
+    /// What it may run of its parent's tools.
+    pub tools: ForkTools,
     pub isolation: Isolation,
-    /// With worktree isolation: what to branch from (empty: the parent
+    /// With worktree isolation: what to branch from (None: the parent
     /// checkout's HEAD).
-    pub base: String,
+    pub base: Option<String>,
     /// Nobody follows it in the foreground (always so for an agent's fork).
     pub background: bool,
 }
@@ -89,27 +86,13 @@ impl Supervisor {
         req: &ForkRequest,
         origin: Origin<'_>,
     ) -> Result<Prepared, AgentdError> {
-        self.admit("fork's directive", &req.directive, &req.name)?;
-        if !req.base.trim().is_empty() && req.isolation != Isolation::Worktree {
-            return Err(AgentdError::invalid(
-                "a base applies only to worktree isolation (--worktree)",
-            ));
-        }
+        self.admit("fork's directive", &req.directive)?;
         let directive = req.directive.trim();
-        let turns = ForkTurns::parse(&req.fork_turns).map_err(AgentdError::invalid)?;
-        if req.fork_tools.is_some() && !req.fork_profile.is_empty() {
-            return Err(AgentdError::invalid(
-                "fork_tools and fork_profile cannot be combined: give one",
-            ));
-        }
-        let asked_tools = match &req.fork_tools {
-            Some(list) => Some(parse_tool_allowlist(list).map_err(AgentdError::invalid)?),
-            None => None,
-        };
-        let profile = if req.fork_profile.is_empty() {
-            None
-        } else {
-            Some(fork_profile::load(&req.fork_profile, &parent.cwd).map_err(AgentdError::invalid)?)
+        let profile = match &req.tools {
+            ForkTools::Profile(name) => {
+                Some(fork_profile::load(name, &parent.cwd).map_err(AgentdError::invalid)?)
+            }
+            _ => None,
         };
         if req.isolation != Isolation::Worktree && !parent.cwd.is_dir() {
             return Err(AgentdError::refused(format!(
@@ -128,14 +111,7 @@ impl Supervisor {
         let history: &[(u64, MessageBytes)] = match origin {
             Origin::Call { history, .. } => history,
             Origin::Client => {
-                loaded = turn_loop::load_conversation(&self.store, parent)
-                    .map_err(|e| {
-                        AgentdError::refused(format!(
-                            "agent {} cannot be forked: {e}",
-                            parent.short_id
-                        ))
-                    })?
-                    .0;
+                loaded = self.conversation_of(parent)?;
                 &loaded
             }
         };
@@ -146,17 +122,20 @@ impl Supervisor {
             )));
         };
         let messages: Vec<MessageBytes> = history.iter().map(|(_, m)| m.clone()).collect();
-        let kept = fork::inherited(&messages, turns);
+        let kept = fork::inherited(&messages, req.fork_turns);
         let hint = profile.as_ref().and_then(|p| p.hint.as_deref());
         let conversation = fork::forked_conversation(&kept, &fork::directive_text(directive, hint));
 
         let spec = ModelSpec::parse(&parent.model)?;
         let provider = Provider::from_spec(&spec, &parent.cwd, self.settings.models())?;
-        if !req.name.is_empty() {
-            self.ensure_name_free(&req.name)?;
+        if let Some(name) = &req.name {
+            self.ensure_name_free(name.as_str())?;
         }
-
-        let asked = asked_tools.or_else(|| profile.as_ref().map(|p| p.tools.clone()));
+        let asked = match &req.tools {
+            ForkTools::Parent => None,
+            ForkTools::Only(list) => Some(list.tools().to_vec()),
+            ForkTools::Profile(_) => profile.as_ref().map(|p| p.tools.clone()),
+        };
         let prompt = PromptContext {
             system_json: parent_prompt.system_json,
             tools_json: parent_prompt.tools_json,
@@ -164,42 +143,14 @@ impl Supervisor {
         };
 
         let (id, short_id) = self.store.issue_agent_id()?;
-        let plan = if req.isolation == Isolation::Worktree {
-            let base = Some(req.base.as_str()).filter(|b| !b.trim().is_empty());
-            Some(worktree::plan(
-                &parent.cwd,
-                base,
-                short_id.as_str(),
-                self.store.instance_id(),
-            )?)
-        } else {
-            None
-        };
+        let plan = self.plan_tree(req.isolation, &parent.cwd, req.base.as_deref(), &short_id)?;
         let now = now_ms();
         let mut record = AgentRecord::new(id, short_id, now);
         record.worktree = plan.as_ref().map(worktree::Plan::record);
-        record.name = req.name.clone();
-        record.description = if req.description.trim().is_empty() {
-            describe(directive)
-        } else {
-            req.description.trim().to_string()
-        };
-        record.subagent_type = FORK_TYPE.to_string();
-        record.query_source = QuerySource::Fork;
-        record.background = req.background || matches!(origin, Origin::Call { .. });
-        record.parent = Some(parent.id);
-        if let Origin::Call { tool_use_id, .. } = origin {
-            record.parent_tool_use_id = tool_use_id.to_string();
-        }
-        record.model = parent.model.clone();
         record.cwd = plan
             .as_ref()
             .map_or_else(|| parent.cwd.clone(), |p| p.cwd.clone());
-        record.max_turns = FORK_MAX_TURNS;
-        record.permission_mode = parent.permission_mode;
-        record.depth = parent.depth + 1;
-        record.sandbox = parent.sandbox;
-        record.no_network = parent.no_network;
+        inherit(&mut record, parent, req, &origin);
         self.sandbox_admits(&record)?;
 
         let note = json!([{
@@ -207,54 +158,94 @@ impl Supervisor {
             "kind": "fork",
             "parent": parent.id.to_string(),
             "parent_seq": last_seq,
-            "fork_turns": turns.to_string(),
+            "fork_turns": req.fork_turns.to_string(),
             "inherited": kept.len(),
             "fork_profile": profile.as_ref().map(|p| p.name.as_str()),
             "allowed_tools": prompt.allowed_tools.as_ref().map(|t| t.iter().map(|t| t.as_str()).collect::<Vec<_>>()),
         }]);
-        let mut entries = Vec::with_capacity(conversation.len() + 1);
-        entries.push(TranscriptEntry {
-            seq: 0,
-            role: Role::System,
-            content_json: json_bytes(&note),
-            created_at_ms: now,
-            usage: None,
-            stop_reason: None,
-            cache_point: None,
-        });
-        for (seq, m) in (1u64..).zip(conversation) {
-            entries.push(TranscriptEntry {
-                seq,
-                role: if m.role == "assistant" {
-                    Role::Assistant
-                } else {
-                    Role::User
-                },
-                content_json: m.content_json.to_vec(),
-                created_at_ms: now,
-                usage: None,
-                stop_reason: None,
-                cache_point: m.cache_point.map(|p| p as u32),
-            });
-        }
-        // The notice goes after the directive, in the same message: the
-        // bytes before it stay the siblings' shared prefix.
-        if let (Some(wt), Some(last)) = (record.worktree.as_ref(), entries.last_mut()) {
-            last.content_json = worktree_notice::append_to(
-                &last.content_json,
-                &worktree_notice::text(wt, &record.cwd),
-            );
-        }
+        let entries = fork_entries(&note, conversation, &record, now);
         tracing::info!(parent = %parent.id, fork = %id, inherited = kept.len(), "forking");
         Ok(Prepared {
             record,
             prompt,
             provider,
             entries,
-            fan_out: self.fan_outs.join(parent.id, last_seq, turns),
+            fan_out: self.fan_outs.join(parent.id, last_seq, req.fork_turns),
             worktree: plan,
         })
     }
+
+    /// A stored agent's conversation, as a client's fork inherits it.
+    fn conversation_of(
+        &self,
+        parent: &AgentRecord,
+    ) -> Result<Vec<(u64, MessageBytes)>, AgentdError> {
+        turn_loop::load_conversation(&self.store, parent)
+            .map(|(messages, ..)| messages)
+            .map_err(|e| {
+                AgentdError::refused(format!("agent {} cannot be forked: {e}", parent.short_id))
+            })
+    }
+}
+
+/// What a fork takes from its parent: model, mode, sandbox and depth; and
+/// who it is: its name, description and origin.
+fn inherit(record: &mut AgentRecord, parent: &AgentRecord, req: &ForkRequest, origin: &Origin<'_>) {
+    record.name = req.name.clone().map(String::from).unwrap_or_default();
+    record.description = req
+        .description
+        .clone()
+        .unwrap_or_else(|| describe(req.directive.trim()));
+    record.subagent_type = FORK_TYPE.to_string();
+    record.query_source = QuerySource::Fork;
+    record.background = req.background || matches!(origin, Origin::Call { .. });
+    record.parent = Some(parent.id);
+    if let Origin::Call { tool_use_id, .. } = origin {
+        record.parent_tool_use_id = tool_use_id.to_string();
+    }
+    record.model = parent.model.clone();
+    record.max_turns = FORK_MAX_TURNS;
+    record.permission_mode = parent.permission_mode;
+    record.depth = parent.depth + 1;
+    record.sandbox = parent.sandbox;
+    record.no_network = parent.no_network;
+}
+
+/// A fork's transcript: the note of where it came from, the inherited
+/// messages byte for byte, and its directive (with the worktree notice
+/// after it, so the bytes before stay the siblings' shared prefix).
+fn fork_entries(
+    note: &serde_json::Value,
+    conversation: Vec<MessageBytes>,
+    record: &AgentRecord,
+    now: i64,
+) -> Vec<TranscriptEntry> {
+    let mut entries = Vec::with_capacity(conversation.len() + 1);
+    entries.push(TranscriptEntry {
+        seq: 0,
+        role: Role::System,
+        content_json: json_bytes(note),
+        created_at_ms: now,
+        usage: None,
+        stop_reason: None,
+        cache_point: None,
+    });
+    for (seq, m) in (1u64..).zip(conversation) {
+        entries.push(TranscriptEntry {
+            seq,
+            role: m.role,
+            content_json: m.content_json.to_vec(),
+            created_at_ms: now,
+            usage: None,
+            stop_reason: None,
+            cache_point: m.cache_point.map(|p| p as u32),
+        });
+    }
+    if let (Some(wt), Some(last)) = (record.worktree.as_ref(), entries.last_mut()) {
+        last.content_json =
+            worktree_notice::append_to(&last.content_json, &worktree_notice::text(wt, &record.cwd));
+    }
+    entries
 }
 
 #[cfg(test)]

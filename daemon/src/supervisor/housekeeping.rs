@@ -20,7 +20,7 @@ impl Supervisor {
             loop {
                 tokio::select! {
                     _ = tick.tick() => {
-                        let reaped = tokio::task::spawn_blocking(crate::tools::adopt::reap_adopted)
+                        let reaped = tokio::task::spawn_blocking(crate::process::adopt::reap_adopted)
                             .await
                             .unwrap_or(0);
                         if reaped > 0 {

@@ -2,7 +2,8 @@
 //!
 //! - `registry`: the handle of every loaded agent (its event hub and, while
 //!   a turn loop runs, that run's controls)
-//! - `create`: validating and storing a new agent
+//! - `admission`: the checks every new agent passes; `create`: building
+//!   and storing a new agent
 //! - `run`: starting a turn loop, recording how it ended, reviving an agent
 //! - `release`: moving a foreground run to the background (the race itself
 //!   is decided in `agent::foreground`)
@@ -23,6 +24,7 @@
 //! - `worktrees`: agents' git worktrees through their lives, and
 //!   `worktree_admin`: listing, pruning, diff, merge and `rm` of trees
 
+mod admission;
 mod asks;
 mod children;
 mod control;
@@ -62,8 +64,9 @@ use crate::pricing::PriceTable;
 use crate::store::Store;
 use crate::tools::ToolEnv;
 
+pub use admission::MAX_PROMPT_BYTES;
 pub use control::MAX_MESSAGE_BYTES;
-pub use create::{MAX_PROMPT_BYTES, NewAgent};
+pub use create::NewAgent;
 pub use fork::ForkRequest;
 pub use registry::AgentHandle;
 pub use reload::ReloadReport;
@@ -109,7 +112,7 @@ impl Supervisor {
         let tool_env = ToolEnv {
             secrets: config.secret_env_names(),
             marker: Some((
-                crate::tools::reap::MARKER_VAR.to_string(),
+                crate::process::reap::MARKER_VAR.to_string(),
                 store.instance_id().to_string(),
             )),
             protected: [

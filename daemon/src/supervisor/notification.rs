@@ -5,7 +5,7 @@
 //! records the child's end (`Store::finish_agent`), and taken out in the
 //! same transaction that puts it in the parent's transcript: exactly once.
 
-use crate::agent::Outcome;
+use crate::agent::RunEnd;
 use crate::agent::lifecycle::TaskNotice;
 use crate::domain::{AgentRecord, AgentWorktree, InboxItem, InboxKind, WorktreeState, now_ms};
 
@@ -56,13 +56,13 @@ pub(super) struct Notice {
     pub(super) notice: TaskNotice,
 }
 
-pub(super) fn task_notice(child: &AgentRecord, outcome: &Outcome) -> Notice {
+pub(super) fn task_notice(child: &AgentRecord, outcome: &RunEnd) -> Notice {
     let status = child.status;
     let result = match outcome {
-        Outcome::Completed(text) => text.clone(),
-        Outcome::Failed(error) => format!("Error: {error}"),
-        Outcome::Cancelled => "Error: the agent was cancelled".to_string(),
-        Outcome::Interrupted | Outcome::Paused | Outcome::Halted => String::new(),
+        RunEnd::Completed(text) => text.clone(),
+        RunEnd::Failed(error) => format!("Error: {error}"),
+        RunEnd::Cancelled => "Error: the agent was cancelled".to_string(),
+        RunEnd::Interrupted | RunEnd::Paused | RunEnd::Halted => String::new(),
     };
     let total_tokens = child.usage.total();
     let duration_ms = (child.updated_at_ms - child.started_at_ms).max(0) as u64;
@@ -128,7 +128,7 @@ mod tests {
         };
         child.updated_at_ms = 4500;
         child.status = Status::Completed;
-        let n = task_notice(&child, &Outcome::Completed("all 12 pass </result>".into()));
+        let n = task_notice(&child, &RunEnd::Completed("all 12 pass </result>".into()));
         let text = &n.item.text;
         assert!(text.starts_with("<task-notification>\n<task-id>"));
         assert!(text.contains("<status>completed</status>"));
@@ -140,7 +140,7 @@ mod tests {
         assert_eq!(n.notice.result, "all 12 pass </result>");
         assert_eq!(&n.notice.text, text);
         child.status = Status::Failed;
-        let n = task_notice(&child, &Outcome::Failed("boom".into()));
+        let n = task_notice(&child, &RunEnd::Failed("boom".into()));
         assert!(n.item.text.contains("<result>Error: boom</result>"));
         assert!(!n.item.text.contains("<worktree"));
     }
@@ -166,11 +166,11 @@ mod tests {
             },
             notice: None,
         });
-        let n = task_notice(&child, &Outcome::Completed("done".into()));
+        let n = task_notice(&child, &RunEnd::Completed("done".into()));
         assert!(n.item.text.contains("<worktree branch=\"agentd/x\" base=\"main\" changed=\"2\" untracked=\"1\" ahead=\"0\">/r/.agentd/worktrees/x</worktree>"), "{}", n.item.text);
         assert_eq!(n.notice.worktree.as_deref(), Some("/r/.agentd/worktrees/x"));
         child.worktree.as_mut().expect("set").state = WorktreeState::Removed;
-        let n = task_notice(&child, &Outcome::Completed("done".into()));
+        let n = task_notice(&child, &RunEnd::Completed("done".into()));
         assert!(!n.item.text.contains("<worktree"));
     }
 }

@@ -8,7 +8,6 @@ use super::registry::AgentHandle;
 use super::{Supervisor, resolve};
 use crate::domain::{AgentId, AgentRecord, Status, now_ms};
 use crate::error::AgentdError;
-use crate::store::Unconfirmed;
 
 /// Agents that ended longer ago than this are hidden from `list` without `--all`.
 const LIST_RECENT_MS: i64 = 24 * 3600 * 1000;
@@ -17,12 +16,7 @@ impl Supervisor {
     /// Finds the agent named by a full id, its short id, a unique id
     /// prefix, or a name.
     pub fn resolve(&self, query: &str) -> Result<AgentRecord, AgentdError> {
-        let record = resolve::resolve(&self.store, query)?;
-        if self.store.unconfirmed(record.id) == Some(Unconfirmed::Created) {
-            // Its creation failed on a full disk: it does not exist.
-            return Err(resolve::not_found(query));
-        }
-        Ok(record)
+        resolve::resolve(&self.store, query).map(|r| self.live(r))
     }
 
     /// Agents oldest first; without `all`, those that ended over a day ago
@@ -44,10 +38,17 @@ impl Supervisor {
                 children
             }
         };
+        let live = self.live_backgrounds();
         Ok(records
             .into_iter()
             .filter(|r| all || !r.status.is_terminal() || r.updated_at_ms >= cutoff)
-            .filter(|r| self.store.unconfirmed(r.id) != Some(Unconfirmed::Created))
+            .map(|r| match live.get(&r.id) {
+                Some(&bg) if r.status.is_live() && bg != r.background => Arc::new(AgentRecord {
+                    background: bg,
+                    ..(*r).clone()
+                }),
+                _ => r,
+            })
             .collect())
     }
 
@@ -69,7 +70,7 @@ impl Supervisor {
                 }
                 if let Some(r) = self.store.get_agent(child)? {
                     frontier.push(r.id);
-                    out.push(r);
+                    out.push(self.live(r));
                 }
             }
         }
@@ -97,19 +98,21 @@ impl Supervisor {
         }
     }
 
-    /// Whether a running agent is in the background now (its run's one
-    /// flag); None when no run is loaded. The stored record says so from
-    /// the run's next write.
-    pub fn live_background(&self, id: AgentId) -> Option<bool> {
-        self.registry
-            .get(id)
-            .and_then(|h| h.foreground())
-            .map(|f| f.is_background())
+    /// `record` as it is now: a running agent's background flag is its
+    /// run's (`agent::foreground`, the one owner of it), which the stored
+    /// record mirrors only from the run's next write.
+    fn live(&self, mut record: AgentRecord) -> AgentRecord {
+        if record.status.is_live()
+            && let Some(foreground) = self.registry.get(record.id).and_then(|h| h.foreground())
+        {
+            record.background = foreground.is_background();
+        }
+        record
     }
 
-    /// `live_background` of every agent with a run loaded, reading the
-    /// registry once (a listing would otherwise lock it per agent).
-    pub fn live_backgrounds(&self) -> HashMap<AgentId, bool> {
+    /// The run's background flag of every agent with a run loaded, reading
+    /// the registry once (a listing would otherwise lock it per agent).
+    fn live_backgrounds(&self) -> HashMap<AgentId, bool> {
         self.registry
             .handles()
             .into_iter()
@@ -121,6 +124,7 @@ impl Supervisor {
         let id = record.id;
         self.store
             .get_agent(id)?
+            .map(|r| self.live(r))
             .ok_or_else(|| AgentdError::NotFound(format!("agent {id} was removed")))
     }
 }

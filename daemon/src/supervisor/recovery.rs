@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::Supervisor;
 use crate::domain::{AgentId, Status, now_ms};
 use crate::error::AgentdError;
-use crate::tools::reap;
+use crate::process::reap;
 
 impl Supervisor {
     /// Kills the tool processes a previous life of this daemon left

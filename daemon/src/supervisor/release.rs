@@ -17,10 +17,7 @@ impl Supervisor {
     pub async fn background(&self, query: &str) -> Result<(AgentRecord, Release), AgentdError> {
         let record = self.resolve(query)?;
         let release = self.release(record.id, ReleaseReason::Request)?;
-        let mut record = self.reload(&record)?;
-        // The record says so from the loop's next write; answer the truth now.
-        record.background = true;
-        Ok((record, release))
+        Ok((self.reload(&record)?, release))
     }
 
     pub(super) fn release(&self, id: AgentId, why: ReleaseReason) -> Result<Release, AgentdError> {

@@ -108,31 +108,6 @@ fn ambiguous(query: &str, what: &str, candidates: &[AgentRecord]) -> AgentdError
     ))
 }
 
-/// Names: 1–64 characters of letters, digits, `.`, `_`, `-`, starting with
-/// a letter or digit, and not something that reads as an id or id prefix
-/// (only hex digits and hyphens), which would shadow that agent.
-pub fn validate_name(name: &str) -> Result<(), AgentdError> {
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    let starts_ok = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric());
-    if name.len() > 64 || !ok_chars || !starts_ok {
-        return Err(AgentdError::invalid(format!(
-            "invalid agent name '{}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-            quote(name)
-        )));
-    }
-    if agentd_shared::ids::looks_like_id_prefix(name) {
-        return Err(AgentdError::invalid(format!(
-            "invalid agent name '{name}': it reads as an agent id or id prefix (only hex digits and '-'); add a letter beyond a-f"
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,21 +243,5 @@ mod tests {
             resolve(&store, "old"),
             Err(AgentdError::Invalid(_))
         ));
-    }
-
-    #[test]
-    fn names_are_validated() {
-        assert!(validate_name("build-bot_2.x").is_ok());
-        assert!(validate_name("-x").is_err());
-        assert!(validate_name("has space").is_err());
-        assert!(validate_name(&"a".repeat(65)).is_err());
-        assert!(validate_name("0190aaaa-0000-7000-8000-000000000001").is_err());
-        for looks_like_an_id in ["cafe", "deadbeef", "0190", "a-b-c", "3f2a1b9c"] {
-            assert!(
-                validate_name(looks_like_an_id).is_err(),
-                "{looks_like_an_id}"
-            );
-        }
-        assert!(validate_name("cafes").is_ok());
     }
 }

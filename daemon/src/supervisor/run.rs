@@ -13,10 +13,10 @@ use crate::agent::hub::StatusSnapshot;
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::slot::SlotLease;
 use crate::agent::{
-    EndRoute, FanOutRole, Finished, Foreground, LoopSetup, Outcome, StopSignals, TurnLoop, WaitEnd,
+    EndRoute, FanOutRole, Finished, Foreground, LoopSetup, RunEnd, StopSignals, TurnLoop, WaitEnd,
 };
 use crate::domain::{
-    AgentRecord, PromptContext, ResumeBlocked, ResumeBlockedReason, Status, now_ms,
+    AgentRecord, Outcome, PromptContext, ResumeBlocked, ResumeBlockedReason, Status, now_ms,
 };
 use crate::error::AgentdError;
 use crate::model::{ModelSpec, Provider};
@@ -92,11 +92,12 @@ impl Supervisor {
                         Err(e) => {
                             let mut record = record;
                             record.status = Status::Failed;
-                            record.error = format!("cannot read the transcript: {e}");
+                            let why = format!("cannot read the transcript: {e}");
+                            record.outcome = Some(Outcome::Failed(why.clone()));
                             record.updated_at_ms = now_ms();
                             tracing::error!(agent = %record.id, error = %e, "cannot start the agent's turn loop");
                             Finished {
-                                outcome: Outcome::Failed(record.error.clone()),
+                                outcome: RunEnd::Failed(why),
                                 record,
                             }
                         }
@@ -160,7 +161,7 @@ impl Supervisor {
         // — not after an interrupt, whose point is that the agent stops
         // (the message waits for the next send).
         if matches!(record.status, Status::Completed | Status::Paused)
-            && outcome != Outcome::Halted
+            && outcome != RunEnd::Halted
             && self.store.has_inbox(id).unwrap_or(false)
             && let Err(e) = self.ensure_running(id).await
         {

@@ -60,8 +60,8 @@ impl World {
     fn new_agent(&self, model: &str, prompt: &str) -> NewAgent {
         NewAgent {
             prompt: prompt.into(),
-            model: model.into(),
-            cwd: self.project().display().to_string(),
+            model: Some(crate::model::ModelSpec::parse(model).unwrap()),
+            cwd: self.project(),
             background: true,
             ..Default::default()
         }
@@ -132,7 +132,7 @@ async fn a_write_refused_for_space_pauses_only_its_agent_until_the_store_heals()
     // Space is back: the same supervisor finishes the agent and takes work.
     w.sup.store().fake_free_space(None);
     let finished = w.status_becomes(&a_id, Status::Completed).await;
-    assert_eq!(finished.result, "finished");
+    assert_eq!(finished.result(), "finished");
     let entries = w.sup.store().transcript(finished.id, 0, 1000).unwrap();
     for (i, e) in entries.iter().enumerate() {
         assert_eq!(e.seq, i as u64, "contiguous, nothing written twice");
@@ -159,7 +159,7 @@ async fn a_transcript_with_a_corrupt_entry_is_not_continued_with_a_hole() {
     w.sup.store().corrupt_entry_for_tests(a.id, 1);
     w.sup.send(&id, "and then?", None).await.unwrap();
     let failed = w.status_becomes(&id, Status::Failed).await;
-    assert!(failed.error.contains("unreadable"), "{}", failed.error);
+    assert!(failed.error().contains("unreadable"), "{}", failed.error());
     assert!(w.sup.store().corrupt_count() >= 1, "counted");
 }
 
@@ -198,7 +198,7 @@ async fn an_agent_paused_while_waiting_for_space_continues_later_with_its_transc
     // Continuing it works: the transcript has no hole.
     w.sup.send(&id, "go on", None).await.unwrap();
     let done = w.status_becomes(&id, Status::Completed).await;
-    assert_eq!(done.result, "finished");
+    assert_eq!(done.result(), "finished");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -224,7 +224,7 @@ async fn a_revival_refused_for_space_leaves_the_agent_as_it_was() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     w.sup.send(&id, "more", None).await.unwrap();
     let done = w.status_becomes(&id, Status::Completed).await;
-    assert_eq!(done.result, "two");
+    assert_eq!(done.result(), "two");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,12 +286,13 @@ async fn an_agent_resumed_after_its_answer_was_written_reports_that_answer() {
     // record's end was not written (or its write was deferred and lost).
     let mut record = w.sup.resolve(&id).unwrap();
     record.status = Status::Interrupted;
-    record.result.clear();
+    record.outcome = None;
     w.sup.store().put_agent_durable(&record).await.unwrap();
     w.sup.resume_after_start(&[a.id]).await.unwrap();
     let done = w.status_becomes(&id, Status::Completed).await;
     assert_eq!(
-        done.result, "the answer",
+        done.result(),
+        "the answer",
         "not the empty result of the stale record"
     );
 }

@@ -10,10 +10,12 @@
 //! check for work is made inside `worktree::remove`, under the tree's own
 //! git lock, immediately before anything is deleted.
 
+use std::path::Path;
+
 use super::Supervisor;
 use crate::domain::{
-    AgentId, AgentRecord, AgentWorktree, ResumeBlocked, ResumeBlockedReason, Status, WorkSummary,
-    WorktreeState,
+    AgentId, AgentRecord, AgentWorktree, Isolation, ResumeBlocked, ResumeBlockedReason, ShortId,
+    Status, WorkSummary, WorktreeState,
 };
 use crate::error::AgentdError;
 use crate::worktree::{self, Plan, Settled, Target};
@@ -55,6 +57,27 @@ pub(super) fn target_of(record: &AgentRecord, wt: &AgentWorktree) -> Target {
 }
 
 impl Supervisor {
+    /// The worktree a new agent gets with worktree isolation, planned from
+    /// the checkout `cwd` is in and named after its short id; none
+    /// without.
+    pub(super) fn plan_tree(
+        &self,
+        isolation: Isolation,
+        cwd: &Path,
+        base: Option<&str>,
+        short_id: &ShortId,
+    ) -> Result<Option<Plan>, AgentdError> {
+        Ok(match isolation {
+            Isolation::Worktree => Some(worktree::plan(
+                cwd,
+                base,
+                short_id.as_str(),
+                self.store.instance_id(),
+            )?),
+            Isolation::None => None,
+        })
+    }
+
     /// Makes the planned worktree for `record` (which is not stored yet):
     /// its repository is recorded first, so a crash between the two leaves
     /// an orphan the startup sweep finds. The tree counts as being made

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
+use super::context::{ToolContext, ToolOutput, ToolSpec};
 use super::paths::{optional_bool, required_str, required_string};
-use super::{ToolContext, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -45,13 +45,8 @@ unique. To change every occurrence instead, set `replace_all` to true.\n\
     }
 }
 
-pub async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
-    match run_inner(input, ctx).await {
-        Ok(output) | Err(output) => output,
-    }
-}
-
-async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+/// Runs the tool; a refusal or failure is the `Err` the model is told.
+pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
     let file_path = required_str(input, "file_path")?;
     let old_string = required_str(input, "old_string")?;
     let new_string = required_string(input, "new_string")?;
@@ -137,6 +132,11 @@ mod tests {
     use super::*;
     use std::path::Path;
     use tokio_util::sync::CancellationToken;
+
+    /// The tool's answer as the model gets it.
+    async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::either(super::run(input, ctx).await)
+    }
 
     fn setup(content: &str) -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();

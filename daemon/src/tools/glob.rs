@@ -8,8 +8,8 @@ use ignore::WalkBuilder;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::context::{ToolContext, ToolOutput, ToolSpec};
 use super::paths::{optional_str, required_str, resolve_contained};
-use super::{ToolContext, ToolOutput, ToolSpec};
 
 /// The most paths returned.
 const MAX_RESULTS: usize = 100;
@@ -59,13 +59,8 @@ pub(super) fn walker(root: &Path) -> WalkBuilder {
     builder
 }
 
-pub async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
-    match run_inner(input, ctx).await {
-        Ok(output) | Err(output) => output,
-    }
-}
-
-async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+/// Runs the tool; a refusal or failure is the `Err` the model is told.
+pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
     let pattern = required_str(input, "pattern")?;
     let dir = match optional_str(input, "path")? {
         Some(path) => {
@@ -188,12 +183,12 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn setup() -> (tempfile::TempDir, PathBuf, ToolContext) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let ctx = ToolContext::new(root.clone(), CancellationToken::new());
-        (dir, root, ctx)
+    /// The tool's answer as the model gets it.
+    async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::either(super::run(input, ctx).await)
     }
+
+    use super::super::context::scratch as setup;
 
     fn touch(root: &Path, rel: &str, age_secs: u64) {
         let path = root.join(rel);

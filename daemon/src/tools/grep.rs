@@ -9,10 +9,10 @@ use regex::bytes::{Regex, RegexBuilder};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::context::{ToolContext, ToolOutput, ToolSpec};
 use super::glob::walker;
 use super::paths::{BINARY_SNIFF_BYTES, looks_binary, optional_bool, optional_str, required_str};
 use super::read::truncate_line;
-use super::{ToolContext, ToolOutput, ToolSpec};
 
 /// The most files listed in `files_with_matches` and `count` modes.
 const MAX_FILES: usize = 250;
@@ -104,13 +104,8 @@ struct Search {
     filter: Option<FileFilter>,
 }
 
-pub async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
-    match run_inner(input, ctx).await {
-        Ok(output) | Err(output) => output,
-    }
-}
-
-async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+/// Runs the tool; a refusal or failure is the `Err` the model is told.
+pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
     let pattern = required_str(input, "pattern")?;
     let path = optional_str(input, "path")?;
     let glob = optional_str(input, "glob")?;
@@ -356,12 +351,12 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn setup() -> (tempfile::TempDir, PathBuf, ToolContext) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let ctx = ToolContext::new(root.clone(), CancellationToken::new());
-        (dir, root, ctx)
+    /// The tool's answer as the model gets it.
+    async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::either(super::run(input, ctx).await)
     }
+
+    use super::super::context::scratch as setup;
 
     fn write(root: &Path, rel: &str, content: &str, age_secs: u64) {
         let path = root.join(rel);

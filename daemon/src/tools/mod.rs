@@ -5,154 +5,25 @@
 //! Code's). A tool error is returned to the model as a `tool_result` with
 //! `is_error: true` and a message it can act on; it never fails the agent.
 
-pub mod adopt;
 mod bash;
 mod beneath;
+mod context;
 mod edit;
 mod glob;
 mod grep;
 pub mod paths;
 mod read;
-pub mod reap;
+
 pub mod spool;
 mod tool_process;
 mod write;
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::domain::ToolName;
 
+pub use context::{ToolContext, ToolEnv, ToolOutput, ToolSpec};
 pub use tool_process::AgentProcesses;
-
-/// What a tool call needs from its agent.
-#[derive(Debug, Clone)]
-pub struct ToolContext {
-    /// The agent's working directory: the root that file tools are contained in
-    /// and the cwd of Bash commands.
-    pub cwd: PathBuf,
-    /// Cancelled when the agent is cancelled; long-running tools stop promptly.
-    pub cancel: CancellationToken,
-    /// Where Bash writes what it captures while the command runs, so that
-    /// after a daemon crash the output so far can still be reported.
-    pub spool: Option<PathBuf>,
-    pub env: Arc<ToolEnv>,
-    /// For an agent in a worktree of its own: (the checkout it was made
-    /// from, the worktree's root), to tell a model that reaches into the
-    /// checkout where the same file is in its tree.
-    pub worktree_of: Option<(PathBuf, PathBuf)>,
-    /// How the processes tools start are confined; None: not at all.
-    pub sandbox: Option<crate::sandbox::Policy>,
-    /// The processes of the agent's run (its PID namespace), ended with
-    /// the run.
-    pub processes: Arc<AgentProcesses>,
-}
-
-impl ToolContext {
-    pub fn new(cwd: PathBuf, cancel: CancellationToken) -> ToolContext {
-        ToolContext {
-            cwd,
-            cancel,
-            spool: None,
-            env: Arc::default(),
-            worktree_of: None,
-            sandbox: None,
-            processes: Arc::default(),
-        }
-    }
-
-    /// The path of `resolved` (from `resolve`) below the working directory,
-    /// for opening it beneath it (`beneath`); with the directory itself.
-    pub(crate) fn below(
-        &self,
-        resolved: &std::path::Path,
-    ) -> Result<(PathBuf, PathBuf), ToolOutput> {
-        let root = std::fs::canonicalize(&self.cwd).map_err(|e| {
-            ToolOutput::error(format!(
-                "The agent's working directory {} cannot be resolved: {e}",
-                self.cwd.display()
-            ))
-        })?;
-        let rel = resolved
-            .strip_prefix(&root)
-            .map(PathBuf::from)
-            .map_err(|_| {
-                ToolOutput::error(format!(
-                    "{} is outside the agent's working directory {}.",
-                    resolved.display(),
-                    self.cwd.display()
-                ))
-            })?;
-        Ok((root, rel))
-    }
-
-    /// Resolves the path in input field `field` inside the working
-    /// directory (`paths::resolve_contained`). A path into the checkout a
-    /// worktree agent was made from is refused with its translation.
-    pub(crate) fn resolve(&self, field: &str, given: &str) -> Result<PathBuf, ToolOutput> {
-        paths::resolve_contained(&self.cwd, given).map_err(|e| {
-            let hint = self
-                .worktree_of
-                .as_ref()
-                .and_then(|(checkout, tree)| paths::translate(given, checkout, tree))
-                .map(|t| {
-                    format!(
-                        " It points into the checkout this worktree was made from; the same path in your worktree is {}.",
-                        t.display()
-                    )
-                })
-                .unwrap_or_default();
-            ToolOutput::error(format!("Invalid `{field}`: {e}{hint}"))
-        })
-    }
-}
-
-/// The environment every process a tool starts gets (DESIGN §16).
-#[derive(Debug, Clone, Default)]
-pub struct ToolEnv {
-    /// Variables removed: provider keys and the `[secrets]` names.
-    pub secrets: Vec<String>,
-    /// A variable set in every tool process (and inherited by what it
-    /// starts), so processes left behind by a killed daemon can be found
-    /// and reaped when it starts again (`reap`).
-    pub marker: Option<(String, String)>,
-    /// The daemon's data and socket directories: never writable by tools.
-    pub protected: Vec<PathBuf>,
-}
-
-/// The result of one tool call, as it goes back to the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutput {
-    pub content: String,
-    pub is_error: bool,
-}
-
-impl ToolOutput {
-    pub fn ok(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            is_error: false,
-        }
-    }
-
-    pub fn error(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            is_error: true,
-        }
-    }
-}
-
-/// A tool's declaration in the Anthropic Messages `tools` array.
-#[derive(Debug, Clone)]
-pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub input_schema: Value,
-}
 
 /// The declarations of the built-in tools, in the order they are sent.
 pub fn builtin_specs() -> Vec<ToolSpec> {
@@ -180,17 +51,18 @@ pub async fn run_tool(tool: ToolName, input: &Value, ctx: &ToolContext) -> ToolO
             "{tool} refused: read-only file system (this agent's sandbox is read-only; it may read anything and write nothing)."
         ));
     }
-    match tool {
+    let ran = match tool {
         ToolName::Bash => bash::run(input, ctx).await,
         ToolName::Read => read::run(input, ctx).await,
         ToolName::Write => write::run(input, ctx).await,
         ToolName::Edit => edit::run(input, ctx).await,
         ToolName::Glob => glob::run(input, ctx).await,
         ToolName::Grep => grep::run(input, ctx).await,
-        ToolName::Agent | ToolName::SendMessage | ToolName::ListAgents | ToolName::TaskStop => {
-            ToolOutput::error(format!("{tool} is run by the supervisor"))
-        }
-    }
+        ToolName::Agent | ToolName::SendMessage | ToolName::ListAgents | ToolName::TaskStop => Err(
+            ToolOutput::error(format!("{tool} is run by the supervisor")),
+        ),
+    };
+    ToolOutput::either(ran)
 }
 
 /// One line a person can read for a tool call (shared with clients).

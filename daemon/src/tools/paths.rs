@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use super::ToolOutput;
+use super::context::ToolOutput;
 
 /// How many symlinks whose targets do not exist may be followed by hand while
 /// resolving one path (the kernel's limit for ordinary lookups is 40 too).

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::context::{ToolContext, ToolOutput, ToolSpec};
 use super::paths::{BINARY_SNIFF_BYTES, looks_binary, optional_u64, required_str};
-use super::{ToolContext, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: u64 = 2000;
 /// Longer lines are cut to this many characters.
@@ -53,13 +53,8 @@ a note saying where to continue.\n\
     }
 }
 
-pub async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
-    match run_inner(input, ctx).await {
-        Ok(output) | Err(output) => output,
-    }
-}
-
-async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+/// Runs the tool; a refusal or failure is the `Err` the model is told.
+pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
     let file_path = required_str(input, "file_path")?;
     let offset = optional_u64(input, "offset")?.unwrap_or(1).max(1);
     let limit = optional_u64(input, "limit")?.unwrap_or(DEFAULT_LIMIT);
@@ -237,6 +232,11 @@ fn read_line_capped<R: BufRead>(
 mod tests {
     use super::*;
     use tokio_util::sync::CancellationToken;
+
+    /// The tool's answer as the model gets it.
+    async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::either(super::run(input, ctx).await)
+    }
 
     fn ctx(dir: &Path) -> ToolContext {
         ToolContext::new(dir.to_path_buf(), CancellationToken::new())

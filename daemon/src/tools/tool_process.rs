@@ -12,7 +12,7 @@
 //! An unconfined command (`--sandbox off`) runs as before: in a session and
 //! process group of its own, killed as a group, with the daemon's marker in
 //! its environment so a daemon that starts again finds what is left
-//! (`reap`).
+//! (`process::reap`).
 
 use std::path::Path;
 use std::process::ExitStatus;
@@ -114,12 +114,12 @@ pub(crate) async fn spawn_contained(
 }
 
 /// Spawns `cmd`, registered as the daemon's own child (not an orphan its
-/// subreaper should reap: `adopt`).
+/// subreaper should reap: `process::adopt`).
 fn spawn_owned(cmd: &mut Command) -> std::io::Result<Child> {
-    let _spawning = super::adopt::spawning();
+    let _spawning = crate::process::adopt::spawning();
     let child = cmd.spawn()?;
     if let Some(pid) = child.id() {
-        super::adopt::own(pid);
+        crate::process::adopt::own(pid);
     }
     Ok(child)
 }

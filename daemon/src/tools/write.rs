@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
+use super::context::{ToolContext, ToolOutput, ToolSpec};
 use super::paths::{required_str, required_string};
-use super::{ToolContext, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -34,13 +34,8 @@ overwritten.",
     }
 }
 
-pub async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
-    match run_inner(input, ctx).await {
-        Ok(output) | Err(output) => output,
-    }
-}
-
-async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+/// Runs the tool; a refusal or failure is the `Err` the model is told.
+pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
     let file_path = required_str(input, "file_path")?;
     let content = required_string(input, "content")?;
     let path = ctx.resolve("file_path", file_path)?;
@@ -85,6 +80,11 @@ mod tests {
     use super::*;
     use std::path::Path;
     use tokio_util::sync::CancellationToken;
+
+    /// The tool's answer as the model gets it.
+    async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::either(super::run(input, ctx).await)
+    }
 
     fn ctx(dir: &Path) -> ToolContext {
         ToolContext::new(dir.to_path_buf(), CancellationToken::new())

@@ -77,46 +77,7 @@ pub fn plan(
             cwd.display()
         ))
     })?;
-    let given = base
-        .map(str::trim)
-        .filter(|b| !b.is_empty() && *b != "HEAD");
-    let (base_name, commit) = match given {
-        Some(given) => {
-            let (object, reference) = repo.revparse_ext(given).map_err(|_| {
-                WorktreeError::invalid(format!(
-                    "--base '{}' does not name a commit in {}",
-                    quote(given),
-                    checkout.display()
-                ))
-            })?;
-            let commit = object.peel_to_commit().map_err(|_| {
-                WorktreeError::invalid(format!("--base '{}' is not a commit", quote(given)))
-            })?;
-            // A ref is kept by its full name (unambiguous in every
-            // worktree); an expression (`main~2`) by the commit it named.
-            let name = reference
-                .and_then(|r| r.name().map(str::to_string))
-                .filter(|n| n.starts_with("refs/"))
-                .unwrap_or_else(|| commit.id().to_string());
-            (name, commit)
-        }
-        None => {
-            let head = repo.head().map_err(|_| {
-                WorktreeError::refused(format!(
-                    "the repository at {} has no commits yet; commit something first or pass --base",
-                    checkout.display()
-                ))
-            })?;
-            let commit = head
-                .peel_to_commit()
-                .map_err(|e| git_error("cannot read HEAD", e))?;
-            let name = match head.name() {
-                Some(n) if head.is_branch() => n.to_string(),
-                _ => commit.id().to_string(),
-            };
-            (name, commit)
-        }
-    };
+    let (base_name, commit) = base_commit(&repo, base, &checkout)?;
     if !relative.as_os_str().is_empty() {
         let tree = commit
             .tree()
@@ -132,22 +93,7 @@ pub fn plan(
             )));
         }
     }
-    // Trees go under the repository's main working tree, even when the
-    // agent starts in a linked worktree (another agent's tree): a tree
-    // inside a tree would be deleted with it.
-    let main = if repo.is_worktree() {
-        Repository::open(repo.commondir())
-            .ok()
-            .and_then(|r| r.workdir().and_then(|w| w.canonicalize().ok()))
-            .ok_or_else(|| {
-                WorktreeError::refused(format!(
-                    "cannot find the main working tree of {}; make the worktree from the main checkout",
-                    checkout.display()
-                ))
-            })?
-    } else {
-        checkout.clone()
-    };
+    let main = main_tree(&repo, &checkout)?;
     let path = main.join(WORKTREES_DIR).join(short_id);
     let branch = branch_for(short_id);
     if path.exists() {
@@ -176,6 +122,74 @@ pub fn plan(
         base_commit: commit.id(),
         store: store.to_string(),
     })
+}
+
+/// What the tree branches from: `base` (a ref kept by its full name, an
+/// expression by the commit it names), else the checkout's HEAD.
+fn base_commit<'r>(
+    repo: &'r Repository,
+    base: Option<&str>,
+    checkout: &Path,
+) -> Result<(String, git2::Commit<'r>), WorktreeError> {
+    let given = base
+        .map(str::trim)
+        .filter(|b| !b.is_empty() && *b != "HEAD");
+    match given {
+        Some(given) => {
+            let (object, reference) = repo.revparse_ext(given).map_err(|_| {
+                WorktreeError::invalid(format!(
+                    "--base '{}' does not name a commit in {}",
+                    quote(given),
+                    checkout.display()
+                ))
+            })?;
+            let commit = object.peel_to_commit().map_err(|_| {
+                WorktreeError::invalid(format!("--base '{}' is not a commit", quote(given)))
+            })?;
+            // A ref is kept by its full name (unambiguous in every
+            // worktree); an expression (`main~2`) by the commit it named.
+            let name = reference
+                .and_then(|r| r.name().map(str::to_string))
+                .filter(|n| n.starts_with("refs/"))
+                .unwrap_or_else(|| commit.id().to_string());
+            Ok((name, commit))
+        }
+        None => {
+            let head = repo.head().map_err(|_| {
+                WorktreeError::refused(format!(
+                    "the repository at {} has no commits yet; commit something first or pass --base",
+                    checkout.display()
+                ))
+            })?;
+            let commit = head
+                .peel_to_commit()
+                .map_err(|e| git_error("cannot read HEAD", e))?;
+            let name = match head.name() {
+                Some(n) if head.is_branch() => n.to_string(),
+                _ => commit.id().to_string(),
+            };
+            Ok((name, commit))
+        }
+    }
+}
+
+/// The repository's main working tree: trees go under it, even when the
+/// agent starts in a linked worktree (another agent's tree), since a tree
+/// inside a tree would be deleted with it.
+fn main_tree(repo: &Repository, checkout: &Path) -> Result<PathBuf, WorktreeError> {
+    if repo.is_worktree() {
+        Repository::open(repo.commondir())
+            .ok()
+            .and_then(|r| r.workdir().and_then(|w| w.canonicalize().ok()))
+            .ok_or_else(|| {
+                WorktreeError::refused(format!(
+                    "cannot find the main working tree of {}; make the worktree from the main checkout",
+                    checkout.display()
+                ))
+            })
+    } else {
+        Ok(checkout.to_path_buf())
+    }
 }
 
 /// Makes the planned worktree: the branch from the base commit, the tree,

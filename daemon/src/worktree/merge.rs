@@ -51,42 +51,11 @@ pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared
     let head = repo
         .head()
         .map_err(|e| git_error("cannot read the checkout's HEAD", e))?;
-    if !head.is_branch() {
-        return Err(WorktreeError::refused(format!(
-            "{} has a detached HEAD; check out the branch to merge into first",
-            wt.checkout.display()
-        )));
-    }
-    if repo.state() != git2::RepositoryState::Clean {
-        return Err(WorktreeError::refused(format!(
-            "{} is in the middle of another operation ({:?}); finish or abort it first",
-            wt.checkout.display(),
-            repo.state()
-        )));
-    }
+    checkout_ready(&repo, &head, wt)?;
     let branch_ref = head.name().unwrap_or_default().to_string();
     let branch_name = head.shorthand().unwrap_or_default().to_string();
-    let dirty = tracked_changes(&repo)?;
-    if dirty > 0 {
-        return Err(WorktreeError::refused(format!(
-            "{} has uncommitted changes ({dirty} files); commit or stash them, then merge again",
-            wt.checkout.display()
-        )));
-    }
     if wt.path.is_dir() {
-        // Its message would have the person run git in the tree.
-        if let Some(refused) = super::link::refusal(&wt.path) {
-            return Err(refused);
-        }
-        let held = work_in(&wt.path, &wt.branch, &wt.base, &wt.base_commit)?;
-        let uncommitted = held.work.changed + held.work.untracked;
-        if uncommitted > 0 {
-            return Err(WorktreeError::refused(format!(
-                "{label}'s worktree has {uncommitted} uncommitted files, which a merge of its branch would leave out; commit them (git -C {} add -A && git -C {} commit) or look at them with `agentctl diff`, then merge again",
-                wt.path.display(),
-                wt.path.display()
-            )));
-        }
+        tree_committed(wt, label)?;
     }
     let head_commit = head
         .peel_to_commit()
@@ -120,20 +89,7 @@ pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared
         .merge_commits(&head_commit, &theirs, None)
         .map_err(|e| git_error("cannot merge", e))?;
     if index.has_conflicts() {
-        let mut paths: Vec<String> = index
-            .conflicts()
-            .map_err(|e| git_error("cannot read the conflicts", e))?
-            .flatten()
-            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
-            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-            .collect();
-        paths.dedup();
-        return Err(WorktreeError::refused(format!(
-            "merging {} into {branch_name} conflicts in: {}; nothing was changed (merge by hand with `git merge {}`)",
-            wt.branch,
-            paths.join(", "),
-            wt.branch
-        )));
+        return Err(conflicts(&index, wt, &branch_name));
     }
     let tree_id = index
         .write_tree_to(&repo)
@@ -175,6 +131,75 @@ pub fn prepare(wt: &AgentWorktree, squash: bool, label: &str) -> Result<Prepared
         },
         log: format!("agentd: merge {}", wt.branch),
     })
+}
+
+/// The checkout can take a merge: on a branch, in no other operation,
+/// with no uncommitted changes to tracked files.
+fn checkout_ready(
+    repo: &Repository,
+    head: &git2::Reference<'_>,
+    wt: &AgentWorktree,
+) -> Result<(), WorktreeError> {
+    if !head.is_branch() {
+        return Err(WorktreeError::refused(format!(
+            "{} has a detached HEAD; check out the branch to merge into first",
+            wt.checkout.display()
+        )));
+    }
+    if repo.state() != git2::RepositoryState::Clean {
+        return Err(WorktreeError::refused(format!(
+            "{} is in the middle of another operation ({:?}); finish or abort it first",
+            wt.checkout.display(),
+            repo.state()
+        )));
+    }
+    let dirty = tracked_changes(repo)?;
+    if dirty > 0 {
+        return Err(WorktreeError::refused(format!(
+            "{} has uncommitted changes ({dirty} files); commit or stash them, then merge again",
+            wt.checkout.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The agent's tree holds no uncommitted work, which a merge of its
+/// branch would leave out.
+fn tree_committed(wt: &AgentWorktree, label: &str) -> Result<(), WorktreeError> {
+    // Its message would have the person run git in the tree.
+    if let Some(refused) = super::link::refusal(&wt.path) {
+        return Err(refused);
+    }
+    let held = work_in(&wt.path, &wt.branch, &wt.base, &wt.base_commit)?;
+    let uncommitted = held.work.changed + held.work.untracked;
+    if uncommitted > 0 {
+        return Err(WorktreeError::refused(format!(
+            "{label}'s worktree has {uncommitted} uncommitted files, which a merge of its branch would leave out; commit them (git -C {} add -A && git -C {} commit) or look at them with `agentctl diff`, then merge again",
+            wt.path.display(),
+            wt.path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The refusal of a merge that conflicts, naming the paths.
+fn conflicts(index: &git2::Index, wt: &AgentWorktree, branch_name: &str) -> WorktreeError {
+    let listed = match index.conflicts() {
+        Ok(listed) => listed,
+        Err(e) => return git_error("cannot read the conflicts", e),
+    };
+    let mut paths: Vec<String> = listed
+        .flatten()
+        .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+        .collect();
+    paths.dedup();
+    WorktreeError::refused(format!(
+        "merging {} into {branch_name} conflicts in: {}; nothing was changed (merge by hand with `git merge {}`)",
+        wt.branch,
+        paths.join(", "),
+        wt.branch
+    ))
 }
 
 /// `prepare` and `merge_journal::apply` without a journal: for tests of

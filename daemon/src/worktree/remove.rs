@@ -120,59 +120,11 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, WorktreeError> {
         }
         return drop_branch_if_merged(&repo, target, discard);
     };
-    let registered = wt.path().to_path_buf();
-    if !same_path(&registered, &target.path) || !is_agentd_tree(&target.path, &target.name) {
-        return Ok(Settled::Untouchable(format!(
-            "git's worktree {} is at {}, not where agentd put it",
-            target.name,
-            registered.display()
-        )));
+    if let Some(refused) = claim(&repo, &wt, target)? {
+        return Ok(refused);
     }
-    if let Some(inner) = nested_worktree(&repo, &target.path, &target.name) {
-        return Ok(Settled::Untouchable(format!(
-            "another worktree lies inside it ({})",
-            inner.display()
-        )));
-    }
-    if let WorktreeLockStatus::Locked(reason) = wt
-        .is_locked()
-        .map_err(|e| git_error("cannot read the lock", e))?
-    {
-        let reason = reason.unwrap_or_default().trim().to_string();
-        if !removable_lock(&reason, &target.name) {
-            return Ok(Settled::Untouchable(format!(
-                "locked by someone else ({reason:?})"
-            )));
-        }
-        wt.unlock().map_err(|e| git_error("cannot unlock", e))?;
-    }
-    wt.lock(Some(REMOVING_REASON))
-        .map_err(|e| git_error("cannot lock the worktree", e))?;
     if !target.path.exists() {
-        // The directory went some other way (or a removal was cut short
-        // after its rename): git's record of it goes, but what is committed
-        // on its branch must not go with it, nor what only the record
-        // holds (a detached HEAD's commits, submodule clones).
-        let held = vanished_work(&repo, &target.name, &target.base_commit)?;
-        if held > 0 && !discard {
-            let _ = wt.unlock();
-            return Ok(Settled::Kept(Inspection {
-                work: WorkSummary {
-                    ahead: held,
-                    ..Default::default()
-                },
-                locked: None,
-                paths: Vec::new(),
-            }));
-        }
-        let mut prune = WorktreePruneOptions::new();
-        prune.locked(true);
-        let turn = super::one_at_a_time::RepositoryTurn::of(repo.commondir());
-        let one_at_a_time = turn.take();
-        wt.prune(Some(&mut prune))
-            .map_err(|e| git_error("cannot prune the worktree's record", e))?;
-        drop(one_at_a_time);
-        return drop_branch_if_merged(&repo, target, discard);
+        return forget_vanished(&repo, &wt, target, discard);
     }
     // Nothing is inspected or removed through a link planted in the path
     // to the tree.
@@ -250,6 +202,77 @@ fn remove(target: &Target, discard: bool) -> Result<Settled, WorktreeError> {
             .map_err(|e| git_error("cannot delete the branch", e))?;
     }
     Ok(Settled::Removed(inspection))
+}
+
+/// Makes sure the tree is agentd's to remove (where agentd put it, with
+/// no tree inside, not locked by someone else) and locks it for removal;
+/// else says why it is left alone.
+fn claim(
+    repo: &Repository,
+    wt: &git2::Worktree,
+    target: &Target,
+) -> Result<Option<Settled>, WorktreeError> {
+    let registered = wt.path().to_path_buf();
+    if !same_path(&registered, &target.path) || !is_agentd_tree(&target.path, &target.name) {
+        return Ok(Some(Settled::Untouchable(format!(
+            "git's worktree {} is at {}, not where agentd put it",
+            target.name,
+            registered.display()
+        ))));
+    }
+    if let Some(inner) = nested_worktree(repo, &target.path, &target.name) {
+        return Ok(Some(Settled::Untouchable(format!(
+            "another worktree lies inside it ({})",
+            inner.display()
+        ))));
+    }
+    if let WorktreeLockStatus::Locked(reason) = wt
+        .is_locked()
+        .map_err(|e| git_error("cannot read the lock", e))?
+    {
+        let reason = reason.unwrap_or_default().trim().to_string();
+        if !removable_lock(&reason, &target.name) {
+            return Ok(Some(Settled::Untouchable(format!(
+                "locked by someone else ({reason:?})"
+            ))));
+        }
+        wt.unlock().map_err(|e| git_error("cannot unlock", e))?;
+    }
+    wt.lock(Some(REMOVING_REASON))
+        .map_err(|e| git_error("cannot lock the worktree", e))?;
+    Ok(None)
+}
+
+/// The directory went some other way (or a removal was cut short after
+/// its rename): git's record of it goes, but what is committed on its
+/// branch must not go with it, nor what only the record holds (a detached
+/// HEAD's commits, submodule clones).
+fn forget_vanished(
+    repo: &Repository,
+    wt: &git2::Worktree,
+    target: &Target,
+    discard: bool,
+) -> Result<Settled, WorktreeError> {
+    let held = vanished_work(repo, &target.name, &target.base_commit)?;
+    if held > 0 && !discard {
+        let _ = wt.unlock();
+        return Ok(Settled::Kept(Inspection {
+            work: WorkSummary {
+                ahead: held,
+                ..Default::default()
+            },
+            locked: None,
+            paths: Vec::new(),
+        }));
+    }
+    let mut prune = WorktreePruneOptions::new();
+    prune.locked(true);
+    let turn = super::one_at_a_time::RepositoryTurn::of(repo.commondir());
+    let one_at_a_time = turn.take();
+    wt.prune(Some(&mut prune))
+        .map_err(|e| git_error("cannot prune the worktree's record", e))?;
+    drop(one_at_a_time);
+    drop_branch_if_merged(repo, target, discard)
 }
 
 /// Commits that only git's record of the vanished tree `name` keeps: its

@@ -104,7 +104,7 @@ fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, Wor
     ] {
         git.env_remove(var);
     }
-    let _spawning = crate::tools::adopt::spawning();
+    let _spawning = crate::process::adopt::spawning();
     let spawned = git
         .args(args)
         .current_dir(dir)
@@ -115,7 +115,7 @@ fn run_git(dir: &Path, allow: Option<&str>, args: &[String]) -> Result<bool, Wor
         .spawn();
     let mut child = match spawned {
         Ok(c) => {
-            crate::tools::adopt::own(c.id());
+            crate::process::adopt::own(c.id());
             drop(_spawning);
             c
         }

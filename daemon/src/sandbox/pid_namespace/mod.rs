@@ -364,10 +364,10 @@ impl AgentNamespace {
         let mut cmd = tokio::process::Command::from(std_cmd);
         cmd.kill_on_drop(true);
         let keeper = {
-            let _spawning = crate::tools::adopt::spawning();
+            let _spawning = crate::process::adopt::spawning();
             let keeper = cmd.spawn()?;
             if let Some(pid) = keeper.id() {
-                crate::tools::adopt::own(pid);
+                crate::process::adopt::own(pid);
             }
             keeper
         };

@@ -2,14 +2,19 @@
 //! the only place that knows both. Enum values in requests are checked
 //! here: an unknown number is INVALID_ARGUMENT, never a default.
 
+mod requests;
+
+pub use requests::{fork_request, new_agent};
+
 use agentd_shared::proto as pb;
 
 use crate::agent::hub::{RetryNotice, StatusSnapshot, ToolEvent};
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind, TaskNotice};
 use crate::agent::permission::{Answer, PermissionAsk};
 use crate::domain::{
-    AgentRecord, AgentWorktree, Isolation, PermissionMode, ReleaseReason, ResumeBlockedReason,
-    Role, SandboxMode, Status, StopReason, TranscriptEntry, Usage, WorkSummary, WorktreeState,
+    AgentRecord, AgentWorktree, Isolation, Outcome, PermissionMode, ReleaseReason,
+    ResumeBlockedReason, Role, SandboxMode, Status, StopReason, TranscriptEntry, Usage,
+    WorkSummary, WorktreeState,
 };
 use crate::error::AgentdError;
 use crate::model::StreamDelta;
@@ -182,7 +187,7 @@ pub fn usage_report(r: UsageReport) -> pb::UsageReport {
 
 /// The wire form of an agent (taking the record: its strings move, which
 /// matters when a thousand are listed).
-pub fn agent(r: &AgentRecord, transcript_len: u64, waiting_for: Option<String>) -> pb::Agent {
+pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
     let (resume_blocked_reason, resume_blocked_detail) = match &r.resume_blocked {
         Some(b) => (resume_blocked_reason(b.reason), b.detail.clone()),
         None => (pb::ResumeBlockedReason::Unspecified, String::new()),
@@ -203,11 +208,11 @@ pub fn agent(r: &AgentRecord, transcript_len: u64, waiting_for: Option<String>) 
         turns: r.turns,
         usage: Some(usage(&r.usage)),
         can_message: r.can_message(),
-        result: r.result.clone(),
-        error: r.error.clone(),
+        result: r.result().to_string(),
+        error: r.error().to_string(),
         permission_mode: permission_mode(r.permission_mode) as i32,
         max_turns: r.max_turns,
-        transcript_len,
+        transcript_len: r.transcript_len,
         tool_uses: r.tool_uses,
         worktree_path: r
             .worktree
@@ -390,7 +395,7 @@ pub fn lifecycle(e: &Lifecycle) -> pb::WatchEvent {
     use pb::watch_event::Event;
     let mut task = None;
     let event = match &e.kind {
-        LifecycleKind::Created(r) => Event::Created(agent(r, 1, None)),
+        LifecycleKind::Created(r) => Event::Created(agent(r, None)),
         LifecycleKind::Status(s) => Event::Status(status_change(s)),
         LifecycleKind::Notification(n) => {
             task = Some(task_notification(n));
@@ -431,8 +436,8 @@ pub fn retry(r: &RetryNotice) -> pb::ResponseRetry {
 pub fn status_change(s: &StatusSnapshot) -> pb::StatusChange {
     pb::StatusChange {
         status: status(s.status) as i32,
-        result: s.result.clone(),
-        error: s.error.clone(),
+        result: Outcome::result(s.outcome.as_ref()).to_string(),
+        error: Outcome::error(s.outcome.as_ref()).to_string(),
         turns: s.turns,
         waiting_for: s.waiting_for.clone().unwrap_or_default(),
     }

@@ -1,37 +1,30 @@
 //! `Bash`: runs a shell command in the agent's working directory.
 
-use std::collections::VecDeque;
+mod capture;
+mod process;
+
 use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStderr, ChildStdout, Command};
-use tokio::time::Instant;
 
+use super::context::{ToolContext, ToolOutput, ToolSpec};
 use super::paths::{optional_u64, required_str};
 use super::spool::SpoolWriter;
-use super::tool_process::{self, ToolProcess};
-use super::{ToolContext, ToolOutput, ToolSpec};
+use super::tool_process::ToolProcess;
 use crate::sandbox::Policy;
+use capture::Pipes;
+use process::{Outcome, spawn, supervise};
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
-/// The most characters of output returned to the model.
-const MAX_OUTPUT_CHARS: usize = 30_000;
-/// Bytes kept from the start and from the end of each stream while the command
-/// runs; the middle of a longer stream is only counted. At least
-/// `MAX_OUTPUT_CHARS / 2` characters fit in either half, so whatever is dropped
-/// here would be cut by the final truncation anyway.
-const CAPTURE_BYTES: usize = 64 * 1024;
 /// After the shell exits, how long to wait for background processes it left
 /// behind to close the output pipes before returning without them.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
+pub(super) const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 /// After killing the process group, how long to collect the remaining output.
 const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
-const READ_CHUNK: usize = 16 * 1024;
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -77,13 +70,57 @@ until the agent stops; redirect their output to a file, or the result will not w
     }
 }
 
-pub async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
-    match run_inner(input, ctx).await {
-        Ok(output) | Err(output) => output,
+/// Runs the tool; a refusal or failure is the `Err` the model is told.
+pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let (command, timeout_ms) = preflight(input, ctx).await?;
+    let mut process = spawn(command, ctx)
+        .await
+        .map_err(|e| ToolOutput::error(format!("Failed to start the shell: {e}")))?;
+    let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
+    else {
+        return Err(ToolOutput::error("Failed to capture the command's output."));
+    };
+    let mut pipes = Pipes::new(stdout, stderr, SpoolWriter::create(ctx.spool.as_deref()));
+    let outcome = supervise(
+        &mut process,
+        &mut pipes,
+        Duration::from_millis(timeout_ms),
+        &ctx.cancel,
+    )
+    .await;
+    match outcome {
+        Outcome::Exited(status) => Ok(exited(status, &pipes.render(), ctx)),
+        Outcome::TimedOut => {
+            stop(&mut process, &mut pipes).await;
+            Err(ToolOutput::error(format!(
+                "The command timed out after {timeout_ms} ms and was killed, together with \
+everything it started.\nOutput before the timeout:\n{}",
+                pipes.render()
+            )))
+        }
+        Outcome::Cancelled => {
+            stop(&mut process, &mut pipes).await;
+            Err(ToolOutput::error(format!(
+                "The command was cancelled and killed, together with everything it started.\n\
+Output before cancellation:\n{}",
+                pipes.render()
+            )))
+        }
+        Outcome::WaitFailed(e) => {
+            process.kill();
+            process.reap().await;
+            Err(ToolOutput::error(format!(
+                "Lost track of the command: {e}\n{}",
+                pipes.render()
+            )))
+        }
     }
 }
 
-async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+/// The command and its timeout, once the call and the agent's state allow
+/// running it: a working directory that exists, no cancellation, and a
+/// sandbox that can be enforced.
+async fn preflight<'a>(input: &'a Value, ctx: &ToolContext) -> Result<(&'a str, u64), ToolOutput> {
     let command = required_str(input, "command")?;
     let timeout_ms = match optional_u64(input, "timeout")? {
         None => DEFAULT_TIMEOUT_MS,
@@ -108,7 +145,6 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             "The command was not run: the agent was cancelled.",
         ));
     }
-
     if let Some(policy) = &ctx.sandbox
         && let Some(why) = crate::sandbox::refusal(
             policy.mode,
@@ -121,97 +157,30 @@ async fn run_inner(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolO
             "The command was not run: {why}."
         )));
     }
-    let mut process = spawn(command, ctx)
-        .await
-        .map_err(|e| ToolOutput::error(format!("Failed to start the shell: {e}")))?;
-    let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
-    else {
-        return Err(ToolOutput::error("Failed to capture the command's output."));
-    };
-    let mut pipes = Pipes::new(stdout, stderr, SpoolWriter::create(ctx.spool.as_deref()));
+    Ok((command, timeout_ms))
+}
 
-    let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
-    tokio::pin!(deadline);
-    // Armed once the shell has exited.
-    let drain = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
-    tokio::pin!(drain);
-    let mut status: Option<ExitStatus> = None;
-
-    let outcome = loop {
-        let open = pipes.open();
-        if let (Some(status), false) = (status, open) {
-            break Outcome::Exited(status);
-        }
-        tokio::select! {
-            () = pipes.read_chunk(), if open => {}
-            waited = process.wait(), if status.is_none() => match waited {
-                Ok(exit) => {
-                    status = Some(exit);
-                    drain.as_mut().reset(Instant::now() + DRAIN_AFTER_EXIT);
-                }
-                Err(e) => break Outcome::WaitFailed(e),
-            },
-            () = &mut drain, if status.is_some() => {
-                if let Some(status) = status {
-                    break Outcome::Exited(status);
-                }
-            }
-            () = &mut deadline => match status {
-                Some(status) => break Outcome::Exited(status),
-                None => break Outcome::TimedOut,
-            },
-            () = ctx.cancel.cancelled() => match status {
-                Some(status) => break Outcome::Exited(status),
-                None => break Outcome::Cancelled,
-            },
-        }
-    };
-
-    match outcome {
-        Outcome::Exited(status) => {
-            let output = pipes.render();
-            Ok(match (status.code(), status.signal()) {
-                (Some(0), _) => ToolOutput::ok(output),
-                (Some(code), _) => ToolOutput::error(format!(
-                    "Exit code {code}\n{output}{}",
-                    sandbox_hint(ctx.sandbox.as_ref(), &output)
-                )),
-                (None, Some(signal)) => ToolOutput::error(format!(
-                    "Killed by signal {signal}{}\n{output}",
-                    signal_name(signal)
-                )),
-                (None, None) => ToolOutput::error(format!("Exited abnormally\n{output}")),
-            })
-        }
-        Outcome::TimedOut => {
-            process.kill();
-            pipes.drain_for(DRAIN_AFTER_KILL).await;
-            process.reap().await;
-            Err(ToolOutput::error(format!(
-                "The command timed out after {timeout_ms} ms and was killed, together with \
-everything it started.\nOutput before the timeout:\n{}",
-                pipes.render()
-            )))
-        }
-        Outcome::Cancelled => {
-            process.kill();
-            pipes.drain_for(DRAIN_AFTER_KILL).await;
-            process.reap().await;
-            Err(ToolOutput::error(format!(
-                "The command was cancelled and killed, together with everything it started.\n\
-Output before cancellation:\n{}",
-                pipes.render()
-            )))
-        }
-        Outcome::WaitFailed(e) => {
-            process.kill();
-            process.reap().await;
-            Err(ToolOutput::error(format!(
-                "Lost track of the command: {e}\n{}",
-                pipes.render()
-            )))
-        }
+/// What the model is told of a command that exited by itself.
+fn exited(status: ExitStatus, output: &str, ctx: &ToolContext) -> ToolOutput {
+    match (status.code(), status.signal()) {
+        (Some(0), _) => ToolOutput::ok(output),
+        (Some(code), _) => ToolOutput::error(format!(
+            "Exit code {code}\n{output}{}",
+            sandbox_hint(ctx.sandbox.as_ref(), output)
+        )),
+        (None, Some(signal)) => ToolOutput::error(format!(
+            "Killed by signal {signal}{}\n{output}",
+            signal_name(signal)
+        )),
+        (None, None) => ToolOutput::error(format!("Exited abnormally\n{output}")),
     }
+}
+
+/// Kills the command and all it started, keeping what it wrote meanwhile.
+async fn stop(process: &mut ToolProcess, pipes: &mut Pipes) {
+    process.kill();
+    pipes.drain_for(DRAIN_AFTER_KILL).await;
+    process.reap().await;
 }
 
 /// For a failed command that hit the sandbox: what it allows, so the model
@@ -247,238 +216,24 @@ fn sandbox_hint(policy: Option<&Policy>, output: &str) -> String {
     format!("\n(agentd: {writes}{net}.)")
 }
 
-enum Outcome {
-    Exited(ExitStatus),
-    TimedOut,
-    Cancelled,
-    WaitFailed(std::io::Error),
-}
-
-/// Starts `bash -c command`, or `sh -c command` where bash is not installed,
-/// without the secrets in its environment: confined and in the agent's
-/// process namespace when the agent has a sandbox (`tool_process`), else
-/// in a process group of its own and marked so that whatever it leaves
-/// behind can be reaped (`reap`).
-async fn spawn(command: &str, ctx: &ToolContext) -> std::io::Result<ToolProcess> {
-    let build = |shell: &str| {
-        let mut cmd = Command::new(shell);
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(&ctx.cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for name in &ctx.env.secrets {
-            cmd.env_remove(name);
-        }
-        match &ctx.sandbox {
-            Some(policy) => {
-                for var in ["TMPDIR", "TMP", "TEMP"] {
-                    cmd.env(var, &policy.tmpdir);
-                }
-            }
-            None => {
-                if let Some((name, value)) = &ctx.env.marker {
-                    cmd.env(name, value);
-                }
-            }
-        }
-        cmd
-    };
-    let spawn_with = async |shell: &str| match &ctx.sandbox {
-        Some(policy) => {
-            tool_process::spawn_contained(&ctx.processes, build(shell), &ctx.cwd, policy).await
-        }
-        None => tool_process::spawn_grouped(build(shell)),
-    };
-    match spawn_with("bash").await {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => spawn_with("sh").await,
-        result => result,
-    }
-}
-
 fn signal_name(signal: i32) -> String {
     Signal::try_from(signal)
         .map(|s| format!(" ({})", s.as_str()))
         .unwrap_or_default()
 }
 
-/// The command's stdout and stderr, read concurrently so that neither pipe can
-/// fill up and block the command.
-struct Pipes {
-    stdout: ChildStdout,
-    stderr: ChildStderr,
-    spool: SpoolWriter,
-    out: Capture,
-    err: Capture,
-    out_open: bool,
-    err_open: bool,
-    out_buf: Vec<u8>,
-    err_buf: Vec<u8>,
-}
-
-impl Pipes {
-    fn new(stdout: ChildStdout, stderr: ChildStderr, spool: SpoolWriter) -> Self {
-        Self {
-            stdout,
-            stderr,
-            spool,
-            out: Capture::default(),
-            err: Capture::default(),
-            out_open: true,
-            err_open: true,
-            out_buf: vec![0; READ_CHUNK],
-            err_buf: vec![0; READ_CHUNK],
-        }
-    }
-
-    fn open(&self) -> bool {
-        self.out_open || self.err_open
-    }
-
-    /// Reads one chunk from whichever pipe is ready. Cancel safe: a chunk is
-    /// stored in the same poll that reads it.
-    async fn read_chunk(&mut self) {
-        tokio::select! {
-            read = self.stdout.read(&mut self.out_buf), if self.out_open => match read {
-                Ok(0) | Err(_) => self.out_open = false,
-                Ok(n) => {
-                    self.spool.write(&self.out_buf[..n]);
-                    self.out.push(&self.out_buf[..n]);
-                }
-            },
-            read = self.stderr.read(&mut self.err_buf), if self.err_open => match read {
-                Ok(0) | Err(_) => self.err_open = false,
-                Ok(n) => {
-                    self.spool.write(&self.err_buf[..n]);
-                    self.err.push(&self.err_buf[..n]);
-                }
-            },
-            else => std::future::pending::<()>().await,
-        }
-    }
-
-    /// Reads until both pipes are closed or `limit` has passed.
-    async fn drain_for(&mut self, limit: Duration) {
-        let _ = tokio::time::timeout(limit, async {
-            while self.open() {
-                self.read_chunk().await;
-            }
-        })
-        .await;
-    }
-
-    /// The output for the model: stdout, then stderr, shortened in the middle
-    /// to [`MAX_OUTPUT_CHARS`].
-    fn render(&self) -> String {
-        let (out, out_omitted) = self.out.text();
-        let (err, err_omitted) = self.err.text();
-        let out = out.trim_end_matches(['\n', '\r']);
-        let err = err.trim_end_matches(['\n', '\r']);
-        let combined = match (out.is_empty(), err.is_empty()) {
-            (true, true) => String::new(),
-            (false, true) => out.to_string(),
-            (true, false) => err.to_string(),
-            (false, false) => format!("{out}\n[stderr]\n{err}"),
-        };
-        let text = truncate_middle(&combined, MAX_OUTPUT_CHARS, out_omitted + err_omitted);
-        if text.is_empty() {
-            "(no output)".to_string()
-        } else {
-            text
-        }
-    }
-}
-
-/// One output stream: its first and last [`CAPTURE_BYTES`] bytes and how many
-/// characters were dropped between them.
-#[derive(Default)]
-struct Capture {
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-    omitted_chars: usize,
-}
-
-/// Whether `byte` starts a UTF-8 character (is not a continuation byte).
-fn starts_char(byte: u8) -> bool {
-    byte & 0xC0 != 0x80
-}
-
-impl Capture {
-    fn push(&mut self, mut data: &[u8]) {
-        if self.head.len() < CAPTURE_BYTES {
-            let n = (CAPTURE_BYTES - self.head.len()).min(data.len());
-            self.head.extend_from_slice(&data[..n]);
-            data = &data[n..];
-        }
-        if data.is_empty() {
-            return;
-        }
-        if data.len() >= CAPTURE_BYTES {
-            self.omitted_chars += self.tail.iter().filter(|b| starts_char(**b)).count();
-            self.tail.clear();
-            let (dropped, kept) = data.split_at(data.len() - CAPTURE_BYTES);
-            self.omitted_chars += dropped.iter().filter(|b| starts_char(**b)).count();
-            data = kept;
-        }
-        self.tail.extend(data);
-        if self.tail.len() > CAPTURE_BYTES {
-            let excess = self.tail.len() - CAPTURE_BYTES;
-            self.omitted_chars += self
-                .tail
-                .drain(..excess)
-                .filter(|b| starts_char(*b))
-                .count();
-        }
-    }
-
-    /// The captured text (head and tail joined) and the number of characters
-    /// omitted between them.
-    fn text(&self) -> (String, usize) {
-        let mut bytes = self.head.clone();
-        bytes.extend(self.tail.iter());
-        (
-            String::from_utf8_lossy(&bytes).into_owned(),
-            self.omitted_chars,
-        )
-    }
-}
-
-/// Shortens `text` to `max_chars` by keeping its beginning and end, with a
-/// marker giving the number of characters left out (plus `already_omitted`,
-/// characters dropped earlier).
-fn truncate_middle(text: &str, max_chars: usize, already_omitted: usize) -> String {
-    let total = text.chars().count();
-    if total <= max_chars {
-        if already_omitted == 0 {
-            return text.to_string();
-        }
-        return format!("{text}\n\n[... {already_omitted} characters omitted ...]");
-    }
-    let keep_head = max_chars / 2;
-    let keep_tail = max_chars - keep_head;
-    let head_end = text
-        .char_indices()
-        .nth(keep_head)
-        .map_or(text.len(), |(i, _)| i);
-    let tail_start = text
-        .char_indices()
-        .nth(total - keep_tail)
-        .map_or(text.len(), |(i, _)| i);
-    let omitted = total - max_chars + already_omitted;
-    format!(
-        "{}\n\n[... {omitted} characters omitted ...]\n\n{}",
-        &text[..head_end],
-        &text[tail_start..]
-    )
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::capture::{CAPTURE_BYTES, Capture, MAX_OUTPUT_CHARS, truncate_middle};
     use super::*;
     use std::path::Path;
     use tokio_util::sync::CancellationToken;
+
+    /// The tool's answer as the model gets it.
+    async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::either(super::run(input, ctx).await)
+    }
 
     fn ctx(dir: &Path) -> ToolContext {
         ToolContext::new(dir.to_path_buf(), CancellationToken::new())

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::{FrontMatterError, Split, repo_root, split};
 use crate::domain::{Isolation, PermissionMode, SandboxMode, ToolName};
 
 /// The type used when `subagent_type` is omitted.
@@ -147,14 +148,14 @@ pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
 /// Parses a type file written in `dialect`.
 pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<AgentType, String> {
     let where_ = path.display();
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or_else(|| format!("{where_}: must start with a '---' line and YAML front matter"))?;
-    let end = rest
-        .find("\n---")
-        .ok_or_else(|| format!("{where_}: the front matter has no closing '---' line"))?;
-    let (yaml, body) = (&rest[..end], &rest[end + 4..]);
+    let Split { yaml, body } = split(text).map_err(|e| match e {
+        FrontMatterError::NoOpening => {
+            format!("{where_}: must start with a '---' line and YAML front matter")
+        }
+        FrontMatterError::NoClosing => {
+            format!("{where_}: the front matter has no closing '---' line")
+        }
+    })?;
     let body = body.trim_start_matches(['\r', '\n']).trim_end();
     let fm: FrontMatter =
         serde_norway::from_str(yaml).map_err(|e| format!("{where_}: invalid front matter: {e}"))?;
@@ -243,15 +244,6 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
         sandbox,
         instructions: body.to_string(),
     })
-}
-
-/// The repository root above `cwd` (the nearest directory holding `.git`),
-/// else `cwd`.
-fn repo_root(cwd: &Path) -> PathBuf {
-    cwd.ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(cwd)
-        .to_path_buf()
 }
 
 /// The most bytes of one type file (as for fork profiles).

@@ -4,10 +4,11 @@
 //! stored with the fork, so a later change to the file changes nothing for
 //! it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 
+use super::{FrontMatterError, Split, repo_root, split};
 use crate::domain::{ToolName, parse_tool_allowlist};
 use crate::error::quote;
 
@@ -51,15 +52,6 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// The repository root above `cwd` (the nearest directory holding `.git`),
-/// else `cwd`.
-fn repo_root(cwd: &Path) -> PathBuf {
-    cwd.ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(cwd)
-        .to_path_buf()
-}
-
 /// Loads the profile `name` for a fork working in `cwd`.
 pub fn load(name: &str, cwd: &Path) -> Result<ForkProfile, String> {
     validate_name(name)?;
@@ -98,16 +90,14 @@ pub fn load(name: &str, cwd: &Path) -> Result<ForkProfile, String> {
 /// Parses a profile's text: YAML front matter and nothing else.
 pub fn parse(name: &str, path: &Path, text: &str) -> Result<ForkProfile, String> {
     let shown = path.display();
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or_else(|| {
+    let Split { yaml, body } = split(text).map_err(|e| match e {
+        FrontMatterError::NoOpening => {
             format!("fork profile {shown} must start with a '---' line and YAML front matter")
-        })?;
-    let end = rest.find("\n---").ok_or_else(|| {
-        format!("fork profile {shown}: the front matter has no closing '---' line")
+        }
+        FrontMatterError::NoClosing => {
+            format!("fork profile {shown}: the front matter has no closing '---' line")
+        }
     })?;
-    let (yaml, body) = (&rest[..end], &rest[end + 4..]);
     if !body.trim().is_empty() {
         return Err(format!(
             "fork profile {shown} has text after its front matter; a profile is front matter only (name, tools, promptHint)"
@@ -144,6 +134,8 @@ pub fn parse(name: &str, path: &Path, text: &str) -> Result<ForkProfile, String>
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     fn repo() -> (tempfile::TempDir, PathBuf) {

@@ -1,0 +1,200 @@
+//! What clients ask for, parsed into the supervisor's requests. Every
+//! field is checked here, once: absent strings become `None`, numbers that
+//! mean "the default" become `None`, names and models are parsed, and
+//! combinations that cannot be are refused before the supervisor sees them.
+
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+
+use agentd_shared::proto as pb;
+
+use super::{isolation_from_wire, permission_mode_from_wire, sandbox_from_wire};
+use crate::domain::text::{non_blank, quote};
+use crate::domain::{AgentName, ForkTools, ForkTurns, Isolation};
+use crate::error::AgentdError;
+use crate::model::ModelSpec;
+use crate::supervisor::{ForkRequest, NewAgent};
+
+/// `CreateAgent`'s request.
+pub fn new_agent(r: pb::CreateAgentRequest) -> Result<NewAgent, AgentdError> {
+    let permission_mode = permission_mode_from_wire(r.permission_mode)?;
+    let isolation = isolation_from_wire(r.isolation)?;
+    let sandbox = sandbox_from_wire(r.sandbox)?;
+    if r.idle {
+        if !r.prompt.is_empty() {
+            return Err(AgentdError::invalid(
+                "an idle agent has no prompt: its first message comes with SendMessage",
+            ));
+        }
+        if isolation == Isolation::Worktree {
+            return Err(AgentdError::not_yet("idle agents in a worktree"));
+        }
+    }
+    let name = agent_name(&r.name)?;
+    if !r.subagent_type.is_empty() {
+        return Err(AgentdError::not_yet("subagent types for top-level agents"));
+    }
+    Ok(NewAgent {
+        cwd: cwd(&r.cwd)?,
+        base: base(&r.base, isolation)?,
+        model: model(&r.model)?,
+        prompt: r.prompt,
+        name,
+        description: non_blank(&r.description),
+        background: r.background,
+        permission_mode,
+        max_turns: NonZeroU32::new(r.max_turns),
+        isolation,
+        working_dir: None,
+        parent_tool_use_id: String::new(),
+        sandbox,
+        no_network: r.no_network,
+        idle: r.idle,
+    })
+}
+
+/// `ForkAgent`'s request: who to fork (as the client named it) and how.
+pub fn fork_request(r: pb::ForkAgentRequest) -> Result<(String, ForkRequest), AgentdError> {
+    let isolation = isolation_from_wire(r.isolation)?;
+    let name = agent_name(&r.name)?;
+    let fork = ForkRequest {
+        base: base(&r.base, isolation)?,
+        fork_turns: ForkTurns::parse(&r.fork_turns).map_err(AgentdError::invalid)?,
+        tools: ForkTools::parse(
+            r.fork_tools.as_ref().map(|t| t.names.as_slice()),
+            &r.fork_profile,
+        )
+        .map_err(AgentdError::invalid)?,
+        directive: r.directive,
+        name,
+        description: non_blank(&r.description),
+        isolation,
+        background: r.background,
+    };
+    Ok((r.parent_id, fork))
+}
+
+fn agent_name(name: &str) -> Result<Option<AgentName>, AgentdError> {
+    AgentName::parse_optional(name).map_err(AgentdError::invalid)
+}
+
+/// The agent's directory: required, and absolute (whether it exists is
+/// the supervisor's to find out).
+fn cwd(cwd: &str) -> Result<PathBuf, AgentdError> {
+    if cwd.is_empty() {
+        return Err(AgentdError::invalid(
+            "cwd is required (an absolute directory)",
+        ));
+    }
+    let path = PathBuf::from(cwd);
+    if !path.is_absolute() {
+        return Err(AgentdError::invalid(format!(
+            "cwd '{}' is not an absolute path",
+            quote(cwd)
+        )));
+    }
+    Ok(path)
+}
+
+/// What a worktree branches from: only with worktree isolation.
+fn base(base: &str, isolation: Isolation) -> Result<Option<String>, AgentdError> {
+    if base.trim().is_empty() {
+        return Ok(None);
+    }
+    if isolation != Isolation::Worktree {
+        return Err(AgentdError::invalid(
+            "a base applies only to worktree isolation (--worktree)",
+        ));
+    }
+    Ok(Some(base.to_string()))
+}
+
+/// A model spec; blank means the configured default.
+fn model(model: &str) -> Result<Option<ModelSpec>, AgentdError> {
+    match model.trim() {
+        "" => Ok(None),
+        spec => Ok(Some(ModelSpec::parse(spec)?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(f: impl FnOnce(&mut pb::CreateAgentRequest)) -> Result<NewAgent, AgentdError> {
+        let mut r = pb::CreateAgentRequest {
+            prompt: "hello".into(),
+            cwd: "/".into(),
+            ..Default::default()
+        };
+        f(&mut r);
+        new_agent(r)
+    }
+
+    #[test]
+    fn absent_strings_and_zeroes_are_none() {
+        let req = create(|_| {}).unwrap();
+        assert_eq!(req.model, None);
+        assert_eq!(req.name, None);
+        assert_eq!(req.description, None);
+        assert_eq!(req.base, None);
+        assert_eq!(req.max_turns, None);
+        assert_eq!(req.cwd, PathBuf::from("/"));
+        let req = create(|r| {
+            r.model = " scripted:x.json ".into();
+            r.description = "  two words ".into();
+            r.max_turns = 7;
+        })
+        .unwrap();
+        assert_eq!(req.model.unwrap().to_string(), "scripted:x.json");
+        assert_eq!(req.description.as_deref(), Some("two words"));
+        assert_eq!(req.max_turns.map(NonZeroU32::get), Some(7));
+    }
+
+    #[test]
+    fn bad_fields_are_refused_at_the_edge() {
+        let invalid = |r: Result<NewAgent, AgentdError>| matches!(r, Err(AgentdError::Invalid(_)));
+        assert!(invalid(create(|r| r.cwd.clear())));
+        assert!(invalid(create(|r| r.cwd = "rel/dir".into())));
+        assert!(invalid(create(|r| r.name = "cafe".into())));
+        assert!(invalid(create(|r| r.model = "nope".into())));
+        assert!(invalid(create(|r| r.base = "main".into())));
+        assert!(invalid(create(|r| r.idle = true)));
+        assert!(matches!(
+            create(|r| r.subagent_type = "explore".into()),
+            Err(AgentdError::NotYet(_))
+        ));
+        let long = format!("/{}", "a".repeat(100_000));
+        let err = create(|r| r.model = long.clone())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.len() < 400, "quotes only a prefix: {} bytes", err.len());
+    }
+
+    #[test]
+    fn fork_tools_and_profile_exclude_each_other() {
+        let fork = |tools: Option<Vec<&str>>, profile: &str| {
+            fork_request(pb::ForkAgentRequest {
+                directive: "go".into(),
+                fork_tools: tools.map(|t| pb::ToolList {
+                    names: t.into_iter().map(String::from).collect(),
+                }),
+                fork_profile: profile.into(),
+                ..Default::default()
+            })
+            .map(|(_, f)| f.tools)
+        };
+        assert_eq!(fork(None, "").unwrap(), ForkTools::Parent);
+        assert_eq!(
+            fork(None, "review").unwrap(),
+            ForkTools::Profile("review".into())
+        );
+        assert!(matches!(
+            fork(Some(vec!["Read"]), "").unwrap(),
+            ForkTools::Only(_)
+        ));
+        assert!(fork(Some(vec!["Read"]), "review").is_err());
+        assert!(fork(Some(vec!["*"]), "").is_err());
+    }
+}
