@@ -13,6 +13,7 @@ pub mod disk;
 pub mod forking;
 pub mod gitrepo;
 pub mod mock;
+pub mod root;
 pub mod script;
 pub mod torture;
 

@@ -354,22 +354,23 @@ fn attach_in_terminal(env: &Env, id: &str, keys: &[(u64, &[u8])]) -> agentd_e2e:
     in_terminal(env, &format!("attach {id}"), keys)
 }
 
-fn have_script() -> bool {
-    let ok = std::process::Command::new("script")
+/// The terminal tests need util-linux `script` (a pseudo-terminal); like the
+/// other tools the suite needs, it is not skipped when missing.
+fn require_script() {
+    if std::process::Command::new("script")
         .arg("--version")
         .output()
-        .is_ok();
-    if !ok {
-        println!("skipped: util-linux `script` (a pseudo-terminal for the test) is not installed");
+        .is_err()
+    {
+        panic!(
+            "util-linux `script` (a pseudo-terminal for the test) is not installed: scripts/test-deps installs it (apt-get install bsdutils)"
+        );
     }
-    ok
 }
 
 #[test]
 fn a_foreground_run_in_a_terminal_follows_the_same_keys_as_attach() {
-    if !have_script() {
-        return;
-    }
+    require_script();
     let mock = MockServer::start();
     let env = world(&mock);
     let _daemon = env.start_daemon();
@@ -423,9 +424,7 @@ fn a_foreground_run_in_a_terminal_follows_the_same_keys_as_attach() {
 
 #[test]
 fn terminal_attach_backgrounds_detaches_cancels_and_answers_with_keys() {
-    if !have_script() {
-        return;
-    }
+    require_script();
     let mock = MockServer::start();
     let env = world(&mock);
     let _daemon = env.start_daemon();

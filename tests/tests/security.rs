@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use agentd_e2e::Env;
 use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
+use agentd_e2e::root::skip_unless_root;
 
 fn mode(p: &std::path::Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
@@ -96,8 +97,7 @@ fn a_world_readable_data_directory_is_made_private() {
 
 #[test]
 fn a_data_directory_of_another_user_is_refused() {
-    if !nix::unistd::getuid().is_root() {
-        println!("skipped: making a directory of another uid needs root");
+    if skip_unless_root("making a directory of another uid") {
         return;
     }
     let env = Env::new();
