@@ -16,8 +16,7 @@ fn mode(p: &std::path::Path) -> u32 {
 #[test]
 fn tools_never_see_provider_keys_or_configured_secrets() {
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     env.set_daemon_env("MY_DEPLOY_TOKEN", "deploy-secret-4242");
     env.set_daemon_env("HARMLESS_SETTING", "visible-value");
     env.write_config("[secrets]\nenv = [\"MY_DEPLOY_TOKEN\"]\n");
@@ -32,20 +31,13 @@ fn tools_never_see_provider_keys_or_configured_secrets() {
     mock.enqueue(Reply::Message(MockMessage::text("done")));
     // Unconfined, so that $PPID is the daemon itself (a sandboxed command
     // does not even see the daemon's process: it runs in a PID namespace).
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--sandbox",
-            "off",
-            "--model",
-            "anthropic:claude-test",
-            "print env",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&[
+        "--sandbox",
+        "off",
+        "--model",
+        "anthropic:claude-test",
+        "print env",
+    ]);
     env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
     let log = env
         .ctl(&["log", &id, "--json"])
@@ -116,8 +108,7 @@ fn a_data_directory_of_another_user_is_refused() {
 #[test]
 fn what_the_daemon_makes_later_is_private_and_what_it_makes_for_the_person_is_not() {
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     let daemon = env.start_daemon();
     mock.enqueue(Reply::Message(MockMessage::text("Writing.").with(
         Block::tool(
