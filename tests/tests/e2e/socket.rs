@@ -200,7 +200,7 @@ fn a_client_of_another_uid_is_refused_by_the_peer_check() {
     raw.args([
         "--ignored",
         "--exact",
-        "raw_client_as_another_uid",
+        "socket::raw_client_as_another_uid",
         "--nocapture",
     ])
     .env("AGENTD_RAW_CLIENT_SOCKET", env.socket())

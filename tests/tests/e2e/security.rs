@@ -137,11 +137,16 @@ fn what_the_daemon_makes_later_is_private_and_what_it_makes_for_the_person_is_no
         }
     }
     assert!(seen > 3, "the store has files");
-    // The person's files get the person's mask, as their editor would.
-    let person = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
-    nix::sys::stat::umask(person);
-    let want_file = 0o666 & !person.bits();
-    let want_dir = 0o777 & !person.bits();
+    // The person's files get the person's mask, as their editor would. It
+    // is read, not set and restored: umask(2) is the whole test process's.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let person = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .map(|m| u32::from_str_radix(m.trim(), 8).unwrap())
+        .expect("Umask in /proc/self/status (Linux 4.7+)");
+    let want_file = 0o666 & !person;
+    let want_dir = 0o777 & !person;
     let project = env.project();
     assert_eq!(mode(&project.join("notes/new.txt")), want_file);
     assert_eq!(mode(&project.join("notes")), want_dir);
