@@ -1,5 +1,5 @@
 // Drives `agentctl acp` with the official ACP TypeScript SDK, as an editor
-// would, and prints what it sees as JSON lines for tests/tests/acp.rs.
+// would, and prints what it sees as JSON lines for tests/tests/e2e/acp.rs.
 //
 //   node client.mjs <agentctl> first  <cwd>          initialize, new, three prompts
 //   node client.mjs <agentctl> second <cwd> <id>     list, load (the replay)

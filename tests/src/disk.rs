@@ -1,5 +1,5 @@
-//! A small disk to fill: a tmpfs (root only), for disk-full tests and the
-//! torture run.
+//! A small disk to fill: a tmpfs (root only, see [`crate::root`]), for
+//! disk-full tests and the torture run.
 
 // Test infrastructure: a failure here is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -14,8 +14,7 @@ pub struct SmallDisk {
 
 impl SmallDisk {
     pub fn mount(at: &Path, mib: u64) -> Option<SmallDisk> {
-        if !nix::unistd::getuid().is_root() {
-            println!("skipped: mounting a tmpfs needs root");
+        if crate::root::skip_unless_root("mounting a tmpfs") {
             return None;
         }
         std::fs::create_dir_all(at).unwrap();
@@ -31,10 +30,10 @@ impl SmallDisk {
             .output()
             .unwrap();
         if !out.status.success() {
-            println!(
-                "skipped: cannot mount a tmpfs here: {}",
+            crate::root::skip(&format!(
+                "cannot mount a tmpfs here: {}",
                 String::from_utf8_lossy(&out.stderr)
-            );
+            ));
             return None;
         }
         Some(SmallDisk {

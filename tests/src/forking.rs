@@ -3,8 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::Env;
-use crate::mock::{Block, RecordedRequest, text_of};
+use crate::mock::{Block, RecordedRequest, last_text, text_of};
 
 /// The constant result every fork sees for its parent's tool calls.
 pub const PLACEHOLDER: &str = "Fork started — processing in background";
@@ -12,8 +11,6 @@ pub const PLACEHOLDER: &str = "Fork started — processing in background";
 pub const TAG: &str = "<fork-boilerplate>";
 /// The breakpoint marker the daemon splices in (5-minute TTL).
 pub const MARKER: &str = r#","cache_control":{"type":"ephemeral"}"#;
-/// How a delivered task notification begins.
-pub const NOTE: &str = "<task-notification>\n<task-id>";
 
 /// An `Agent` call forking with `directive` (also its description), with
 /// `extra` arguments merged in.
@@ -22,24 +19,11 @@ pub fn fork_call_with(directive: &str, extra: Value) -> Block {
     if let (Some(map), Value::Object(more)) = (input.as_object_mut(), extra) {
         map.extend(more);
     }
-    Block::ToolUse {
-        id: String::new(),
-        name: "Agent".into(),
-        input,
-    }
+    Block::agent("", input)
 }
 
 pub fn fork_call(directive: &str) -> Block {
     fork_call_with(directive, json!({}))
-}
-
-/// The text of a request's newest message.
-pub fn last_text(r: &RecordedRequest) -> String {
-    r.json["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .map(|m| text_of(&m["content"]))
-        .unwrap_or_default()
 }
 
 /// A fork's first request, whose own message carries `directive`.
@@ -63,33 +47,4 @@ pub fn is_request_of_fork(r: &RecordedRequest, directive: &str) -> bool {
 /// The body with every cache breakpoint taken out.
 pub fn stripped(r: &RecordedRequest) -> String {
     r.body_text().replace(MARKER, "")
-}
-
-/// Every agent, as `agentctl list --all --json` prints them.
-pub fn agents(env: &Env) -> Vec<Value> {
-    env.ctl(&["list", "--all", "--json"])
-        .expect_code(0)
-        .json()
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// An agent's transcript, as `agentctl log --json` prints it.
-pub fn transcript(env: &Env, id: &str) -> Vec<Value> {
-    env.ctl(&["log", id, "--json"])
-        .expect_code(0)
-        .json()
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// The text of every entry, one after another.
-pub fn all_text(entries: &[Value]) -> String {
-    entries
-        .iter()
-        .map(|e| text_of(&e["content"]))
-        .collect::<Vec<_>>()
-        .join("\n")
 }

@@ -13,8 +13,16 @@ pub mod disk;
 pub mod forking;
 pub mod gitrepo;
 pub mod mock;
+pub mod parent;
+pub mod root;
 pub mod script;
 pub mod torture;
+
+use mock::{MockServer, text_of};
+
+/// Quick retries, so that a test of a fault takes milliseconds, not minutes.
+pub const FAST_RETRY: &str =
+    "[retry]\nmax_attempts = 3\ninitial_backoff_ms = 20\nmax_backoff_ms = 100\n";
 
 /// The generated client of the agent service.
 pub type ApiClient =
@@ -82,6 +90,13 @@ impl Env {
         };
         std::fs::create_dir_all(env.project()).expect("project dir");
         std::fs::create_dir_all(env.home()).expect("home dir");
+        env
+    }
+
+    /// A world whose model providers are `mock` (see [`Env::use_mock`]).
+    pub fn with_mock(mock: &MockServer) -> Env {
+        let env = Env::new();
+        env.use_mock(&mock.url());
         env
     }
 
@@ -156,22 +171,58 @@ impl Env {
         Out::from(self.ctl_command(&full).output().expect("run agentctl"))
     }
 
+    /// `agentctl run --background ARGS`, which must succeed: the new
+    /// agent's id.
+    #[track_caller]
+    pub fn start_agent(&self, args: &[&str]) -> String {
+        let mut full = vec!["run", "--background"];
+        full.extend_from_slice(args);
+        self.ctl(&full).expect_code(0).stdout.trim().to_string()
+    }
+
+    /// `agentctl run --background --model MODEL FLAGS… work`: the new
+    /// agent's id. For `scripted:` models, which do not read the prompt.
+    #[track_caller]
+    pub fn start_model(&self, model: &str, flags: &[&str]) -> String {
+        let mut args = vec!["--model", model];
+        args.extend_from_slice(flags);
+        args.push("work");
+        self.start_agent(&args)
+    }
+
     /// `agentctl run --background --model MODEL --name NAME PROMPT`: the
     /// new agent's id.
+    #[track_caller]
     pub fn run_background(&self, model: &str, name: &str, prompt: &str) -> String {
-        self.ctl(&[
-            "run",
-            "--background",
-            "--model",
-            model,
-            "--name",
-            name,
-            prompt,
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string()
+        self.start_agent(&["--model", model, "--name", name, prompt])
+    }
+
+    /// One agent, as `agentctl show --json` prints it.
+    #[track_caller]
+    pub fn show(&self, id: &str) -> Value {
+        self.ctl(&["show", id, "--json"]).expect_code(0).json()
+    }
+
+    /// Every agent, as `agentctl list --all --json` prints them.
+    #[track_caller]
+    pub fn agents(&self) -> Vec<Value> {
+        self.ctl(&["list", "--all", "--json"])
+            .expect_code(0)
+            .json()
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// An agent's transcript, as `agentctl log --json` prints it.
+    #[track_caller]
+    pub fn transcript(&self, id: &str) -> Vec<Value> {
+        self.ctl(&["log", id, "--json"])
+            .expect_code(0)
+            .json()
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Sets an environment variable for daemons started from now on.
@@ -361,6 +412,39 @@ impl Default for Env {
     fn default() -> Self {
         Env::new()
     }
+}
+
+/// The text of every transcript entry, one after another.
+pub fn all_text(entries: &[Value]) -> String {
+    entries
+        .iter()
+        .map(|e| text_of(&e["content"]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The tool results among `messages` (transcript entries, or the messages
+/// of a request the mock received), in order: whether each is an error,
+/// and its text.
+pub fn tool_results(messages: &[Value]) -> Vec<(bool, String)> {
+    messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| (b["is_error"] == true, text_of(&b["content"])))
+        .collect()
+}
+
+/// The names in a directory, sorted (for asserting what a test's attacker
+/// managed to leave there).
+pub fn dir_names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// Polls `ok` until it holds; fails the test after `limit`, naming `what`.

@@ -21,3 +21,13 @@ pub fn delayed(delay_ms: u64, content: Vec<Value>) -> Value {
 pub fn script(turns: Vec<Value>) -> Value {
     json!({"turns": turns})
 }
+
+/// A model running each command as one Bash call, then saying "done".
+pub fn bash_each(commands: &[String]) -> Value {
+    let mut turns: Vec<Value> = commands
+        .iter()
+        .map(|c| turn(vec![tool("Bash", json!({"command": c}))]))
+        .collect();
+    turns.push(turn(vec![text("done")]));
+    script(turns)
+}

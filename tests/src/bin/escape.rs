@@ -1,5 +1,5 @@
 //! `escape`: attacks a hostile tool makes on the sandbox, as a program the
-//! end-to-end tests run in an agent's Bash (`tests/tests/sandbox.rs`).
+//! end-to-end tests run in an agent's Bash (`tests/tests/e2e/sandbox.rs`).
 //!
 //! - `io-uring-connect SOCKET`: makes and connects a Unix-domain socket with
 //!   io_uring (`IORING_OP_SOCKET`, `IORING_OP_CONNECT`), which a seccomp

@@ -40,6 +40,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// A model to name for the mock (`--model`, `default_model`): Anthropic's
+/// API, which the mock answers whatever the model.
+pub const MODEL: &str = "anthropic:claude-test";
+
 /// Which API a request was addressed to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Api {
@@ -93,6 +97,14 @@ pub fn text_of(content: &Value) -> String {
 /// on it (`mock.when(|r| prompt_of(r).starts_with("CHILD"), …)`).
 pub fn prompt_of(r: &RecordedRequest) -> String {
     text_of(&r.json["messages"][0]["content"])
+}
+
+/// The text of a request's newest message.
+pub fn last_text(r: &RecordedRequest) -> String {
+    r.messages()
+        .last()
+        .map(|m| text_of(&m["content"]))
+        .unwrap_or_default()
 }
 
 /// How many messages a request carries.
@@ -151,6 +163,16 @@ impl RecordedRequest {
         self.json.get("model").and_then(Value::as_str)
     }
 
+    /// The names of the tools the request offers the model, in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.json["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect()
+    }
+
     /// The `messages` array (empty if absent).
     pub fn messages(&self) -> &[Value] {
         self.json
@@ -197,6 +219,12 @@ impl Block {
     /// A Bash tool call running `command`.
     pub fn bash(id: impl Into<String>, command: impl Into<String>) -> Block {
         Block::tool(id, "Bash", serde_json::json!({"command": command.into()}))
+    }
+
+    /// An `Agent` tool call: a subagent or, with `"subagent_type": "fork"`,
+    /// a fork.
+    pub fn agent(id: impl Into<String>, input: Value) -> Block {
+        Block::tool(id, "Agent", input)
     }
 
     pub fn thinking(thinking: impl Into<String>, signature: impl Into<String>) -> Block {

@@ -14,11 +14,13 @@
 
 use std::time::Duration;
 
-use agentd_e2e::forking::{NOTE, all_text, fork_call, is_fork_of, transcript};
+use agentd_e2e::all_text;
+use agentd_e2e::forking::{fork_call, is_fork_of};
 use agentd_e2e::mock::cache::anthropic_blocks;
 use agentd_e2e::mock::{
     MockMessage, MockServer, RecordedRequest, Reply, n_messages, prompt_of, text_of,
 };
+use agentd_e2e::parent::NOTE;
 use agentd_e2e::{Env, wait_until};
 use agentd_shared::proto as pb;
 use serde_json::json;
@@ -135,7 +137,7 @@ fn fan_out(n: usize, file_bytes: usize) -> Run {
         .trim()
         .to_string();
     wait_until("every fork reports", Duration::from_secs(300), || {
-        all_text(&transcript(&env, &parent)).matches(NOTE).count() == n
+        all_text(&env.transcript(&parent)).matches(NOTE).count() == n
     });
     let reqs = mock.requests();
     let fanning = reqs

@@ -7,6 +7,7 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 
 use agentd_e2e::Env;
+use agentd_e2e::root::skip_unless_root;
 
 #[test]
 fn socket_is_0600_in_a_0700_directory() {
@@ -137,17 +138,6 @@ fn agentctl_autostarts_the_daemon_with_the_same_socket_and_data_dir() {
     assert!(env.data_dir().join("agentd.log").exists());
 }
 
-fn skip_unless_root(what: &str) -> bool {
-    if nix::unistd::getuid().is_root() {
-        return false;
-    }
-    println!(
-        "skipped: {what} needs root, and this test runs as uid {}",
-        nix::unistd::getuid()
-    );
-    true
-}
-
 /// Not a test on its own: run as another user by
 /// `a_client_of_another_uid_is_refused_by_the_peer_check`, it calls the
 /// daemon with a bare gRPC client that skips agentctl's own socket checks,
@@ -210,7 +200,7 @@ fn a_client_of_another_uid_is_refused_by_the_peer_check() {
     raw.args([
         "--ignored",
         "--exact",
-        "raw_client_as_another_uid",
+        "socket::raw_client_as_another_uid",
         "--nocapture",
     ])
     .env("AGENTD_RAW_CLIENT_SOCKET", env.socket())

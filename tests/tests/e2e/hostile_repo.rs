@@ -6,18 +6,16 @@
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use agentd_e2e::Env;
 use agentd_e2e::gitrepo::{git, init_repo};
-use agentd_e2e::mock::{MockMessage, MockServer, RecordedRequest, Reply, n_messages, prompt_of};
+use agentd_e2e::mock::{MODEL, MockMessage, MockServer, Reply, n_messages, prompt_of};
+use agentd_e2e::parent::is_parent;
+use agentd_e2e::{Env, dir_names, tool_results};
 use serde_json::{Value, json};
 
-const MODEL: &str = "anthropic:claude-test";
-
 fn world(mock: &MockServer) -> (Env, PathBuf, PathBuf) {
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(mock);
     env.write_config("[retry]\nmax_attempts = 2\ninitial_backoff_ms = 20\nmax_backoff_ms = 100\n");
     let repo = env.project().canonicalize().unwrap();
     init_repo(&repo);
@@ -30,15 +28,13 @@ fn world(mock: &MockServer) -> (Env, PathBuf, PathBuf) {
 /// A parent agent (prompt "PARENT …") that answers with each of `calls`
 /// in turn (one tool call per turn), then "ok".
 fn parent_does(mock: &MockServer, calls: Vec<(&'static str, Value)>) {
-    let n = calls.len();
     for (i, (name, input)) in calls.into_iter().enumerate() {
         mock.when(
-            move |r| prompt_of(r).starts_with("PARENT") && n_messages(r) == 2 * i + 1,
+            move |r| is_parent(r) && n_messages(r) == 2 * i + 1,
             Reply::Message(MockMessage::tool(format!("call-{i}"), name, input)),
         );
     }
-    let _ = n;
-    mock.when(|r| prompt_of(r).starts_with("PARENT"), Reply::text("ok"));
+    mock.when(is_parent, Reply::text("ok"));
     mock.when(
         |r| prompt_of(r).contains("CHILD"),
         Reply::text("child done"),
@@ -47,39 +43,18 @@ fn parent_does(mock: &MockServer, calls: Vec<(&'static str, Value)>) {
 
 /// The tool results the parent's last request carried back, in order.
 fn parent_results(mock: &MockServer) -> Vec<(bool, String)> {
-    let last: RecordedRequest = mock
+    let last = mock
         .requests()
         .into_iter()
-        .filter(|r| prompt_of(r).starts_with("PARENT"))
+        .filter(is_parent)
         .max_by_key(n_messages)
         .unwrap();
-    let mut out = Vec::new();
-    for m in last.json["messages"].as_array().unwrap() {
-        for b in m["content"].as_array().into_iter().flatten() {
-            if b["type"] == "tool_result" {
-                out.push((
-                    b["is_error"] == true,
-                    agentd_e2e::mock::text_of(&b["content"]),
-                ));
-            }
-        }
-    }
-    out
+    tool_results(last.messages())
 }
 
 fn run_parent(env: &Env) {
     env.ctl(&["run", "--model", MODEL, "PARENT go"])
         .expect_code(0);
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]
@@ -111,9 +86,9 @@ fn a_confined_agent_cannot_send_a_childs_worktree_through_a_planted_link() {
         "the child is refused: {results:?}"
     );
     assert!(
-        entries(&outside).is_empty(),
+        dir_names(&outside).is_empty(),
         "nothing was checked out through the link: {:?}",
-        entries(&outside)
+        dir_names(&outside)
     );
 }
 
@@ -168,7 +143,7 @@ fn a_cloned_repository_with_a_committed_link_gets_no_worktree_through_it() {
     let out = env.ctl(&["run", "--worktree", "--model", MODEL, "go"]);
     out.expect_code(1);
     assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
-    assert!(entries(&outside).is_empty(), "{:?}", entries(&outside));
+    assert!(dir_names(&outside).is_empty(), "{:?}", dir_names(&outside));
 }
 
 #[test]
@@ -212,12 +187,7 @@ fn agent_type_files_that_are_endless_huge_or_fifos_are_skipped_unread() {
             ),
         ],
     );
-    let id = env
-        .ctl(&["run", "--background", "--model", MODEL, "PARENT go"])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", MODEL, "PARENT go"]);
     env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
     let results = parent_results(&mock);
     assert!(
@@ -249,12 +219,7 @@ fn read_and_grep_refuse_a_fifo_and_the_daemon_still_stops() {
             ("Grep", json!({"pattern": "x", "path": "pipe"})),
         ],
     );
-    let id = env
-        .ctl(&["run", "--background", "--model", MODEL, "PARENT go"])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", MODEL, "PARENT go"]);
     env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
     let results = parent_results(&mock);
     assert!(
@@ -294,7 +259,7 @@ fn a_worktree_agent_that_plants_a_repository_for_the_persons_git_is_undone_at_it
         .trim()
         .to_string();
     env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
-    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let shown = env.show(&id);
     let tree = PathBuf::from(shown["worktree"]["path"].as_str().unwrap());
     assert!(
         shown["worktree"]["notice"]

@@ -65,8 +65,7 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
         None => (0..=cases).collect(),
     };
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     env.write_config("max_running_agents = 64\n[retry]\nmax_attempts = 2\ninitial_backoff_ms = 10\nmax_backoff_ms = 20\n");
     std::fs::write(env.project().join("data.txt"), "forty-two\n").unwrap();
     let _daemon = env.start_daemon();
@@ -77,11 +76,11 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
         Reply::Message(
             MockMessage::text("Reading the data file first.")
                 .slow(slow)
-                .with(Block::ToolUse {
-                    id: "toolu_read".into(),
-                    name: "Read".into(),
-                    input: json!({"file_path": "data.txt"}),
-                }),
+                .with(Block::tool(
+                    "toolu_read",
+                    "Read",
+                    json!({"file_path": "data.txt"}),
+                )),
         ),
     );
     mock.when(
@@ -100,15 +99,14 @@ fn backgrounding_at_random_points_never_disturbs_the_child() {
         let parent_prompt = format!("PARENT-{case:04}");
         mock.when(
             move |r| n_messages(r) == 1 && prompt_of(r) == parent_prompt,
-            Reply::Message(MockMessage::text("Delegating.").with(Block::ToolUse {
-                id: "toolu_agent".into(),
-                name: "Agent".into(),
-                input: json!({
+            Reply::Message(MockMessage::text("Delegating.").with(Block::agent(
+                "toolu_agent",
+                json!({
                     "description": "read the data",
                     "prompt": format!("CHILD-{case:04}: read data.txt and report"),
                     "name": format!("kid-{case:04}"),
                 }),
-            })),
+            ))),
         );
     }
     mock.when(

@@ -48,7 +48,7 @@ fn moved(env: &Env) -> (String, PathBuf, PathBuf) {
         .trim()
         .to_string();
     env.ctl(&["wait", &id, "--timeout", "30"]).expect_code(0);
-    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let shown = env.show(&id);
     assert_eq!(shown["worktree"]["state"], "kept", "{shown}");
     let short = shown["short_id"].as_str().unwrap().to_string();
     let moved_to = env.root.path().join("project2");

@@ -5,14 +5,12 @@
 
 use std::time::{Duration, Instant};
 
-use agentd_e2e::Env;
-use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply, n_messages, prompt_of};
+use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, Reply, n_messages, prompt_of};
+use agentd_e2e::{Env, parent};
 use agentd_shared::proto as pb;
 use pb::permission_answer::Decision;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-
-const MODEL: &str = "anthropic:claude-test";
 
 /// An attached gRPC client: its events arrive on `events`, answers go up.
 struct Attached {
@@ -115,9 +113,7 @@ impl Attached {
 }
 
 fn run_bg(env: &Env, name: &str, mode: &str, prompt: &str) -> String {
-    env.ctl(&[
-        "run",
-        "--background",
+    env.start_agent(&[
         "--model",
         MODEL,
         "--name",
@@ -126,20 +122,12 @@ fn run_bg(env: &Env, name: &str, mode: &str, prompt: &str) -> String {
         mode,
         prompt,
     ])
-    .expect_code(0)
-    .stdout
-    .trim()
-    .to_string()
-}
-
-fn show(env: &Env, id: &str) -> Value {
-    env.ctl(&["show", id, "--json"]).json()
 }
 
 fn wait_status(env: &Env, id: &str, status: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let a = show(env, id);
+        let a = env.show(id);
         if a["status"] == status {
             return a;
         }
@@ -151,8 +139,7 @@ fn wait_status(env: &Env, id: &str, status: &str) -> Value {
 #[test]
 fn default_mode_waits_for_an_answer_and_honours_allow_deny_and_always() {
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
     mock.enqueue(Reply::Message(
         MockMessage::text("first").with(Block::bash("t1", "echo one > one.txt")),
@@ -228,16 +215,13 @@ fn default_mode_waits_for_an_answer_and_honours_allow_deny_and_always() {
 #[test]
 fn plan_mode_refuses_changes_and_accept_edits_asks_only_for_bash() {
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
-    mock.enqueue(Reply::Message(MockMessage::text("try").with(
-        Block::ToolUse {
-            id: "w1".into(),
-            name: "Write".into(),
-            input: json!({"file_path": "plan.txt", "content": "x"}),
-        },
-    )));
+    mock.enqueue(Reply::Message(MockMessage::text("try").with(Block::tool(
+        "w1",
+        "Write",
+        json!({"file_path": "plan.txt", "content": "x"}),
+    ))));
     mock.enqueue(Reply::Message(MockMessage::text("ok, planned")));
     env.ctl(&[
         "run",
@@ -256,13 +240,11 @@ fn plan_mode_refuses_changes_and_accept_edits_asks_only_for_bash() {
         "{refused}"
     );
 
-    mock.enqueue(Reply::Message(MockMessage::text("edit").with(
-        Block::ToolUse {
-            id: "w2".into(),
-            name: "Write".into(),
-            input: json!({"file_path": "edit.txt", "content": "y"}),
-        },
-    )));
+    mock.enqueue(Reply::Message(MockMessage::text("edit").with(Block::tool(
+        "w2",
+        "Write",
+        json!({"file_path": "edit.txt", "content": "y"}),
+    ))));
     mock.enqueue(Reply::Message(
         MockMessage::text("shell").with(Block::bash("b2", "echo hi > shell.txt")),
     ));
@@ -291,8 +273,7 @@ fn plan_mode_refuses_changes_and_accept_edits_asks_only_for_bash() {
 #[test]
 fn a_childs_ask_reaches_the_parents_attachers_and_the_first_answer_wins() {
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
     mock.when(
         |r| prompt_of(r).contains("CHILD") && n_messages(r) == 1,
@@ -304,17 +285,13 @@ fn a_childs_ask_reaches_the_parents_attachers_and_the_first_answer_wins() {
         |r| prompt_of(r).contains("CHILD"),
         Reply::Message(MockMessage::text("child done")),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("delegate").with(Block::ToolUse {
-            id: "a1".into(),
-            name: "Agent".into(),
-            input: json!({"description": "shell work", "prompt": "CHILD run it"}),
-        })),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("parent done")),
+    parent::answers(
+        &mock,
+        MockMessage::text("delegate").with(Block::agent(
+            "a1",
+            json!({"description": "shell work", "prompt": "CHILD run it"}),
+        )),
+        MockMessage::text("parent done"),
     );
     let id = run_bg(&env, "pp", "default", "PARENT go");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -348,10 +325,7 @@ fn a_childs_ask_reaches_the_parents_attachers_and_the_first_answer_wins() {
         "the first answer (allow) won"
     );
     let child = env
-        .ctl(&["list", "--all", "--json"])
-        .json()
-        .as_array()
-        .unwrap()
+        .agents()
         .iter()
         .find(|a| a["parent_id"] == json!(id))
         .unwrap()

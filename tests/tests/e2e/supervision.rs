@@ -6,47 +6,17 @@
 
 use std::time::{Duration, Instant};
 
-use agentd_e2e::Env;
-use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply, n_messages, prompt_of, text_of};
-use agentd_e2e::wait_until;
+use agentd_e2e::mock::{
+    Block, MODEL, MockMessage, MockServer, Reply, last_text, n_messages, prompt_of, text_of,
+};
+use agentd_e2e::parent::{self, NOTE, agent_call};
+use agentd_e2e::{Env, FAST_RETRY, all_text, wait_until};
 use serde_json::{Value, json};
 
-const FAST_RETRY: &str =
-    "[retry]\nmax_attempts = 3\ninitial_backoff_ms = 20\nmax_backoff_ms = 100\n";
-const MODEL: &str = "anthropic:claude-test";
-/// How a delivered task notification begins (the Agent tool's own result
-/// mentions "<task-notification>" too, so count this).
-const NOTE: &str = "<task-notification>\n<task-id>";
-
 fn world(mock: &MockServer, config: &str) -> Env {
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(mock);
     env.write_config(&format!("{config}{FAST_RETRY}"));
     env
-}
-
-fn agent_call(prompt: &str, background: bool) -> Block {
-    Block::ToolUse {
-        id: String::new(),
-        name: "Agent".into(),
-        input: json!({"description": "delegated work", "prompt": prompt, "run_in_background": background}),
-    }
-}
-
-fn transcript(env: &Env, id: &str) -> Vec<Value> {
-    env.ctl(&["log", id, "--json"])
-        .json()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn all_text(entries: &[Value]) -> String {
-    entries
-        .iter()
-        .map(|e| text_of(&e["content"]))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn run_bg(env: &Env, name: &str, prompt: &str) -> String {
@@ -62,25 +32,16 @@ fn a_foreground_subagent_answers_its_parents_agent_call() {
         |r| prompt_of(r).contains("CHILD-1"),
         Reply::Message(MockMessage::text("child found 3 files")),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(
-            MockMessage::text("Delegating.").with(agent_call("CHILD-1 look around", false)),
-        ),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("parent done")),
+    parent::answers(
+        &mock,
+        MockMessage::text("Delegating.").with(agent_call("CHILD-1 look around", false)),
+        MockMessage::text("parent done"),
     );
 
     let out = env.ctl(&["run", "--model", MODEL, "--name", "boss", "PARENT go"]);
     out.expect_code(0);
     assert!(out.stdout.contains("parent done"), "{}", out.stdout);
-    let parent_second = mock
-        .requests()
-        .into_iter()
-        .find(|r| prompt_of(r).contains("PARENT") && n_messages(r) == 3)
-        .unwrap();
+    let parent_second = parent::request(&mock, 3);
     let result = &parent_second.json["messages"][2]["content"][0];
     assert_eq!(result["type"], "tool_result");
     assert!(
@@ -88,21 +49,9 @@ fn a_foreground_subagent_answers_its_parents_agent_call() {
         "{result}"
     );
 
-    let agents = env.ctl(&["list", "--all", "--json"]).json();
-    let parent = agents
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] == "boss")
-        .unwrap()
-        .clone();
-    let child = agents
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] != "boss")
-        .unwrap()
-        .clone();
+    let agents = env.agents();
+    let parent = agents.iter().find(|a| a["name"] == "boss").unwrap();
+    let child = agents.iter().find(|a| a["name"] != "boss").unwrap();
     assert_eq!(child["parent_id"], parent["id"]);
     assert_eq!(child["subagent_type"], "general-purpose");
     assert_eq!(child["status"], "completed");
@@ -119,7 +68,7 @@ fn a_foreground_subagent_answers_its_parents_agent_call() {
             .contains("general-purpose agent")
     );
     // No notification for a child whose parent waited on it.
-    assert!(!all_text(&transcript(&env, "boss")).contains(NOTE));
+    assert!(!all_text(&env.transcript("boss")).contains(NOTE));
 }
 
 #[test]
@@ -132,20 +81,13 @@ fn a_background_child_notifies_its_idle_parent_exactly_once() {
         Reply::Message(MockMessage::text("bg result 42").delay_start(Duration::from_millis(500))),
     );
     mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("Launching.").with(agent_call("CHILD-BG count", true))),
-    );
-    mock.when(
-        |r| {
-            prompt_of(r).contains("PARENT")
-                && text_of(&r.json["messages"].as_array().unwrap().last().unwrap()["content"])
-                    .contains(NOTE)
-        },
+        |r| parent::is_parent(r) && last_text(r).contains(NOTE),
         Reply::Message(MockMessage::text("The child says 42.")),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("Waiting for the child.")),
+    parent::answers(
+        &mock,
+        MockMessage::text("Launching.").with(agent_call("CHILD-BG count", true)),
+        MockMessage::text("Waiting for the child."),
     );
 
     let out = env.ctl(&["run", "--model", MODEL, "--name", "p", "PARENT go"]);
@@ -159,17 +101,14 @@ fn a_background_child_notifies_its_idle_parent_exactly_once() {
     wait_until(
         "the parent is woken and answers",
         Duration::from_secs(20),
-        || env.ctl(&["show", "p", "--json"]).json()["result"] == "The child says 42.",
+        || env.show("p")["result"] == "The child says 42.",
     );
-    let entries = transcript(&env, "p");
+    let entries = env.transcript("p");
     let text = all_text(&entries);
     assert_eq!(text.matches(NOTE).count(), 1, "{text}");
     assert!(text.contains("<status>completed</status>") && text.contains("bg result 42"));
     let child = env
-        .ctl(&["list", "--all", "--json"])
-        .json()
-        .as_array()
-        .unwrap()
+        .agents()
         .iter()
         .find(|a| a["name"] != "p")
         .unwrap()
@@ -195,30 +134,20 @@ fn fifty_children_ending_together_each_notify_their_parent_once() {
     for i in 0..50 {
         launch = launch.with(agent_call(&format!("KID-{i:02}"), true));
     }
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(launch),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("noted")),
-    );
+    parent::answers(&mock, launch, MockMessage::text("noted"));
 
     let id = run_bg(&env, "p50", "PARENT fan out");
     wait_until(
         "all fifty notifications are in the parent's transcript",
         Duration::from_secs(60),
-        || all_text(&transcript(&env, &id)).matches(NOTE).count() >= 50,
+        || all_text(&env.transcript(&id)).matches(NOTE).count() >= 50,
     );
     wait_until("the parent is idle", Duration::from_secs(20), || {
-        env.ctl(&["show", &id, "--json"]).json()["status"] == "completed"
+        env.show(&id)["status"] == "completed"
     });
-    let text = all_text(&transcript(&env, &id));
+    let text = all_text(&env.transcript(&id));
     let kids: Vec<Value> = env
-        .ctl(&["list", "--all", "--json"])
-        .json()
-        .as_array()
-        .unwrap()
+        .agents()
         .iter()
         .filter(|a| a["parent_id"] == json!(id))
         .cloned()
@@ -232,7 +161,7 @@ fn fifty_children_ending_together_each_notify_their_parent_once() {
             "child {} notified {} times; transcript:\n{}",
             kid["id"],
             text.matches(&tag).count(),
-            serde_json::to_string_pretty(&transcript(&env, &id)).unwrap()
+            serde_json::to_string_pretty(&env.transcript(&id)).unwrap()
         );
     }
     assert_eq!(text.matches(NOTE).count(), 50);
@@ -249,29 +178,21 @@ fn a_notification_pending_at_sigkill_is_delivered_once_after_restart() {
     );
     // The parent launches the child, then stays busy in a long tool call, so
     // the child's notification waits in its inbox when the daemon dies.
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(
-            MockMessage::text("Launching, then working.")
-                .with(agent_call("CHILD-K go", true))
-                .with(Block::bash("", "sleep 30")),
-        ),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("parent finished")),
+    parent::answers(
+        &mock,
+        MockMessage::text("Launching, then working.")
+            .with(agent_call("CHILD-K go", true))
+            .with(Block::bash("", "sleep 30")),
+        MockMessage::text("parent finished"),
     );
     let id = run_bg(&env, "pk", "PARENT work");
     wait_until("the child completed", Duration::from_secs(20), || {
-        env.ctl(&["list", "--all", "--json"])
-            .json()
-            .as_array()
-            .unwrap()
+        env.agents()
             .iter()
             .any(|a| a["parent_id"] == json!(id) && a["status"] == "completed")
     });
     assert!(
-        !all_text(&transcript(&env, &id)).contains(NOTE),
+        !all_text(&env.transcript(&id)).contains(NOTE),
         "not delivered before the crash"
     );
     daemon.kill9();
@@ -280,9 +201,9 @@ fn a_notification_pending_at_sigkill_is_delivered_once_after_restart() {
     wait_until(
         "the resumed parent finishes",
         Duration::from_secs(20),
-        || env.ctl(&["show", &id, "--json"]).json()["status"] == "completed",
+        || env.show(&id)["status"] == "completed",
     );
-    let entries = transcript(&env, &id);
+    let entries = env.transcript(&id);
     let text = all_text(&entries);
     assert_eq!(text.matches(NOTE).count(), 1, "{text}");
     assert!(text.contains("child k result"));
@@ -309,10 +230,7 @@ fn a_notification_pending_at_sigkill_is_delivered_once_after_restart() {
         );
     }
     let child = env
-        .ctl(&["list", "--all", "--json"])
-        .json()
-        .as_array()
-        .unwrap()
+        .agents()
         .iter()
         .find(|a| a["parent_id"] == json!(id))
         .unwrap()["short_id"]
@@ -378,7 +296,7 @@ fn send_revives_idle_agents_and_refuses_ended_ones() {
         text_of(&third.json["messages"][2]["content"]),
         "question two"
     );
-    let agent = env.ctl(&["show", "r", "--json"]).json();
+    let agent = env.show("r");
     assert_eq!(
         (agent["status"].as_str(), agent["turns"].as_u64()),
         (Some("completed"), Some(2))
@@ -426,14 +344,11 @@ fn pause_stops_at_a_safe_point_and_send_continues() {
     out.expect_code(0);
     assert!(out.stdout.contains("paused"), "{}", out.stdout);
     // The running tool finished and its result was kept.
-    let entries = transcript(&env, &id);
+    let entries = env.transcript(&id);
     assert_eq!(entries.len(), 3);
     assert!(text_of(&entries[2]["content"]).contains("ok"));
     assert_eq!(mock.requests().len(), 1, "no model call after the pause");
-    assert_eq!(
-        env.ctl(&["show", &id, "--json"]).json()["can_message"],
-        true
-    );
+    assert_eq!(env.show(&id)["can_message"], true);
     let out = env.ctl(&["send", "pz", "carry on", "--wait"]);
     out.expect_code(0);
     assert_eq!(out.stdout, "resumed and done\n");
@@ -448,13 +363,10 @@ fn stop_cascades_to_every_descendant_and_rm_refuses_live_agents() {
         |r| prompt_of(r).contains("SLOW-CHILD"),
         Reply::Message(MockMessage::text("late").delay_start(Duration::from_secs(60))),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("go").with(agent_call("SLOW-CHILD wait", true))),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("waiting").delay_start(Duration::from_secs(60))),
+    parent::answers(
+        &mock,
+        MockMessage::text("go").with(agent_call("SLOW-CHILD wait", true)),
+        MockMessage::text("waiting").delay_start(Duration::from_secs(60)),
     );
     let id = run_bg(&env, "tree", "PARENT start");
     wait_until("the child runs", Duration::from_secs(20), || {
@@ -469,8 +381,7 @@ fn stop_cascades_to_every_descendant_and_rm_refuses_live_agents() {
     out.expect_code(1);
     assert!(out.stderr.contains("--force"), "{}", out.stderr);
     env.ctl(&["stop", "tree"]).expect_code(0);
-    let agents = env.ctl(&["list", "--all", "--json"]).json();
-    for a in agents.as_array().unwrap() {
+    for a in env.agents() {
         assert_eq!(a["status"], "cancelled", "{a}");
     }
     // Ended agents are removed; the record and transcript are gone.
@@ -541,7 +452,7 @@ fn a_bash_call_cut_by_sigkill_is_answered_as_interrupted_and_never_runs_twice() 
     // The straggler was reaped when the daemon started again.
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(std::fs::read_to_string(&side).unwrap(), "run\n");
-    let agent = env.ctl(&["show", &id, "--json"]).json();
+    let agent = env.show(&id);
     assert_eq!(
         agent["result"],
         "Checked side.txt: the job had run; not repeating it."
@@ -559,11 +470,11 @@ fn a_read_only_call_cut_by_sigkill_simply_runs_again() {
     // before it had finished, but its result was not recorded either.
     mock.enqueue(Reply::Message(
         MockMessage::text("Reading, then working.")
-            .with(Block::ToolUse {
-                id: "toolu_read".into(),
-                name: "Read".into(),
-                input: json!({"file_path": "notes.txt"}),
-            })
+            .with(Block::tool(
+                "toolu_read",
+                "Read",
+                json!({"file_path": "notes.txt"}),
+            ))
             .with(Block::bash(
                 "toolu_wait",
                 format!("touch {}; sleep 30", marker.display()),
@@ -610,25 +521,12 @@ fn resume_is_blocked_with_a_reason_when_the_working_directory_is_gone() {
     mock.enqueue(Reply::Message(
         MockMessage::text("never").delay_start(Duration::from_secs(60)),
     ));
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            MODEL,
-            "--cwd",
-            dir.to_str().unwrap(),
-            "hold",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", MODEL, "--cwd", dir.to_str().unwrap(), "hold"]);
     mock.wait_for_requests(1, Duration::from_secs(10));
     daemon.kill9();
     std::fs::remove_dir_all(&dir).unwrap();
     let _daemon = env.start_daemon();
-    let agent = env.ctl(&["show", &id, "--json"]).json();
+    let agent = env.show(&id);
     assert_eq!(agent["status"], "interrupted");
     assert_eq!(agent["resume_blocked_reason"], "cwd_missing");
     assert_eq!(agent["can_message"], false);
@@ -669,7 +567,7 @@ fn bg_releases_a_foreground_run_which_prints_the_id_and_exits_0() {
     );
     out.expect_code(0);
     let id = out.stdout.lines().last().unwrap().to_string();
-    assert_eq!(env.ctl(&["show", "fg", "--json"]).json()["id"], id);
+    assert_eq!(env.show("fg")["id"], id);
     // The agent kept running: the one model call completes, never re-sent.
     env.ctl(&["wait", "fg"]).expect_code(0);
     assert_eq!(mock.requests().len(), 1);
@@ -694,10 +592,7 @@ fn the_auto_background_timer_releases_a_foreground_run() {
     );
     assert!(out.stderr.contains("background"), "{}", out.stderr);
     env.ctl(&["wait", "auto"]).expect_code(0);
-    assert_eq!(
-        env.ctl(&["show", "auto", "--json"]).json()["result"],
-        "eventually"
-    );
+    assert_eq!(env.show("auto")["result"], "eventually");
 }
 
 #[test]
@@ -709,16 +604,10 @@ fn releasing_a_childs_waiter_returns_async_launched_and_notifies_later() {
         |r| prompt_of(r).contains("CHILD-R"),
         Reply::Message(MockMessage::text("child r result").delay_start(Duration::from_secs(2))),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(
-            MockMessage::text("Delegating in the foreground.")
-                .with(agent_call("CHILD-R work", false)),
-        ),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("ack")),
+    parent::answers(
+        &mock,
+        MockMessage::text("Delegating in the foreground.").with(agent_call("CHILD-R work", false)),
+        MockMessage::text("ack"),
     );
     let id = run_bg(&env, "pr", "PARENT go");
     let child_id = {
@@ -745,11 +634,11 @@ fn releasing_a_childs_waiter_returns_async_launched_and_notifies_later() {
         "the parent heard back twice",
         Duration::from_secs(20),
         || {
-            let t = all_text(&transcript(&env, &id));
+            let t = all_text(&env.transcript(&id));
             t.contains("Async launched") && t.contains(NOTE)
         },
     );
-    let text = all_text(&transcript(&env, &id));
+    let text = all_text(&env.transcript(&id));
     assert_eq!(text.matches(NOTE).count(), 1);
     assert!(text.contains("child r result"));
     let child_calls = mock
@@ -776,13 +665,10 @@ fn subagents_nest_at_most_three_deep() {
     );
     env.ctl(&["run", "--model", MODEL, "--name", "top", "LEVEL start"])
         .expect_code(0);
-    let agents = env.ctl(&["list", "--all", "--json"]).json();
-    assert_eq!(agents.as_array().unwrap().len(), 4, "depths 0..=3");
-    let deepest = agents.as_array().unwrap().last().unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let text = all_text(&transcript(&env, &deepest));
+    let agents = env.agents();
+    assert_eq!(agents.len(), 4, "depths 0..=3");
+    let deepest = agents.last().unwrap()["id"].as_str().unwrap().to_string();
+    let text = all_text(&env.transcript(&deepest));
     assert!(text.contains("nest at most 3 deep"), "{text}");
 }
 
@@ -812,13 +698,10 @@ fn events_streams_creation_status_changes_and_notifications() {
         |r| prompt_of(r).contains("CHILD-E"),
         Reply::Message(MockMessage::text("e done")),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("go").with(agent_call("CHILD-E", true))),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("ok")),
+    parent::answers(
+        &mock,
+        MockMessage::text("go").with(agent_call("CHILD-E", true)),
+        MockMessage::text("ok"),
     );
     let id = run_bg(&env, "pe", "PARENT events");
     let mut seen: Vec<Value> = Vec::new();
@@ -881,12 +764,7 @@ fn agents_beyond_the_running_limit_wait_as_pending_and_start_in_order() {
         .collect();
     mock.wait_for_requests(2, Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(200));
-    let status = |id: &str| {
-        env.ctl(&["show", id, "--json"]).json()["status"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let status = |id: &str| env.show(id)["status"].as_str().unwrap().to_string();
     assert_eq!(mock.requests().len(), 2, "only two run at once");
     assert_eq!(status(&ids[2]), "pending");
     assert_eq!(status(&ids[3]), "pending");
@@ -913,43 +791,31 @@ fn agent_tools_list_message_and_stop_the_callers_subagents() {
         Reply::Message(MockMessage::text("slow").delay_start(Duration::from_secs(60))),
     );
     mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("launch").with(Block::ToolUse {
-            id: String::new(),
-            name: "Agent".into(),
-            input: json!({"description": "tool target", "prompt": "CHILD-T", "run_in_background": true, "name": "kid"}),
-        })),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 3,
+        |r| parent::is_parent(r) && n_messages(r) == 3,
         Reply::Message(
             MockMessage::text("inspect")
-                .with(Block::ToolUse {
-                    id: String::new(),
-                    name: "ListAgents".into(),
-                    input: json!({}),
-                })
-                .with(Block::ToolUse {
-                    id: String::new(),
-                    name: "SendMessage".into(),
-                    input: json!({"to": "kid", "message": "hurry"}),
-                })
-                .with(Block::ToolUse {
-                    id: String::new(),
-                    name: "TaskStop".into(),
-                    input: json!({"task_id": "kid"}),
-                }),
+                .with(Block::tool("", "ListAgents", json!({})))
+                .with(Block::tool(
+                    "",
+                    "SendMessage",
+                    json!({"to": "kid", "message": "hurry"}),
+                ))
+                .with(Block::tool("", "TaskStop", json!({"task_id": "kid"}))),
         ),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("all handled")),
+    parent::answers(
+        &mock,
+        MockMessage::text("launch").with(Block::agent(
+            "",
+            json!({"description": "tool target", "prompt": "CHILD-T", "run_in_background": true, "name": "kid"}),
+        )),
+        MockMessage::text("all handled"),
     );
     let id = run_bg(&env, "pt", "PARENT tools");
     wait_until("the parent finishes", Duration::from_secs(20), || {
-        env.ctl(&["show", &id, "--json"]).json()["status"] == "completed"
+        env.show(&id)["status"] == "completed"
     });
-    let entries = transcript(&env, &id);
+    let entries = env.transcript(&id);
     let results = &entries[4]["content"];
     let listed = text_of(&results[0]["content"]);
     assert!(
@@ -964,10 +830,7 @@ fn agent_tools_list_message_and_stop_the_callers_subagents() {
         text_of(&results[2]["content"]).contains("cancelled"),
         "{results}"
     );
-    assert_eq!(
-        env.ctl(&["show", "kid", "--json"]).json()["status"],
-        "cancelled"
-    );
+    assert_eq!(env.show("kid")["status"], "cancelled");
     // The child's inbox got the message as from its parent.
     assert!(results[2]["is_error"].is_null());
 }
@@ -991,17 +854,13 @@ fn claude_code_agent_files_define_types_unchanged() {
         |r| prompt_of(r).contains("CC-TASK"),
         Reply::Message(MockMessage::text("reviewed")),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("delegating").with(Block::ToolUse {
-            id: String::new(),
-            name: "Agent".into(),
-            input: json!({"description": "review", "prompt": "CC-TASK now", "subagent_type": "code-reviewer"}),
-        })),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("done")),
+    parent::answers(
+        &mock,
+        MockMessage::text("delegating").with(Block::agent(
+            "",
+            json!({"description": "review", "prompt": "CC-TASK now", "subagent_type": "code-reviewer"}),
+        )),
+        MockMessage::text("done"),
     );
     env.ctl(&["run", "--model", MODEL, "PARENT go"])
         .expect_code(0);
@@ -1019,13 +878,7 @@ fn claude_code_agent_files_define_types_unchanged() {
         "{}",
         child.json["system"]
     );
-    let names: Vec<&str> = child.json["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["Read", "Glob", "Grep"]);
+    assert_eq!(child.tool_names(), ["Read", "Glob", "Grep"]);
 }
 
 #[test]
@@ -1041,10 +894,11 @@ fn custom_and_explore_types_shape_the_childs_prompt_and_tools() {
     )
     .unwrap();
     let _daemon = env.start_daemon();
-    let call = |prompt: &str, kind: &str| Block::ToolUse {
-        id: String::new(),
-        name: "Agent".into(),
-        input: json!({"description": "typed", "prompt": prompt, "subagent_type": kind}),
+    let call = |prompt: &str, kind: &str| {
+        Block::agent(
+            "",
+            json!({"description": "typed", "prompt": prompt, "subagent_type": kind}),
+        )
     };
     mock.when(
         |r| prompt_of(r).contains("REVIEW-TASK") && n_messages(r) == 1,
@@ -1052,28 +906,23 @@ fn custom_and_explore_types_shape_the_childs_prompt_and_tools() {
     );
     mock.when(
         |r| prompt_of(r).contains("EXPLORE-TASK") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("trying to write").with(Block::ToolUse {
-            id: String::new(),
-            name: "Write".into(),
-            input: json!({"file_path": "nope.txt", "content": "x"}),
-        })),
+        Reply::Message(MockMessage::text("trying to write").with(Block::tool(
+            "",
+            "Write",
+            json!({"file_path": "nope.txt", "content": "x"}),
+        ))),
     );
     mock.when(
         |r| prompt_of(r).contains("EXPLORE-TASK"),
         Reply::Message(MockMessage::text("explored")),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(
-            MockMessage::text("typed children")
-                .with(call("REVIEW-TASK look", "reviewer"))
-                .with(call("EXPLORE-TASK look", "Explore"))
-                .with(call("whatever", "no-such-type")),
-        ),
-    );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("done")),
+    parent::answers(
+        &mock,
+        MockMessage::text("typed children")
+            .with(call("REVIEW-TASK look", "reviewer"))
+            .with(call("EXPLORE-TASK look", "Explore"))
+            .with(call("whatever", "no-such-type")),
+        MockMessage::text("done"),
     );
     env.ctl(&["run", "--model", MODEL, "--name", "typed", "PARENT go"])
         .expect_code(0);
@@ -1089,13 +938,7 @@ fn custom_and_explore_types_shape_the_childs_prompt_and_tools() {
             .unwrap()
             .starts_with("You are REVIEWER-PROMPT.")
     );
-    let names: Vec<&str> = review.json["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["Read", "Grep"]);
+    assert_eq!(review.tool_names(), ["Read", "Grep"]);
     let explore = reqs
         .iter()
         .find(|r| prompt_of(r).contains("EXPLORE-TASK") && n_messages(r) == 3)
@@ -1106,19 +949,14 @@ fn custom_and_explore_types_shape_the_childs_prompt_and_tools() {
         "Explore may not write: {refused}"
     );
     assert!(!env.project().join("nope.txt").exists());
-    let parent_final = reqs
-        .iter()
-        .find(|r| prompt_of(r).contains("PARENT") && n_messages(r) == 3)
-        .unwrap();
+    let parent_final = parent::request(&mock, 3);
     let results = parent_final.json["messages"][2]["content"]
         .as_array()
         .unwrap();
     assert_eq!(results[2]["is_error"], true);
     assert!(text_of(&results[2]["content"]).contains("unknown subagent_type 'no-such-type'"));
-    let kids = env.ctl(&["list", "--all", "--json"]).json();
+    let kids = env.agents();
     let types: Vec<&str> = kids
-        .as_array()
-        .unwrap()
         .iter()
         .filter_map(|a| a["subagent_type"].as_str())
         .collect();
@@ -1143,11 +981,8 @@ fn parents_cancelled_while_taking_their_slot_back_never_raise_the_running_limit(
         |r| prompt_of(r).starts_with("PARENT"),
         Reply::Message(MockMessage::text("delegating").with(agent_call("CHILD go", false))),
     );
-    let agents = |env: &Env| env.ctl(&["list", "--all", "--json"]).json();
     let status_of = |env: &Env, id: &str| {
-        agents(env)
-            .as_array()
-            .unwrap()
+        env.agents()
             .iter()
             .find(|a| a["id"] == json!(id))
             .map(|a| a["status"].as_str().unwrap().to_string())
@@ -1160,9 +995,8 @@ fn parents_cancelled_while_taking_their_slot_back_never_raise_the_running_limit(
         let child = {
             let mut child = None;
             wait_until("the child runs", Duration::from_secs(20), || {
-                child = agents(&env)
-                    .as_array()
-                    .unwrap()
+                child = env
+                    .agents()
                     .iter()
                     .find(|a| a["parent_id"] == json!(parent) && a["status"] == "running")
                     .map(|a| a["id"].as_str().unwrap().to_string());
@@ -1216,20 +1050,7 @@ fn a_message_that_cannot_wake_its_agent_is_not_left_behind() {
     let dir = env.root.path().join("workdir");
     std::fs::create_dir_all(&dir).unwrap();
     mock.enqueue(Reply::Message(MockMessage::text("first answer")));
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            MODEL,
-            "--cwd",
-            dir.to_str().unwrap(),
-            "hi",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", MODEL, "--cwd", dir.to_str().unwrap(), "hi"]);
     env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
     std::fs::remove_dir_all(&dir).unwrap();
     // The revival fails: the sender is told, and the message is taken back.
@@ -1243,5 +1064,5 @@ fn a_message_that_cannot_wake_its_agent_is_not_left_behind() {
     let _daemon = env.start_daemon();
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(mock.requests().len(), 1, "no new model call");
-    assert!(!all_text(&transcript(&env, &id)).contains("STALE"));
+    assert!(!all_text(&env.transcript(&id)).contains("STALE"));
 }

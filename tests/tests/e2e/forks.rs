@@ -10,24 +10,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentd_e2e::forking::{
-    NOTE, PLACEHOLDER, TAG, agents, all_text, fork_call, is_fork_of, last_text, stripped,
-    transcript,
-};
+use agentd_e2e::forking::{PLACEHOLDER, TAG, fork_call, fork_call_with, is_fork_of, stripped};
 use agentd_e2e::mock::cache::anthropic_blocks;
 use agentd_e2e::mock::{
-    Block, MockMessage, MockServer, RecordedRequest, Reply, n_messages, prompt_of, text_of,
+    Block, MODEL, MockMessage, MockServer, RecordedRequest, Reply, last_text, n_messages,
+    prompt_of, text_of,
 };
-use agentd_e2e::{Env, wait_until};
-use serde_json::Value;
-
-const MODEL: &str = "anthropic:claude-test";
-const FAST_RETRY: &str =
-    "[retry]\nmax_attempts = 3\ninitial_backoff_ms = 20\nmax_backoff_ms = 100\n";
+use agentd_e2e::parent::{self, NOTE};
+use agentd_e2e::{Env, FAST_RETRY, all_text, wait_until};
+use serde_json::{Value, json};
 
 fn world(mock: &MockServer) -> Env {
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(mock);
     env.write_config(FAST_RETRY);
     mock.set_min_cacheable_tokens(64);
     env
@@ -56,11 +50,7 @@ fn parent_forks(mock: &MockServer, directives: &[&str], after: &str) {
     for d in directives {
         message = message.with(fork_call(d));
     }
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(message),
-    );
-    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text(after));
+    parent::answers(mock, message, Reply::text(after));
 }
 
 fn first_request_of(mock: &MockServer, directive: &str) -> RecordedRequest {
@@ -85,18 +75,11 @@ fn forks_send_their_parents_bytes_up_to_the_directive_and_share_one_cached_prefi
     parent_forks(&mock, &directives, "Waiting for the forks.");
     let parent = run_bg(&env, "boss", "PARENT plan the refactor");
     wait_until("three forks report", Duration::from_secs(30), || {
-        all_text(&transcript(&env, &parent)).matches(NOTE).count() == 3
+        all_text(&env.transcript(&parent)).matches(NOTE).count() == 3
     });
 
-    let reqs = mock.requests();
-    let first = reqs
-        .iter()
-        .find(|r| prompt_of(r).contains("PARENT") && n_messages(r) == 1)
-        .unwrap();
-    let second = reqs
-        .iter()
-        .find(|r| prompt_of(r).contains("PARENT") && n_messages(r) == 3)
-        .unwrap();
+    let first = &parent::request(&mock, 1);
+    let second = &parent::request(&mock, 3);
     let forks: Vec<RecordedRequest> = directives
         .iter()
         .map(|d| first_request_of(&mock, d))
@@ -199,7 +182,7 @@ fn forks_send_their_parents_bytes_up_to_the_directive_and_share_one_cached_prefi
         text_of(&result["content"]).starts_with(PLACEHOLDER),
         "{result}"
     );
-    let all = agents(&env);
+    let all = env.agents();
     let fork_records: Vec<&Value> = all
         .iter()
         .filter(|a| a["parent_id"] == parent.as_str())
@@ -229,7 +212,7 @@ fn five_siblings_wait_for_the_first_response_then_go_together_and_read_the_cache
     parent_forks(&mock, &directives, "Waiting.");
     let parent = run_bg(&env, "fan", "PARENT fan out");
     wait_until("five forks report", Duration::from_secs(30), || {
-        all_text(&transcript(&env, &parent)).matches(NOTE).count() == 5
+        all_text(&env.transcript(&parent)).matches(NOTE).count() == 5
     });
     let mut forks: Vec<RecordedRequest> = directives
         .iter()
@@ -292,13 +275,10 @@ fn a_wide_fan_out_still_reads_the_parents_cache() {
     parent_forks(&mock, &names, "Waiting.");
     let parent = run_bg(&env, "wide", "PARENT go wide");
     wait_until("twelve forks report", Duration::from_secs(30), || {
-        all_text(&transcript(&env, &parent)).matches(NOTE).count() == 12
+        all_text(&env.transcript(&parent)).matches(NOTE).count() == 12
     });
     let reqs = mock.requests();
-    let first = reqs
-        .iter()
-        .find(|r| prompt_of(r).contains("PARENT") && n_messages(r) == 1)
-        .unwrap();
+    let first = &parent::request(&mock, 1);
     let leader = reqs.iter().find(|r| is_fork_of(r, "WIDE-")).unwrap();
     let c = leader.cache.as_ref().unwrap();
     assert_eq!(
@@ -328,19 +308,15 @@ fn a_fork_keeping_the_last_turn_starts_at_it_and_is_served() {
         Reply::text("Scope: last turn\nResult: done"),
     );
     mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("Working.").with(Block::bash("", "sleep 3"))),
+        |r| parent::is_parent(r) && last_text(r).contains("NEW-TASK"),
+        MockMessage::text("Forking for it.")
+            .with(fork_call_with("LAST-TURN", json!({"fork_turns": "1"}))),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && last_text(r).contains("NEW-TASK"),
-        Reply::Message(MockMessage::text("Forking for it.").with(
-            agentd_e2e::forking::fork_call_with(
-                "LAST-TURN",
-                serde_json::json!({"fork_turns": "1"}),
-            ),
-        )),
+    parent::answers(
+        &mock,
+        MockMessage::text("Working.").with(Block::bash("", "sleep 3")),
+        Reply::text("ok"),
     );
-    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("ok"));
     let parent = run_bg(&env, "p", "PARENT go");
     wait_until("the parent runs its tool", Duration::from_secs(10), || {
         !mock.requests().is_empty()
@@ -348,7 +324,7 @@ fn a_fork_keeping_the_last_turn_starts_at_it_and_is_served() {
     env.ctl(&["send", &parent, "NEW-TASK: look at the parser"])
         .expect_code(0);
     wait_until("the fork reports", Duration::from_secs(30), || {
-        all_text(&transcript(&env, &parent)).contains("Result: done")
+        all_text(&env.transcript(&parent)).contains("Result: done")
     });
     let fork = first_request_of(&mock, "LAST-TURN");
     let messages = fork.json["messages"].as_array().unwrap();
@@ -403,7 +379,7 @@ fn a_fork_killed_mid_run_resumes_with_the_same_bytes_and_reads_the_cache() {
     wait_until(
         "the fork reports after the restart",
         Duration::from_secs(30),
-        || all_text(&transcript(&env, &parent)).matches(NOTE).count() == 1,
+        || all_text(&env.transcript(&parent)).matches(NOTE).count() == 1,
     );
     let resumed = mock
         .requests()
@@ -423,7 +399,7 @@ fn a_fork_killed_mid_run_resumes_with_the_same_bytes_and_reads_the_cache() {
         prompt_tokens(&first),
         "reads the inherited prefix and the fork's own first turn from the cache"
     );
-    assert!(all_text(&transcript(&env, &parent)).contains("Result: looked"));
+    assert!(all_text(&env.transcript(&parent)).contains("Result: looked"));
 }
 
 #[test]
@@ -436,7 +412,7 @@ fn forks_are_listed_attached_messaged_stopped_and_reported_once() {
         Reply::text("follow-up done"),
     );
     mock.when(
-        |r| prompt_of(r).contains("PARENT") && last_text(r).contains("HOLD"),
+        |r| parent::is_parent(r) && last_text(r).contains("HOLD"),
         Reply::Message(MockMessage::text("holding").delay_start(Duration::from_secs(120))),
     );
     mock.when(
@@ -450,9 +426,9 @@ fn forks_are_listed_attached_messaged_stopped_and_reported_once() {
     parent_forks(&mock, &["FORK-QUICK", "FORK-SLOW"], "Waiting.");
     let parent = run_bg(&env, "fam", "PARENT go");
     wait_until("the quick fork reports", Duration::from_secs(30), || {
-        all_text(&transcript(&env, &parent)).matches(NOTE).count() == 1
+        all_text(&env.transcript(&parent)).matches(NOTE).count() == 1
     });
-    let all = agents(&env);
+    let all = env.agents();
     let fork_of = |needle: &str| {
         all.iter()
             .find(|a| {
@@ -483,7 +459,7 @@ fn forks_are_listed_attached_messaged_stopped_and_reported_once() {
     }
 
     // Reported once, with its report.
-    let text = all_text(&transcript(&env, &parent));
+    let text = all_text(&env.transcript(&parent));
     assert_eq!(
         text.matches(&format!("<task-id>{quick_id}</task-id>"))
             .count(),
@@ -512,7 +488,7 @@ fn forks_are_listed_attached_messaged_stopped_and_reported_once() {
         .expect_code(0);
     // The revived fork ended again: its parent hears of that end once too.
     wait_until("the second report", Duration::from_secs(10), || {
-        all_text(&transcript(&env, &parent))
+        all_text(&env.transcript(&parent))
             .matches(&format!("<task-id>{quick_id}</task-id>"))
             .count()
             == 2
@@ -529,13 +505,13 @@ fn forks_are_listed_attached_messaged_stopped_and_reported_once() {
     // fork.
     env.ctl(&["send", &parent, "HOLD on"]).expect_code(0);
     wait_until("the parent runs again", Duration::from_secs(10), || {
-        env.ctl(&["show", &parent, "--json"]).json()["status"] == "running"
+        env.show(&parent)["status"] == "running"
     });
     env.ctl(&["stop", &parent]).expect_code(0);
     wait_until(
         "the slow fork is cancelled",
         Duration::from_secs(10),
-        || env.ctl(&["show", &slow_id, "--json"]).json()["status"] == "cancelled",
+        || env.show(&slow_id)["status"] == "cancelled",
     );
 }
 
@@ -595,12 +571,12 @@ fn a_person_forks_an_idle_agent_after_a_restart_and_a_running_one() {
         prompt_tokens(&idle_req)
     );
     // A person's fork is not reported to the parent, which stays idle.
-    let b = env.ctl(&["show", "try-b", "--json"]).expect_code(0).json();
+    let b = env.show("try-b");
     assert_eq!(b["subagent_type"], "fork");
     assert_eq!(b["parent_id"], idle.as_str());
-    let idle_rec = env.ctl(&["show", "idle", "--json"]).json();
+    let idle_rec = env.show("idle");
     assert_eq!(idle_rec["status"], "completed");
-    assert!(!all_text(&transcript(&env, "idle")).contains(NOTE));
+    assert!(!all_text(&env.transcript("idle")).contains(NOTE));
     // Nor is it among the agents the parent may list, message or stop.
     env.ctl(&["send", "idle", "LIST-NOW please", "--wait"])
         .expect_code(0);

@@ -27,20 +27,7 @@ fn sigkill_mid_run_keeps_every_flushed_entry_and_marks_the_agent_interrupted() {
             delayed(60_000, vec![text("never seen")]),
         ]),
     );
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            &model,
-            "--name",
-            "victim",
-            "work",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", &model, "--name", "victim", "work"]);
     env.wait_for_agent(&id, "4 entries and running", |a| {
         a["transcript_len"] == 5 && a["status"] == "running"
     });
@@ -76,7 +63,7 @@ fn sigkill_mid_run_keeps_every_flushed_entry_and_marks_the_agent_interrupted() {
         after, before,
         "every entry a client saw survives, byte for byte"
     );
-    let agent = env.ctl(&["show", "victim", "--json"]).expect_code(0).json();
+    let agent = env.show("victim");
     assert_eq!(agent["status"], "interrupted");
     assert_eq!(agent["turns"], 2);
     assert_eq!(agent["can_message"], true);
@@ -87,10 +74,7 @@ fn sigkill_mid_run_keeps_every_flushed_entry_and_marks_the_agent_interrupted() {
     );
     // An interrupted agent can still be stopped for good.
     env.ctl(&["stop", "victim"]).expect_code(0);
-    assert_eq!(
-        env.ctl(&["show", "victim", "--json"]).json()["status"],
-        "cancelled"
-    );
+    assert_eq!(env.show("victim")["status"], "cancelled");
 }
 
 #[test]
@@ -100,12 +84,7 @@ fn sigterm_stops_gracefully_removes_the_socket_and_interrupts_running_agents() {
     env.write_config("shutdown_grace_secs = 1\nresume_on_start = false\n");
     let daemon = env.start_daemon();
     let model = env.script("s.json", &script(vec![delayed(60_000, vec![text("x")])]));
-    let id = env
-        .ctl(&["run", "--background", "--model", &model, "hold"])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", &model, "hold"]);
     env.wait_for_agent(&id, "running", |a| a["status"] == "running");
     let started = std::time::Instant::now();
     let status = daemon.terminate();
@@ -121,7 +100,7 @@ fn sigterm_stops_gracefully_removes_the_socket_and_interrupts_running_agents() {
     assert!(env.daemon_log_text().contains("SIGTERM"));
 
     let _daemon = env.start_daemon();
-    let agent = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let agent = env.show(&id);
     assert_eq!(agent["status"], "interrupted");
 }
 
@@ -134,7 +113,7 @@ fn completed_agents_and_transcripts_survive_restarts() {
         .expect_code(0);
     daemon.kill9();
     let _daemon = env.start_daemon();
-    let agent = env.ctl(&["show", "keep", "--json"]).expect_code(0).json();
+    let agent = env.show("keep");
     assert_eq!(agent["status"], "completed");
     assert_eq!(agent["result"], "kept");
 }
@@ -154,12 +133,7 @@ fn sigterm_lets_a_running_tool_finish_before_stopping_at_the_safe_point() {
             turn(vec![text("next turn")]),
         ]),
     );
-    let id = env
-        .ctl(&["run", "--background", "--model", &model, "t"])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", &model, "t"]);
     agentd_e2e::wait_for_path(&env.project().join("started"));
     assert!(daemon.terminate().success());
     // The tool ran to completion and its result was persisted before the stop.
@@ -172,8 +146,5 @@ fn sigterm_lets_a_running_tool_finish_before_stopping_at_the_safe_point() {
     let entries = log.as_array().unwrap();
     assert_eq!(entries.len(), 3, "{log}");
     assert_eq!(entries[2]["content"][0]["type"], "tool_result");
-    assert_eq!(
-        env.ctl(&["show", &id, "--json"]).json()["status"],
-        "interrupted"
-    );
+    assert_eq!(env.show(&id)["status"], "interrupted");
 }

@@ -9,43 +9,9 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use agentd_e2e::script::{script, text, tool, turn};
-use agentd_e2e::{Env, wait_until};
-use serde_json::{Value, json};
-
-/// A scripted model running each command as one Bash call, then "done".
-fn bash_model(env: &Env, name: &str, commands: &[String]) -> String {
-    let mut turns: Vec<Value> = commands
-        .iter()
-        .map(|c| turn(vec![tool("Bash", json!({"command": c}))]))
-        .collect();
-    turns.push(turn(vec![text("done")]));
-    env.script(name, &script(turns))
-}
-
-/// The tool results of an agent's transcript, in order: (is_error, text).
-fn results(env: &Env, id: &str) -> Vec<(bool, String)> {
-    let log = env.ctl(&["log", id, "--json"]).expect_code(0).json();
-    let mut out = Vec::new();
-    for e in log.as_array().unwrap() {
-        for b in e["content"].as_array().into_iter().flatten() {
-            if b["type"] == "tool_result" {
-                out.push((
-                    b["is_error"] == true,
-                    agentd_e2e::mock::text_of(&b["content"]),
-                ));
-            }
-        }
-    }
-    out
-}
-
-fn start(env: &Env, model: &str, extra: &[&str]) -> String {
-    let mut args = vec!["run", "--background", "--model", model];
-    args.extend_from_slice(extra);
-    args.push("work");
-    env.ctl(&args).expect_code(0).stdout.trim().to_string()
-}
+use agentd_e2e::script::bash_each;
+use agentd_e2e::{Env, tool_results, wait_until};
+use serde_json::Value;
 
 /// Process ids (this namespace's) whose command line holds `tag`, not
 /// counting zombies.
@@ -100,8 +66,8 @@ fn nothing_a_confined_tool_starts_outlives_a_sigkilled_daemon() {
     let daemon = env.start_daemon();
     let tag = new_tag();
     let _cleanup = Cleanup(tag.clone());
-    let model = bash_model(&env, "s.json", &[survivor(&tag), "sleep 600".into()]);
-    let id = start(&env, &model, &[]);
+    let model = env.script("s.json", &bash_each(&[survivor(&tag), "sleep 600".into()]));
+    let id = env.start_model(&model, &[]);
     wait_until("the survivor to start", Duration::from_secs(20), || {
         tagged(&tag).len() == 1
     });
@@ -120,8 +86,8 @@ fn nothing_a_confined_tool_starts_outlives_a_stopped_daemon() {
     let daemon = env.start_daemon();
     let tag = new_tag();
     let _cleanup = Cleanup(tag.clone());
-    let model = bash_model(&env, "s.json", &[survivor(&tag), "sleep 600".into()]);
-    start(&env, &model, &[]);
+    let model = env.script("s.json", &bash_each(&[survivor(&tag), "sleep 600".into()]));
+    env.start_model(&model, &[]);
     wait_until("the survivor to start", Duration::from_secs(20), || {
         tagged(&tag).len() == 1
     });
@@ -141,14 +107,13 @@ fn what_a_confined_tool_leaves_running_lives_until_its_agent_ends() {
     let _cleanup = Cleanup(tag.clone());
     // The next command sees it (the agent's commands share a namespace),
     // by the namespace's own ids.
-    let model = bash_model(
-        &env,
+    let model = env.script(
         "s.json",
-        &[survivor(&tag), format!("pgrep -f ^{tag}")],
+        &bash_each(&[survivor(&tag), format!("pgrep -f ^{tag}")]),
     );
-    let id = start(&env, &model, &[]);
+    let id = env.start_model(&model, &[]);
     env.ctl(&["wait", &id]).expect_code(0);
-    let got = results(&env, &id);
+    let got = tool_results(&env.transcript(&id));
     assert!(
         !got[1].0,
         "the second command sees the first one's process: {got:?}"
@@ -171,15 +136,15 @@ fn io_uring_does_not_reach_a_unix_socket_from_a_confined_tool() {
         env!("CARGO_BIN_EXE_escape"),
         env.socket().display()
     );
-    let model = bash_model(&env, "uring.json", &[attack]);
+    let model = env.script("uring.json", &bash_each(&[attack]));
     // Unconfined, the attack connects: the check below is not vacuous.
-    let free = start(&env, &model, &["--sandbox", "off"]);
+    let free = env.start_model(&model, &["--sandbox", "off"]);
     env.ctl(&["wait", &free]).expect_code(0);
-    let (is_error, text) = &results(&env, &free)[0];
+    let (is_error, text) = &tool_results(&env.transcript(&free))[0];
     assert!(!is_error && text.contains("connected"), "{text}");
-    let confined = start(&env, &model, &[]);
+    let confined = env.start_model(&model, &[]);
     env.ctl(&["wait", &confined]).expect_code(0);
-    let (is_error, text) = &results(&env, &confined)[0];
+    let (is_error, text) = &tool_results(&env.transcript(&confined))[0];
     assert!(
         *is_error && text.contains("io_uring_setup") && text.contains("not permitted"),
         "{text}"
@@ -222,7 +187,7 @@ fn without_pid_namespaces_a_sandboxed_agent_is_refused_and_status_says_why() {
     let env = Env::new();
     env.set_daemon_env(agentd::sandbox::pid_namespace::DISABLE_VAR, "1");
     let _daemon = env.start_daemon();
-    let model = bash_model(&env, "x.json", &["true".into()]);
+    let model = env.script("x.json", &bash_each(&["true".into()]));
     let out = env.ctl(&["run", "--background", "--model", &model, "work"]);
     out.expect_code(1);
     assert!(
@@ -239,7 +204,7 @@ fn without_pid_namespaces_a_sandboxed_agent_is_refused_and_status_says_why() {
         "{status}"
     );
     // Unconfined, it runs.
-    let id = start(&env, &model, &["--sandbox", "off"]);
+    let id = env.start_model(&model, &["--sandbox", "off"]);
     env.ctl(&["wait", &id]).expect_code(0);
 }
 

@@ -6,19 +6,16 @@
 use std::time::{Duration, Instant};
 
 use agentd_e2e::Env;
+use agentd_e2e::forking::MARKER;
 use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
 use serde_json::{Value, json};
-
-/// The marker the daemon splices into the newest message's last block.
-const MARKER: &str = r#","cache_control":{"type":"ephemeral"}"#;
 
 /// Quick retries so fault tests take milliseconds, not minutes.
 const FAST_RETRY: &str =
     "[retry]\nmax_attempts = 4\ninitial_backoff_ms = 20\nmax_backoff_ms = 100\n";
 
 fn world(mock: &MockServer) -> Env {
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(mock);
     env.write_config(FAST_RETRY);
     env
 }
@@ -160,7 +157,7 @@ fn multi_turn_requests_are_byte_stable_and_served_from_the_prompt_cache() {
         }
     }
     assert!(sum[1] > 0, "output tokens are counted");
-    let agent = env.ctl(&["show", "cachey", "--json"]).expect_code(0).json();
+    let agent = env.show("cachey");
     assert_eq!(agent["usage"]["input_tokens"], sum[0]);
     assert_eq!(agent["usage"]["output_tokens"], sum[1]);
     assert_eq!(agent["usage"]["cache_read_input_tokens"], sum[2]);
@@ -298,7 +295,7 @@ fn transient_faults_are_retried_to_success_without_partial_entries() {
             "{name}: one retry, then two turns"
         );
         assert_clean_transcript(&env);
-        let agent = env.ctl(&["show", "faulty", "--json"]).expect_code(0).json();
+        let agent = env.show("faulty");
         assert_eq!(agent["status"], "completed", "{name}");
         assert_eq!(agent["turns"], 2, "{name}");
     }
@@ -361,7 +358,7 @@ fn request_errors_fail_at_once_with_the_providers_message() {
             out.stderr
         );
         assert_eq!(mock.requests().len(), 1, "{code} is not retried");
-        let agent = env.ctl(&["show", "badreq", "--json"]).expect_code(0).json();
+        let agent = env.show("badreq");
         assert_eq!(agent["status"], "failed");
         let error = agent["error"].as_str().unwrap();
         assert!(
@@ -408,7 +405,7 @@ fn an_exhausted_retry_budget_fails_the_agent_cleanly() {
     ]);
     out.expect_code(1);
     assert_eq!(mock.requests().len(), 4, "max_attempts = 4");
-    let agent = env.ctl(&["show", "tired", "--json"]).json();
+    let agent = env.show("tired");
     let error = agent["error"].as_str().unwrap();
     assert!(
         error.contains("Overloaded") && error.contains("gave up after 4 attempts"),
@@ -535,25 +532,14 @@ fn stop_aborts_a_slow_stream_within_a_second() {
     mock.enqueue(Reply::Message(
         MockMessage::text(&long).slow(Duration::from_millis(200)),
     ));
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            "anthropic:claude-test",
-            "slow",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", "anthropic:claude-test", "slow"]);
     mock.wait_for_requests(1, Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(300)); // mid-stream
     let started = Instant::now();
     env.ctl(&["stop", &id]).expect_code(0);
     let took = started.elapsed();
     assert!(took < Duration::from_secs(1), "stop took {took:?}");
-    let agent = env.ctl(&["show", &id, "--json"]).json();
+    let agent = env.show(&id);
     assert_eq!(agent["status"], "cancelled");
     assert_eq!(
         agent["transcript_len"], 1,
@@ -694,10 +680,7 @@ fn stop_reasons_are_handled_deliberately() {
             .unwrap()
             .contains("cut off at the output token limit")
     );
-    assert_eq!(
-        env.ctl(&["show", "long", "--json"]).json()["result"],
-        "and the second half."
-    );
+    assert_eq!(env.show("long")["result"], "and the second half.");
 
     // pause_turn: the paused message goes back as is, with no new user message.
     mock.enqueue(Reply::Message(
@@ -733,10 +716,7 @@ fn stop_reasons_are_handled_deliberately() {
     ]);
     out.expect_code(1);
     assert!(out.stderr.contains("refusal"), "{}", out.stderr);
-    assert_eq!(
-        env.ctl(&["show", "no", "--json"]).json()["status"],
-        "failed"
-    );
+    assert_eq!(env.show("no")["status"], "failed");
 }
 
 #[test]
@@ -818,18 +798,7 @@ fn connection_refused_is_retried_until_the_provider_is_back() {
     env.use_mock(&format!("http://127.0.0.1:{port}"));
     env.write_config("[retry]\nmax_attempts = 8\ninitial_backoff_ms = 200\nmax_backoff_ms = 400\n");
     let _daemon = env.start_daemon();
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            "anthropic:claude-test",
-            "go",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", "anthropic:claude-test", "go"]);
     std::thread::sleep(Duration::from_millis(300));
     let mock = MockServer::start_on(agentd_e2e::mock::MockConfig::default(), port);
     mock.enqueue(Reply::Message(MockMessage::text("back online")));
@@ -863,10 +832,7 @@ fn an_unreachable_provider_fails_the_agent_after_the_budget() {
         "go",
     ]);
     out.expect_code(1);
-    let error = env.ctl(&["show", "gone", "--json"]).json()["error"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let error = env.show("gone")["error"].as_str().unwrap().to_string();
     assert!(
         error.contains("cannot reach") && error.contains("gave up after 2 attempts"),
         "{error}"

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use agentd_e2e::Env;
-use agentd_e2e::mock::{MockServer, RecordedRequest, Reply, prompt_of, text_of};
+use agentd_e2e::mock::{MockServer, Reply, last_text, prompt_of};
 use serde_json::{Value, json};
 
 struct Editor {
@@ -90,13 +90,8 @@ impl Editor {
     }
 }
 
-fn last_text(r: &RecordedRequest) -> String {
-    text_of(&r.json["messages"].as_array().unwrap().last().unwrap()["content"])
-}
-
 fn world(mock: &MockServer) -> Env {
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(mock);
     env.write_config("default_model = \"anthropic:claude-test\"\n");
     env
 }

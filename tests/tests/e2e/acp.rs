@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agentd_e2e::Env;
-use agentd_e2e::mock::{MockMessage, MockServer, RecordedRequest, Reply, text_of};
+use agentd_e2e::mock::{MockMessage, MockServer, Reply, last_text};
 use serde_json::{Value, json};
 
 fn client_dir() -> PathBuf {
@@ -89,11 +89,6 @@ fn said(updates: &Value) -> String {
         .collect()
 }
 
-fn last_text(r: &RecordedRequest) -> String {
-    let messages = r.json["messages"].as_array().unwrap();
-    text_of(&messages.last().unwrap()["content"])
-}
-
 const LONG: &str =
     "Wrote one.txt as asked; every word of this sentence arrives as its own delta, once, in order.";
 
@@ -101,8 +96,7 @@ const LONG: &str =
 fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     setup();
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     env.write_config("default_model = \"anthropic:claude-test\"\n");
     let _daemon = env.start_daemon();
     mock.enqueue_all([
@@ -144,7 +138,7 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
         .unwrap();
     assert_eq!(model["currentValue"], "anthropic:claude-test");
     // A session is an agent: listed, with the id.
-    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let shown = env.show(&id);
     assert_eq!(shown["id"], id);
 
     let prompts = of_kind(&first, "prompt");
@@ -199,7 +193,7 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     assert_eq!(errors[1]["data"]["sessionId"], "no-such-session");
 
     // The editor is gone; the agent stays, paused after the cancel.
-    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let shown = env.show(&id);
     assert_eq!(shown["status"], "paused", "{shown}");
 
     // What the model was sent: the denial reached it as a tool error, the
@@ -281,12 +275,6 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     assert_eq!(reqs.len(), 6);
     assert!(last_text(&reqs[5]).contains("TASK-FOUR"));
     assert_eq!(reqs[5].json["model"], "claude-other");
-    assert_eq!(
-        env.ctl(&["show", &id, "--json"]).json()["permission_mode"],
-        "plan"
-    );
-    assert_eq!(
-        env.ctl(&["show", &id, "--json"]).json()["status"],
-        "completed"
-    );
+    assert_eq!(env.show(&id)["permission_mode"], "plan");
+    assert_eq!(env.show(&id)["status"], "completed");
 }

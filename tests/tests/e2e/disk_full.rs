@@ -12,10 +12,6 @@ use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
 use agentd_e2e::{Env, wait_until};
 use serde_json::Value;
 
-fn show(env: &Env, id: &str) -> Value {
-    env.ctl(&["show", id, "--json"]).expect_code(0).json()
-}
-
 /// Every entry once, in order, and every tool call answered once.
 fn assert_clean(entries: &[Value]) {
     for (i, e) in entries.iter().enumerate() {
@@ -58,28 +54,17 @@ fn run_through_a_full_disk(min_free_mb: u64, leave: u64, sled_failed: bool) {
         return;
     };
     let _daemon = env.start_daemon();
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            "anthropic:claude-test",
-            "many steps",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", "anthropic:claude-test", "many steps"]);
     wait_until("a few steps", Duration::from_secs(20), || {
-        show(&env, &id)["transcript_len"].as_u64().unwrap() >= 5
+        env.show(&id)["transcript_len"].as_u64().unwrap() >= 5
     });
     let ballast = disk.fill(leave);
 
     // The writer waits, and says why.
     wait_until("the agent waits for space", Duration::from_secs(20), || {
-        show(&env, &id)["status"] == "waiting"
+        env.show(&id)["status"] == "waiting"
     });
-    let agent = show(&env, &id);
+    let agent = env.show(&id);
     let why = agent["waiting_for"].as_str().unwrap();
     assert!(
         why.contains("disk space") && why.contains("out of disk space"),
@@ -108,7 +93,7 @@ fn run_through_a_full_disk(min_free_mb: u64, leave: u64, sled_failed: bool) {
     // Space is back: the same daemon goes on.
     std::fs::remove_file(&ballast).unwrap();
     env.ctl(&["wait", &id, "--timeout", "60"]).expect_code(0);
-    assert_eq!(show(&env, &id)["result"], "all steps done");
+    assert_eq!(env.show(&id)["result"], "all steps done");
     let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
     let entries = log.as_array().unwrap();
     assert!(
@@ -153,26 +138,15 @@ fn the_daemon_starts_on_a_full_disk_and_resumes_its_agents_once_space_is_back() 
         return;
     };
     let daemon = env.start_daemon();
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            "anthropic:claude-test",
-            "many steps",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", "anthropic:claude-test", "many steps"]);
     wait_until("a few steps", Duration::from_secs(20), || {
-        show(&env, &id)["transcript_len"].as_u64().unwrap() >= 5
+        env.show(&id)["transcript_len"].as_u64().unwrap() >= 5
     });
     let ballast = disk.fill(2 * 1024 * 1024);
     daemon.kill9();
     // It starts, says what it is doing, and serves reads.
     let _daemon = env.start_daemon();
-    assert_eq!(show(&env, &id)["status"], "interrupted");
+    assert_eq!(env.show(&id)["status"], "interrupted");
     assert_eq!(env.ctl(&["status", "--json"]).json()["disk_full"], true);
     assert!(
         env.daemon_log_text()
@@ -182,9 +156,9 @@ fn the_daemon_starts_on_a_full_disk_and_resumes_its_agents_once_space_is_back() 
     wait_until(
         "the agent resumed and completed",
         Duration::from_secs(60),
-        || show(&env, &id)["status"] == "completed",
+        || env.show(&id)["status"] == "completed",
     );
-    assert_eq!(show(&env, &id)["result"], "all steps done");
+    assert_eq!(env.show(&id)["result"], "all steps done");
     let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
     assert_clean(log.as_array().unwrap());
 }
@@ -198,32 +172,21 @@ fn the_daemon_starts_with_no_byte_free_and_writes_once_space_returns() {
         return;
     };
     let daemon = env.start_daemon();
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            "anthropic:claude-test",
-            "many steps",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", "anthropic:claude-test", "many steps"]);
     wait_until("a few steps", Duration::from_secs(20), || {
-        show(&env, &id)["transcript_len"].as_u64().unwrap() >= 5
+        env.show(&id)["transcript_len"].as_u64().unwrap() >= 5
     });
     daemon.kill9();
     let ballast = disk.fill(0);
     assert!(disk.free() < 64 * 1024, "{} bytes free", disk.free());
     let _daemon = env.start_daemon();
-    assert_eq!(show(&env, &id)["status"], "interrupted");
+    assert_eq!(env.show(&id)["status"], "interrupted");
     assert_eq!(env.ctl(&["status", "--json"]).json()["disk_full"], true);
     std::fs::remove_file(&ballast).unwrap();
     wait_until(
         "the agent resumed and completed",
         Duration::from_secs(60),
-        || show(&env, &id)["status"] == "completed",
+        || env.show(&id)["status"] == "completed",
     );
     let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
     assert_clean(log.as_array().unwrap());
@@ -239,32 +202,20 @@ fn the_daemon_starts_with_no_byte_free_and_writes_once_space_returns() {
 #[test]
 fn an_agent_a_full_disk_keeps_from_resuming_says_why() {
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     mock.enqueue(Reply::Message(
         MockMessage::text("working").with(Block::bash("t0", "sleep 30")),
     ));
     let daemon = env.start_daemon();
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            "anthropic:claude-test",
-            "hold",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", "anthropic:claude-test", "hold"]);
     wait_until("the tool runs", Duration::from_secs(20), || {
-        show(&env, &id)["transcript_len"].as_u64().unwrap() >= 2
+        env.show(&id)["transcript_len"].as_u64().unwrap() >= 2
     });
     daemon.kill9();
     // More free space wanted than any disk has: the disk counts as full.
     env.write_config("store_min_free_mb = 100000000\n");
     let _daemon = env.start_daemon();
-    let agent = show(&env, &id);
+    let agent = env.show(&id);
     assert_eq!(agent["status"], "interrupted", "{agent}");
     assert!(agent["resume_blocked_reason"].is_null(), "{agent}");
     assert!(

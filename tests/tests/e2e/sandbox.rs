@@ -7,40 +7,13 @@
 
 use std::path::{Path, PathBuf};
 
-use agentd_e2e::Env;
-use agentd_e2e::script::{script, text, tool, turn};
-use serde_json::{Value, json};
+use agentd_e2e::script::{bash_each, script, text, tool, turn};
+use agentd_e2e::{Env, dir_names, tool_results};
+use serde_json::json;
 
-/// A scripted model running each command as one Bash call, then "done".
-fn bash_model(env: &Env, name: &str, commands: &[String]) -> String {
-    let mut turns: Vec<Value> = commands
-        .iter()
-        .map(|c| turn(vec![tool("Bash", json!({"command": c}))]))
-        .collect();
-    turns.push(turn(vec![text("done")]));
-    env.script(name, &script(turns))
-}
-
-/// The tool results of an agent's transcript, in order.
-fn results(env: &Env, id: &str) -> Vec<(bool, String)> {
-    let log = env.ctl(&["log", id, "--json"]).expect_code(0).json();
-    let mut out = Vec::new();
-    for e in log.as_array().unwrap() {
-        for b in e["content"].as_array().into_iter().flatten() {
-            if b["type"] == "tool_result" {
-                let text = agentd_e2e::mock::text_of(&b["content"]);
-                out.push((b["is_error"] == true, text));
-            }
-        }
-    }
-    out
-}
-
-fn run(env: &Env, model: &str, extra: &[&str]) -> String {
-    let mut args = vec!["run", "--background", "--model", model];
-    args.extend_from_slice(extra);
-    args.push("work");
-    let id = env.ctl(&args).expect_code(0).stdout.trim().to_string();
+/// Runs `model` with `flags` to its end; the agent's id.
+fn run(env: &Env, model: &str, flags: &[&str]) -> String {
+    let id = env.start_model(model, flags);
     env.ctl(&["wait", &id]).expect_code(0);
     id
 }
@@ -50,16 +23,6 @@ fn outside(env: &Env) -> PathBuf {
     let dir = env.root.path().join("outside");
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]
@@ -90,9 +53,9 @@ fn bash_cannot_write_outside_its_working_directory() {
             .to_string(),
     ];
     let _daemon = env.start_daemon();
-    let model = bash_model(&env, "escape.json", &commands);
+    let model = env.script("escape.json", &bash_each(&commands));
     let id = run(&env, &model, &[]);
-    let got = results(&env, &id);
+    let got = tool_results(&env.transcript(&id));
     assert_eq!(got.len(), commands.len(), "{got:?}");
     for (i, (is_error, text)) in got.iter().enumerate().take(commands.len() - 1) {
         assert!(
@@ -109,9 +72,9 @@ fn bash_cannot_write_outside_its_working_directory() {
         got[0].1
     );
     assert!(
-        files_in(&out).is_empty(),
+        dir_names(&out).is_empty(),
         "nothing was left outside: {:?}",
-        files_in(&out)
+        dir_names(&out)
     );
     assert!(!env.data_dir().join("planted").exists());
     let (is_error, last) = &got[commands.len() - 1];
@@ -120,10 +83,7 @@ fn bash_cannot_write_outside_its_working_directory() {
         std::fs::read_to_string(project.join("inside.txt")).unwrap(),
         "ok\n"
     );
-    let short = env.ctl(&["show", &id, "--json"]).expect_code(0).json()["short_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let short = env.show(&id)["short_id"].as_str().unwrap().to_string();
     assert!(
         last.contains(&format!("-tmp/{short}")),
         "a private TMPDIR: {last}"
@@ -139,21 +99,19 @@ fn bash_cannot_write_outside_its_working_directory() {
 fn one_agents_tmpdir_is_not_anothers() {
     let env = Env::new();
     let _daemon = env.start_daemon();
-    let first = bash_model(
-        &env,
+    let first = env.script(
         "a.json",
-        &["echo \"$TMPDIR\" > where.txt".to_string()],
+        &bash_each(&["echo \"$TMPDIR\" > where.txt".to_string()]),
     );
     let a = run(&env, &first, &[]);
-    assert!(!results(&env, &a)[0].0);
+    assert!(!tool_results(&env.transcript(&a))[0].0);
     let a_tmp = std::fs::read_to_string(env.project().join("where.txt")).unwrap();
-    let second = bash_model(
-        &env,
+    let second = env.script(
         "b.json",
-        &[format!("mkdir -p {0} && echo x > {0}/stolen", a_tmp.trim())],
+        &bash_each(&[format!("mkdir -p {0} && echo x > {0}/stolen", a_tmp.trim())]),
     );
     let b = run(&env, &second, &[]);
-    let (is_error, text) = &results(&env, &b)[0];
+    let (is_error, text) = &tool_results(&env.transcript(&b))[0];
     assert!(*is_error && text.contains("Permission denied"), "{text}");
     assert!(!Path::new(a_tmp.trim()).join("stolen").exists());
 }
@@ -163,13 +121,12 @@ fn sandbox_off_lifts_it_and_says_so() {
     let env = Env::new();
     let out = outside(&env);
     let _daemon = env.start_daemon();
-    let model = bash_model(
-        &env,
+    let model = env.script(
         "off.json",
-        &[format!("echo x > {}/allowed.txt", out.display())],
+        &bash_each(&[format!("echo x > {}/allowed.txt", out.display())]),
     );
     let id = run(&env, &model, &["--sandbox", "off"]);
-    assert!(!results(&env, &id)[0].0);
+    assert!(!tool_results(&env.transcript(&id))[0].0);
     assert!(out.join("allowed.txt").exists());
     let shown = env.ctl(&["show", &id]).expect_code(0).stdout.clone();
     assert!(shown.contains("off (unconfined)"), "{shown}");
@@ -194,7 +151,7 @@ fn read_only_and_plan_write_nothing() {
         ]),
     );
     let id = run(&env, &model, &["--sandbox", "read-only"]);
-    let got = results(&env, &id);
+    let got = tool_results(&env.transcript(&id));
     assert!(
         got[0].0 && got[0].1.contains("Permission denied"),
         "{got:?}"
@@ -230,12 +187,12 @@ fn no_network_refuses_a_tcp_connect_to_a_local_listener() {
     let port = listener.local_addr().unwrap().port();
     let _daemon = env.start_daemon();
     let connect = format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' && echo connected");
-    let model = bash_model(&env, "net.json", std::slice::from_ref(&connect));
+    let model = env.script("net.json", &bash_each(std::slice::from_ref(&connect)));
     let denied = run(&env, &model, &["--no-network"]);
-    let (is_error, text) = &results(&env, &denied)[0];
+    let (is_error, text) = &tool_results(&env.transcript(&denied))[0];
     assert!(*is_error && text.contains("Permission denied"), "{text}");
     let allowed = run(&env, &model, &[]);
-    let (is_error, text) = &results(&env, &allowed)[0];
+    let (is_error, text) = &tool_results(&env.transcript(&allowed))[0];
     assert!(!is_error && text.contains("connected"), "{text}");
 }
 
@@ -249,15 +206,15 @@ fn no_network_also_refuses_udp() {
     let port = listener.local_addr().unwrap().port();
     let _daemon = env.start_daemon();
     let send = format!("bash -c 'echo datagram > /dev/udp/127.0.0.1/{port}' && echo sent");
-    let model = bash_model(&env, "udp.json", std::slice::from_ref(&send));
+    let model = env.script("udp.json", &bash_each(std::slice::from_ref(&send)));
     let mut buf = [0u8; 64];
     let denied = run(&env, &model, &["--no-network"]);
-    let (is_error, text) = &results(&env, &denied)[0];
+    let (is_error, text) = &tool_results(&env.transcript(&denied))[0];
     assert!(*is_error && text.contains("Permission denied"), "{text}");
     assert!(listener.recv(&mut buf).is_err(), "a datagram got out");
     // Without it, the same command gets through: the check is real.
     let allowed = run(&env, &model, &[]);
-    let (is_error, text) = &results(&env, &allowed)[0];
+    let (is_error, text) = &tool_results(&env.transcript(&allowed))[0];
     assert!(!is_error && text.contains("sent"), "{text}");
     let n = listener.recv(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"datagram\n");
@@ -268,7 +225,7 @@ fn the_provider_key_is_not_in_the_tools_environment() {
     let env = Env::new();
     env.set_daemon_env("ANTHROPIC_API_KEY", "sk-ant-secret-in-the-daemon");
     let _daemon = env.start_daemon();
-    let model = bash_model(&env, "env.json", &["env > env.txt".to_string()]);
+    let model = env.script("env.json", &bash_each(&["env > env.txt".to_string()]));
     run(&env, &model, &[]);
     let seen = std::fs::read_to_string(env.project().join("env.txt")).unwrap();
     assert!(!seen.contains("sk-ant-secret-in-the-daemon"), "{seen}");
@@ -280,7 +237,7 @@ fn without_landlock_a_sandboxed_agent_is_refused_and_off_still_runs() {
     let env = Env::new();
     env.set_daemon_env("AGENTD_LANDLOCK_ABI", "0");
     let _daemon = env.start_daemon();
-    let model = bash_model(&env, "x.json", &["true".to_string()]);
+    let model = env.script("x.json", &bash_each(&["true".to_string()]));
     let out = env.ctl(&["run", "--background", "--model", &model, "x"]);
     out.expect_code(1);
     assert!(
@@ -325,7 +282,7 @@ fn no_network_on_an_old_landlock_is_refused() {
     let env = Env::new();
     env.set_daemon_env("AGENTD_LANDLOCK_ABI", "3");
     let _daemon = env.start_daemon();
-    let model = bash_model(&env, "x.json", &["true".to_string()]);
+    let model = env.script("x.json", &bash_each(&["true".to_string()]));
     let out = env.ctl(&[
         "run",
         "--background",
@@ -343,7 +300,7 @@ fn a_landlock_too_old_to_stop_truncation_is_refused() {
     let env = Env::new();
     env.set_daemon_env("AGENTD_LANDLOCK_ABI", "2");
     let _daemon = env.start_daemon();
-    let model = bash_model(&env, "x.json", &["true".to_string()]);
+    let model = env.script("x.json", &bash_each(&["true".to_string()]));
     let out = env.ctl(&["run", "--background", "--model", &model, "x"]);
     out.expect_code(1);
     assert!(
@@ -363,17 +320,16 @@ fn an_agents_tools_cannot_use_the_daemons_socket() {
     // The daemon refuses its tools' requests whatever their sandbox (a
     // confined tool cannot even make the socket: see below); here an
     // unconfined agent's tool tries to start another agent.
-    let evil = bash_model(
-        &env,
+    let evil = env.script(
         "evil.json",
-        &[format!("echo x > {}/escaped.txt", out.display())],
+        &bash_each(&[format!("echo x > {}/escaped.txt", out.display())]),
     );
     let attempt = format!(
         "{ctl} --no-autostart --socket {sock} run --background --sandbox off --model {evil} go; {ctl} --no-autostart --socket {sock} list"
     );
-    let model = bash_model(&env, "caller.json", &[attempt]);
+    let model = env.script("caller.json", &bash_each(&[attempt]));
     let id = run(&env, &model, &["--sandbox", "off"]);
-    let (is_error, text) = &results(&env, &id)[0];
+    let (is_error, text) = &tool_results(&env.transcript(&id))[0];
     assert!(*is_error, "{text}");
     assert_eq!(
         text.matches("does not take requests from its agents' own tools")
@@ -387,14 +343,14 @@ fn an_agents_tools_cannot_use_the_daemons_socket() {
         1,
         "only the caller exists: {list}"
     );
-    assert!(files_in(&out).is_empty());
+    assert!(dir_names(&out).is_empty());
 }
 
 #[test]
 fn an_agent_whose_directory_holds_the_daemons_data_is_refused() {
     let env = Env::new();
     let _daemon = env.start_daemon();
-    let model = bash_model(&env, "x.json", &["true".to_string()]);
+    let model = env.script("x.json", &bash_each(&["true".to_string()]));
     let root = env.root.path().display().to_string();
     let out = env.ctl(&[
         "run",
@@ -444,7 +400,7 @@ fn write_and_edit_open_files_only_beneath_the_working_directory() {
     );
     let _daemon = env.start_daemon();
     let id = run(&env, &model, &[]);
-    let got = results(&env, &id);
+    let got = tool_results(&env.transcript(&id));
     assert_eq!(got.len(), 8, "{got:?}");
     for i in [0, 1, 2, 3, 6, 7] {
         assert!(
@@ -454,7 +410,7 @@ fn write_and_edit_open_files_only_beneath_the_working_directory() {
         );
     }
     assert!(!got[4].0 && !got[5].0, "{got:?}");
-    assert_eq!(files_in(&out), vec!["theirs.txt".to_string()]);
+    assert_eq!(dir_names(&out), vec!["theirs.txt".to_string()]);
     assert_eq!(
         std::fs::read_to_string(out.join("theirs.txt")).unwrap(),
         "theirs\n"
@@ -472,7 +428,7 @@ fn a_tool_that_double_forks_and_clears_its_environment_is_still_refused() {
     let attempt = format!(
         "(setsid env -i {ctl} --no-autostart --socket {sock} list > escaped.txt 2>&1 &) ; sleep 2; cat escaped.txt"
     );
-    let model = bash_model(&env, "fork.json", &[attempt]);
+    let model = env.script("fork.json", &bash_each(&[attempt]));
     let id = run(&env, &model, &["--sandbox", "off"]);
     let seen = std::fs::read_to_string(env.project().join("escaped.txt")).unwrap();
     assert!(
@@ -515,9 +471,9 @@ fn a_tool_nested_deeper_than_any_bound_is_still_refused() {
     let nest = format!(
         "printf '%s\\n' 'if [ \"$1\" -gt 0 ]; then sh ./nest.sh $(($1 - 1)); else env -i {ctl} --no-autostart --socket {sock} list; fi' > nest.sh && sh ./nest.sh 80"
     );
-    let model = bash_model(&env, "nest.json", &[nest]);
+    let model = env.script("nest.json", &bash_each(&[nest]));
     let id = run(&env, &model, &["--sandbox", "off"]);
-    let (is_error, text) = &results(&env, &id)[0];
+    let (is_error, text) = &tool_results(&env.transcript(&id))[0];
     assert!(*is_error, "{text}");
     assert!(
         text.contains("does not take requests from its agents' own tools"),
@@ -537,9 +493,9 @@ fn confined_tools_cannot_open_unix_sockets() {
         // A socket pair names no path: it stays allowed.
         "python3 -c \"import socket; a, b = socket.socketpair(); a.send(b'ok'); print(b.recv(2).decode())\"".to_string(),
     ];
-    let model = bash_model(&env, "unix.json", &commands);
+    let model = env.script("unix.json", &bash_each(&commands));
     let id = run(&env, &model, &[]);
-    let got = results(&env, &id);
+    let got = tool_results(&env.transcript(&id));
     assert!(
         got[0].0 && got[0].1.contains("ermission denied"),
         "{}",

@@ -99,7 +99,7 @@ fn run_in_foreground_writes_files_and_records_the_transcript() {
     assert_eq!(entries[7]["stop_reason"], "end_turn");
     assert_eq!(entries[1]["stop_reason"], "tool_use");
 
-    let agent = env.ctl(&["show", "demo", "--json"]).expect_code(0).json();
+    let agent = env.show("demo");
     assert_eq!(agent["status"], "completed");
     assert_eq!(agent["turns"], 4);
     assert_eq!(agent["tool_uses"], 3);
@@ -145,20 +145,7 @@ fn wait_times_out_with_124_and_stop_cancels_a_running_agent() {
         "slow.json",
         &script(vec![delayed(60_000, vec![text("too late")])]),
     );
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            &model,
-            "--name",
-            "slow",
-            "wait a minute",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", &model, "--name", "slow", "wait a minute"]);
     env.wait_for_agent(&id, "running", |a| a["status"] == "running");
     env.ctl(&["wait", "slow", "--timeout", "0.3"])
         .expect_code(124);
@@ -169,7 +156,7 @@ fn wait_times_out_with_124_and_stop_cancels_a_running_agent() {
     assert!(stopped.stdout.contains("cancelled"), "{}", stopped.stdout);
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     env.ctl(&["wait", &id]).expect_code(1);
-    let agent = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let agent = env.show(&id);
     assert_eq!(agent["status"], "cancelled");
     // The unfinished response was never written.
     let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
@@ -199,12 +186,7 @@ fn stop_kills_a_running_tool_promptly() {
             turn(vec![text("never")]),
         ]),
     );
-    let id = env
-        .ctl(&["run", "--background", "--model", &model, "sleep"])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", &model, "sleep"]);
     agentd_e2e::wait_for_path(&marker);
     let started = std::time::Instant::now();
     env.ctl(&["stop", &id]).expect_code(0);
@@ -307,7 +289,7 @@ fn json_shapes_of_list_show_and_log() {
         "not RFC 3339: {created}"
     );
 
-    let show = env.ctl(&["show", "shape", "--json"]).expect_code(0).json();
+    let show = env.show("shape");
     assert_eq!(show["id"], agent["id"]);
     assert_eq!(show["result"], "hi");
 
@@ -354,19 +336,7 @@ fn agents_made_in_one_burst_have_distinct_short_ids_that_resolve() {
     // Twenty agents within a second: time-derived short ids would all be
     // the same eight digits.
     let ids: Vec<String> = (0..20)
-        .map(|i| {
-            env.ctl(&[
-                "run",
-                "--background",
-                "--model",
-                &model,
-                &format!("agent {i}"),
-            ])
-            .expect_code(0)
-            .stdout
-            .trim()
-            .to_string()
-        })
+        .map(|i| env.start_agent(&["--model", &model, &format!("agent {i}")]))
         .collect();
     let listed = env.ctl(&["list", "--json"]).expect_code(0).json();
     let shorts: Vec<String> = listed
@@ -382,7 +352,7 @@ fn agents_made_in_one_burst_have_distinct_short_ids_that_resolve() {
     for (short, a) in shorts.iter().zip(listed.as_array().unwrap()) {
         assert!(table.contains(short.as_str()), "list shows {short}");
         // Whatever is shown resolves, to that agent.
-        let shown = env.ctl(&["show", short, "--json"]).expect_code(0).json();
+        let shown = env.show(short);
         assert_eq!(shown["id"], a["id"]);
     }
 
@@ -401,12 +371,7 @@ fn agents_made_in_one_burst_have_distinct_short_ids_that_resolve() {
     let out = env.ctl(&["show", &a[..1]]);
     out.expect_code(1);
     assert!(out.stderr.contains("ambiguous"), "{}", out.stderr);
-    let short_of = |id: &str| -> String {
-        env.ctl(&["show", id, "--json"]).json()["short_id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let short_of = |id: &str| -> String { env.show(id)["short_id"].as_str().unwrap().to_string() };
     assert!(out.stderr.contains(&short_of(a)), "{}", out.stderr);
     // The shortest prefix of `a` that no other id shares works (a third
     // id may share more with `a` than `b` does, so look at all of them).

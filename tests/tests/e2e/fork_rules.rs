@@ -8,19 +8,16 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentd_e2e::forking::{
-    NOTE, TAG, agents, all_text, fork_call, fork_call_with, is_fork_of, is_request_of_fork,
-    last_text, transcript,
+use agentd_e2e::forking::{TAG, fork_call, fork_call_with, is_fork_of, is_request_of_fork};
+use agentd_e2e::mock::{
+    Block, MODEL, MockMessage, MockServer, Reply, last_text, n_messages, prompt_of, text_of,
 };
-use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply, n_messages, prompt_of, text_of};
-use agentd_e2e::{Env, wait_until};
+use agentd_e2e::parent::{self, NOTE};
+use agentd_e2e::{Env, all_text, wait_until};
 use serde_json::{Value, json};
 
-const MODEL: &str = "anthropic:claude-test";
-
 fn world(mock: &MockServer) -> Env {
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(mock);
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(env.project())
@@ -198,11 +195,7 @@ fn bad_fork_arguments_are_tool_errors_the_model_reads_and_start_nothing() {
     for (i, (args, _)) in cases.iter().enumerate() {
         message = message.with(fork_call_with(&format!("BAD-{i}"), args.clone()));
     }
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(message),
-    );
-    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("noted"));
+    parent::answers(&mock, message, Reply::text("noted"));
     let _daemon = env.start_daemon();
     let parent = run_bg(&env, "p", "PARENT go");
     env.ctl(&["wait", &parent]).expect_code(0);
@@ -218,7 +211,7 @@ fn bad_fork_arguments_are_tool_errors_the_model_reads_and_start_nothing() {
         assert_eq!(result["is_error"], true, "case {i} {args}");
         assert_eq!(text_of(&result["content"]), *expected, "case {i} {args}");
     }
-    assert_eq!(agents(&env).len(), 1, "nothing was started");
+    assert_eq!(env.agents().len(), 1, "nothing was started");
 }
 
 #[test]
@@ -284,7 +277,7 @@ fn agentctl_fork_refuses_bad_input_clearly_and_starts_nothing() {
     // Both allowlists at once are a usage error before any request.
     env.ctl(&["fork", "idle", "x", "--tools", "Read", "--profile", "body"])
         .expect_code(2);
-    assert_eq!(agents(&env).len(), 1, "nothing was started");
+    assert_eq!(env.agents().len(), 1, "nothing was started");
     assert_eq!(mock.requests().len(), 2);
 }
 
@@ -320,41 +313,32 @@ fn a_fork_runs_only_its_allowed_tools_and_its_profile_is_fixed_at_launch() {
         |r| is_request_of_fork(r, "TOOLS-ONLY") || is_request_of_fork(r, "PROFILED"),
         Reply::text("Scope: done\nResult: could not"),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(
-            MockMessage::text("Forking.")
-                .with(fork_call_with(
-                    "TOOLS-ONLY",
-                    json!({"fork_tools": ["Read"]}),
-                ))
-                .with(fork_call_with(
-                    "PROFILED",
-                    json!({"fork_profile": "reader"}),
-                )),
-        ),
+    parent::answers(
+        &mock,
+        MockMessage::text("Forking.")
+            .with(fork_call_with(
+                "TOOLS-ONLY",
+                json!({"fork_tools": ["Read"]}),
+            ))
+            .with(fork_call_with(
+                "PROFILED",
+                json!({"fork_profile": "reader"}),
+            )),
+        Reply::text("ok"),
     );
-    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("ok"));
     let _daemon = env.start_daemon();
     // In the default mode Bash and Write ask first: a tool the fork may
     // not run is refused before anyone is asked (nobody is attached here,
     // so an ask would leave the fork waiting).
-    let parent = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--permission-mode",
-            "default",
-            "--model",
-            MODEL,
-            "PARENT go",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let parent = env.start_agent(&[
+        "--permission-mode",
+        "default",
+        "--model",
+        MODEL,
+        "PARENT go",
+    ]);
     wait_until("both forks report", Duration::from_secs(30), || {
-        all_text(&transcript(&env, &parent)).matches(NOTE).count() == 2
+        all_text(&env.transcript(&parent)).matches(NOTE).count() == 2
     });
     let reqs = mock.requests();
     let parent_first = &reqs[0];
@@ -387,7 +371,8 @@ fn a_fork_runs_only_its_allowed_tools_and_its_profile_is_fixed_at_launch() {
         "reader",
         "---\nname: reader\ntools: [Read, Write]\n---\n",
     );
-    let fork = agents(&env)
+    let fork = env
+        .agents()
         .into_iter()
         .find(|a| a["description"] == "PROFILED")
         .unwrap();
@@ -425,9 +410,8 @@ fn a_fork_that_calls_agent_gets_a_tool_error_and_no_grandchild() {
         Reply::Message(
             MockMessage::text("Delegating further.")
                 .with(fork_call("GRANDCHILD fork"))
-                .with(Block::tool(
+                .with(Block::agent(
                     "",
-                    "Agent",
                     json!({"description": "helper", "prompt": "GRANDCHILD plain"}),
                 )),
         ),
@@ -436,15 +420,15 @@ fn a_fork_that_calls_agent_gets_a_tool_error_and_no_grandchild() {
         |r| is_request_of_fork(r, "RECURSE"),
         Reply::text("Scope: recurse\nResult: did it myself"),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("Forking.").with(fork_call("RECURSE"))),
+    parent::answers(
+        &mock,
+        MockMessage::text("Forking.").with(fork_call("RECURSE")),
+        Reply::text("ok"),
     );
-    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("ok"));
     let _daemon = env.start_daemon();
     let parent = run_bg(&env, "p", "PARENT go");
     wait_until("the fork reports", Duration::from_secs(30), || {
-        all_text(&transcript(&env, &parent)).contains("did it myself")
+        all_text(&env.transcript(&parent)).contains("did it myself")
     });
     let second = mock
         .requests()
@@ -464,7 +448,7 @@ fn a_fork_that_calls_agent_gets_a_tool_error_and_no_grandchild() {
         );
     }
     assert_eq!(
-        agents(&env).len(),
+        env.agents().len(),
         2,
         "the parent and its fork, no grandchild"
     );
@@ -485,21 +469,21 @@ fn with_implicit_fork_an_agent_call_without_a_type_forks() {
         |r| is_fork_of(r, "UNTYPED"),
         Reply::text("Scope: untyped\nResult: forked"),
     );
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::text("Delegating.").with(Block::tool(
+    parent::answers(
+        &mock,
+        MockMessage::text("Delegating.").with(Block::agent(
             "",
-            "Agent",
             json!({"description": "UNTYPED", "prompt": "UNTYPED task"}),
-        ))),
+        )),
+        Reply::text("ok"),
     );
-    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("ok"));
     let _daemon = env.start_daemon();
     let parent = run_bg(&env, "p", "PARENT go");
     wait_until("the fork reports", Duration::from_secs(30), || {
-        all_text(&transcript(&env, &parent)).contains("Result: forked")
+        all_text(&env.transcript(&parent)).contains("Result: forked")
     });
-    let child = agents(&env)
+    let child = env
+        .agents()
         .into_iter()
         .find(|a| a["parent_id"] == parent.as_str())
         .unwrap();

@@ -34,7 +34,7 @@ fn interrupting_a_running_tool_kills_it_records_it_and_leaves_the_agent_continua
         started.elapsed()
     );
     assert!(out.stdout.contains("paused"), "{}", out.stdout);
-    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let shown = env.show(&id);
     assert_eq!(shown["status"], "paused", "{shown}");
     // The call is answered, as interrupted; the process is gone.
     let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
@@ -95,7 +95,7 @@ fn interrupting_the_model_call_discards_the_partial_answer_and_says_so() {
             .contains("interrupted while the model was answering"),
         "{note}"
     );
-    assert_eq!(env.ctl(&["show", &id, "--json"]).json()["status"], "paused");
+    assert_eq!(env.show(&id)["status"], "paused");
 }
 
 #[test]
@@ -121,7 +121,7 @@ fn a_message_waiting_when_the_agent_is_interrupted_does_not_restart_it() {
     out.expect_code(0);
     assert!(out.stdout.contains("paused"), "{}", out.stdout);
     std::thread::sleep(Duration::from_millis(500));
-    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let shown = env.show(&id);
     assert_eq!(shown["status"], "paused", "{shown}");
     assert!(!env.project().join("second-call").exists());
 }

@@ -6,12 +6,13 @@
 
 use std::time::Duration;
 
-use agentd_e2e::forking::{NOTE, all_text, fork_call, is_fork_of, is_request_of_fork, transcript};
-use agentd_e2e::mock::{MockMessage, MockServer, RecordedRequest, Reply, n_messages, prompt_of};
+use agentd_e2e::all_text;
+use agentd_e2e::forking::{fork_call, is_fork_of, is_request_of_fork};
+use agentd_e2e::mock::{MODEL, MockMessage, MockServer, RecordedRequest, Reply};
+use agentd_e2e::parent::{self, NOTE};
 use agentd_e2e::{Env, wait_until};
 use serde_json::Value;
 
-const MODEL: &str = "anthropic:claude-test";
 /// USD per million tokens for the mock's model (cache prices by rule).
 const PRICES: &str = "[prices.\"anthropic:claude-test\"]\ninput = 3.0\noutput = 15.0\n";
 
@@ -56,8 +57,7 @@ fn tokens_of(v: &Value) -> [u64; 4] {
 fn usage_is_reported_per_agent_and_per_family_with_its_cost() {
     let mock = MockServer::start();
     mock.set_min_cacheable_tokens(64);
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     env.write_config(PRICES);
     let _daemon = env.start_daemon();
     for d in ["COST-A", "COST-B"] {
@@ -66,23 +66,20 @@ fn usage_is_reported_per_agent_and_per_family_with_its_cost() {
             Reply::text(format!("Scope: {d}\nResult: a longer report to count")),
         );
     }
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(
-            MockMessage::text("Forking twice.")
-                .with(fork_call("COST-A"))
-                .with(fork_call("COST-B")),
-        ),
+    parent::answers(
+        &mock,
+        MockMessage::text("Forking twice.")
+            .with(fork_call("COST-A"))
+            .with(fork_call("COST-B")),
+        Reply::text("ok"),
     );
-    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("ok"));
     let parent = env.run_background(MODEL, "payer", "PARENT go");
     wait_until(
         "both forks report and the parent answers",
         Duration::from_secs(30),
         || {
-            let t = all_text(&transcript(&env, &parent));
-            t.matches(NOTE).count() == 2
-                && env.ctl(&["show", "payer", "--json"]).json()["status"] == "completed"
+            let t = all_text(&env.transcript(&parent));
+            t.matches(NOTE).count() == 2 && env.show("payer")["status"] == "completed"
         },
     );
     let reqs = mock.requests();
@@ -131,7 +128,7 @@ fn usage_is_reported_per_agent_and_per_family_with_its_cost() {
     // Every agent: the same here; `show` carries the family's totals.
     let everyone = env.ctl(&["usage", "--json"]).expect_code(0).json();
     assert_eq!(everyone["total"], family["total"]);
-    let shown = env.ctl(&["show", "payer", "--json"]).expect_code(0).json();
+    let shown = env.show("payer");
     assert_eq!(shown["family"]["agents"], 3);
     assert_eq!(shown["family"]["usage"], family["total"]);
     assert_eq!(shown["cost"], own["cost"]);
@@ -158,8 +155,7 @@ fn usage_is_reported_per_agent_and_per_family_with_its_cost() {
 #[test]
 fn models_without_a_price_are_counted_and_named() {
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
     mock.enqueue(Reply::text("hello"));
     env.ctl(&["run", "--model", MODEL, "--name", "free", "say hi"])

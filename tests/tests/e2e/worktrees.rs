@@ -50,13 +50,9 @@ fn start_worktree(env: &Env, model: &str, name: &str, extra: &[&str]) -> String 
     env.ctl(&args).expect_code(0).stdout.trim().to_string()
 }
 
-fn show(env: &Env, id: &str) -> Value {
-    env.ctl(&["show", id, "--json"]).expect_code(0).json()
-}
-
 fn wait_ended(env: &Env, id: &str) -> Value {
     env.ctl(&["wait", id]).expect_code(0);
-    show(env, id)
+    env.show(id)
 }
 
 fn worktrees(env: &Env) -> Vec<Value> {
@@ -173,7 +169,7 @@ fn locked_while_running_and_removed_with_its_branch_when_nothing_changed() {
         ]),
     );
     let id = run_worktree(&env, &m, "looker");
-    let a = show(&env, &id);
+    let a = env.show(&id);
     let short = a["short_id"].as_str().unwrap().to_string();
     let tree = tree_of(&repo, &short);
     assert_eq!(a["worktree"]["state"], "active");
@@ -343,7 +339,7 @@ fn a_live_agents_tree_is_never_removed_and_rm_refuses_it() {
         &script(vec![delayed(60_000, vec![text("never")])]),
     );
     let id = run_worktree(&env, &m, "busy");
-    let short = show(&env, &id)["short_id"].as_str().unwrap().to_string();
+    let short = env.show(&id)["short_id"].as_str().unwrap().to_string();
     let tree = tree_of(&repo, &short);
     env.wait_for_agent(&id, "running", |a| a["status"] == "running");
     let out = env.ctl(&["rm", &id]);
@@ -358,7 +354,7 @@ fn a_live_agents_tree_is_never_removed_and_rm_refuses_it() {
     // Cancelled with nothing in it: the end removes it.
     env.ctl(&["stop", &id]).expect_code(0);
     env.wait_for_agent(&id, "cancelled", |a| a["status"] == "cancelled");
-    assert_eq!(show(&env, &id)["worktree"]["state"], "removed");
+    assert_eq!(env.show(&id)["worktree"]["state"], "removed");
     assert!(!tree.exists());
 }
 
@@ -381,7 +377,7 @@ fn sigkill_mid_run_keeps_the_tree_and_the_agent_resumes_in_it() {
         ]),
     );
     let id = run_worktree(&env, &m, "survivor");
-    let short = show(&env, &id)["short_id"].as_str().unwrap().to_string();
+    let short = env.show(&id)["short_id"].as_str().unwrap().to_string();
     let tree = tree_of(&repo, &short);
     env.wait_for_agent(&id, "first tool round written", |a| {
         a["transcript_len"].as_u64() >= Some(3)
@@ -703,21 +699,7 @@ fn bad_worktree_requests_are_clear_errors_that_make_nothing() {
         "seen.json",
         vec![tool("Bash", json!({"command": "cat README > seen.txt"}))],
     );
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--worktree",
-            "--base",
-            "v1",
-            "--model",
-            &m,
-            "x",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--worktree", "--base", "v1", "--model", &m, "x"]);
     let a = wait_ended(&env, &id);
     assert_eq!(a["worktree"]["base"], "tags/v1");
     let tree = PathBuf::from(a["worktree"]["path"].as_str().unwrap());

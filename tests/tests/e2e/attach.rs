@@ -10,12 +10,6 @@ use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
 use agentd_shared::proto as pb;
 use serde_json::{Value, json};
 
-fn world(mock: &MockServer) -> Env {
-    let env = Env::new();
-    env.use_mock(&mock.url());
-    env
-}
-
 fn start(id: &str, from_seq: u64) -> pb::AttachRequest {
     pb::AttachRequest {
         request: Some(pb::attach_request::Request::Start(pb::AttachStart {
@@ -28,7 +22,7 @@ fn start(id: &str, from_seq: u64) -> pb::AttachRequest {
 #[test]
 fn attachers_joining_at_any_moment_see_every_entry_once_in_order() {
     let mock = MockServer::start();
-    let env = world(&mock);
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
     std::fs::write(env.project().join("f.txt"), "x\n").unwrap();
     let turns = 25;
@@ -116,23 +110,12 @@ use futures::StreamExt;
 #[test]
 fn attach_json_follows_an_agent_to_its_end() {
     let mock = MockServer::start();
-    let env = world(&mock);
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
     mock.enqueue(Reply::Message(
         MockMessage::text("thinking aloud").slow(Duration::from_millis(20)),
     ));
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            "anthropic:claude-test",
-            "talk",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", "anthropic:claude-test", "talk"]);
     let out = env.ctl(&["attach", &id, "--json", "--from", "0"]);
     out.expect_code(0);
     let events: Vec<Value> = out
@@ -155,7 +138,7 @@ fn attach_json_follows_an_agent_to_its_end() {
 #[test]
 fn background_and_messages_can_be_sent_on_the_attach_stream() {
     let mock = MockServer::start();
-    let env = world(&mock);
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
     let marker = env.project().join("started");
     mock.enqueue(Reply::Message(MockMessage::text("working").with(
@@ -243,7 +226,7 @@ fn background_and_messages_can_be_sent_on_the_attach_stream() {
 #[test]
 fn a_client_that_falls_behind_a_burst_still_gets_every_delta_once() {
     let mock = MockServer::start();
-    let env = world(&mock);
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
     // ~17,000 deltas at once, to a client that is slow at first. (Whether
     // the daemon's live buffer overflows depends on the HTTP/2 window and
@@ -354,24 +337,25 @@ fn attach_in_terminal(env: &Env, id: &str, keys: &[(u64, &[u8])]) -> agentd_e2e:
     in_terminal(env, &format!("attach {id}"), keys)
 }
 
-fn have_script() -> bool {
-    let ok = std::process::Command::new("script")
+/// The terminal tests need util-linux `script` (a pseudo-terminal); like the
+/// other tools the suite needs, it is not skipped when missing.
+fn require_script() {
+    if std::process::Command::new("script")
         .arg("--version")
         .output()
-        .is_ok();
-    if !ok {
-        println!("skipped: util-linux `script` (a pseudo-terminal for the test) is not installed");
+        .is_err()
+    {
+        panic!(
+            "util-linux `script` (a pseudo-terminal for the test) is not installed: scripts/test-deps installs it (apt-get install bsdutils)"
+        );
     }
-    ok
 }
 
 #[test]
 fn a_foreground_run_in_a_terminal_follows_the_same_keys_as_attach() {
-    if !have_script() {
-        return;
-    }
+    require_script();
     let mock = MockServer::start();
-    let env = world(&mock);
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
     // Ctrl-B: the run returns at once with the id; the agent runs on.
     mock.enqueue(Reply::Message(
@@ -387,7 +371,7 @@ fn a_foreground_run_in_a_terminal_follows_the_same_keys_as_attach() {
         "{}",
         out.stdout
     );
-    let agent = env.ctl(&["show", "term-run", "--json"]).json();
+    let agent = env.show("term-run");
     assert!(
         out.stdout.contains(agent["id"].as_str().unwrap()),
         "{}",
@@ -415,19 +399,14 @@ fn a_foreground_run_in_a_terminal_follows_the_same_keys_as_attach() {
     );
     assert!(out.stdout.contains("Cancel agent"), "{}", out.stdout);
     assert!(out.stdout.contains("keeps running"), "{}", out.stdout);
-    assert_eq!(
-        env.ctl(&["show", "term-cancel", "--json"]).json()["status"],
-        "cancelled"
-    );
+    assert_eq!(env.show("term-cancel")["status"], "cancelled");
 }
 
 #[test]
 fn terminal_attach_backgrounds_detaches_cancels_and_answers_with_keys() {
-    if !have_script() {
-        return;
-    }
+    require_script();
     let mock = MockServer::start();
-    let env = world(&mock);
+    let env = Env::with_mock(&mock);
     let _daemon = env.start_daemon();
     mock.enqueue(Reply::Message(
         MockMessage::text("eventually").delay_start(Duration::from_secs(3)),
@@ -462,44 +441,23 @@ fn terminal_attach_backgrounds_detaches_cancels_and_answers_with_keys() {
     mock.enqueue(Reply::Message(
         MockMessage::text("never").delay_start(Duration::from_secs(30)),
     ));
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            "anthropic:claude-test",
-            "hold",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&["--model", "anthropic:claude-test", "hold"]);
     let out = attach_in_terminal(&env, &id, &[(800, b"\x03"), (500, b"y\n")]);
     assert!(out.stdout.contains("Cancel agent"), "{}", out.stdout);
-    assert_eq!(
-        env.ctl(&["show", &id, "--json"]).json()["status"],
-        "cancelled"
-    );
+    assert_eq!(env.show(&id)["status"], "cancelled");
 
     // A permission ask answered with "y" in place.
     mock.enqueue(Reply::Message(
         MockMessage::text("shell").with(Block::bash("k1", "echo keyed > keyed.txt")),
     ));
     mock.enqueue(Reply::Message(MockMessage::text("done")));
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--model",
-            "anthropic:claude-test",
-            "--permission-mode",
-            "default",
-            "ask",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&[
+        "--model",
+        "anthropic:claude-test",
+        "--permission-mode",
+        "default",
+        "ask",
+    ]);
     let out = attach_in_terminal(&env, &id, &[(1200, b"y")]);
     assert!(out.stdout.contains("asks to run Bash"), "{}", out.stdout);
     assert!(env.project().join("keyed.txt").exists());

@@ -10,19 +10,20 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentd_e2e::forking::{NOTE, TAG, all_text, stripped, transcript};
+use agentd_e2e::forking::{TAG, stripped};
 use agentd_e2e::gitrepo::{agentd_branches, git, init_repo, snapshot};
-use agentd_e2e::mock::{MockMessage, MockServer, RecordedRequest, Reply, n_messages, prompt_of};
-use agentd_e2e::{Env, wait_until};
+use agentd_e2e::mock::{
+    MODEL, MockMessage, MockServer, RecordedRequest, Reply, last_text, n_messages, prompt_of,
+};
+use agentd_e2e::parent::{self, NOTE};
+use agentd_e2e::{Env, FAST_RETRY, all_text, tool_results, wait_until};
 use serde_json::{Value, json};
 
-const MODEL: &str = "anthropic:claude-test";
 const NOTICE: &str = "<worktree-notice>";
 
 fn world(mock: &MockServer) -> (Env, PathBuf) {
-    let env = Env::new();
-    env.use_mock(&mock.url());
-    env.write_config("[retry]\nmax_attempts = 3\ninitial_backoff_ms = 20\nmax_backoff_ms = 100\n");
+    let env = Env::with_mock(mock);
+    env.write_config(FAST_RETRY);
     let repo = env.project().canonicalize().unwrap();
     init_repo(&repo);
     (env, repo)
@@ -46,27 +47,20 @@ fn system_text(r: &RecordedRequest) -> String {
 
 /// The tool results a request sends back, as text.
 fn results_in(r: &RecordedRequest) -> Vec<String> {
-    let last = r.json["messages"].as_array().unwrap().last().unwrap();
-    last["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["type"] == "tool_result")
-        .map(|b| agentd_e2e::mock::text_of(&b["content"]))
+    let last = r.messages().last().unwrap();
+    tool_results(std::slice::from_ref(last))
+        .into_iter()
+        .map(|(_, text)| text)
         .collect()
-}
-
-fn agent_named(env: &Env, name: &str) -> Value {
-    env.ctl(&["show", name, "--json"]).expect_code(0).json()
 }
 
 /// A parent whose first answer is one `Agent` call with `input`; then "ok".
 fn parent_calls_agent(mock: &MockServer, input: Value) {
-    mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
-        Reply::Message(MockMessage::tool("call-1", "Agent", input)),
+    parent::answers(
+        mock,
+        MockMessage::tool("call-1", "Agent", input),
+        Reply::text("ok"),
     );
-    mock.when(|r| prompt_of(r).contains("PARENT"), Reply::text("ok"));
 }
 
 #[test]
@@ -104,19 +98,16 @@ fn a_child_in_a_worktree_is_told_refused_the_parents_checkout_and_reported_with_
     wait_until(
         "the parent hears of its child",
         Duration::from_secs(30),
-        || all_text(&transcript(&env, &parent)).contains(NOTE),
+        || all_text(&env.transcript(&parent)).contains(NOTE),
     );
 
     let child_reqs = requests_of(&mock, "CHILD");
-    let parent_id = agent_named(&env, &parent)["id"].clone();
-    let child = env.ctl(&["list", "--all", "--json"]).expect_code(0).json();
-    let child = child
-        .as_array()
-        .unwrap()
-        .iter()
+    let parent_id = env.show(&parent)["id"].clone();
+    let child = env
+        .agents()
+        .into_iter()
         .find(|a| a["parent_id"] == parent_id)
-        .unwrap()
-        .clone();
+        .unwrap();
     let short = child["short_id"].as_str().unwrap();
     let tree = repo.join(".agentd/worktrees").join(short);
     // Its first message carries the notice; its system prompt names the tree.
@@ -151,7 +142,7 @@ fn a_child_in_a_worktree_is_told_refused_the_parents_checkout_and_reported_with_
         "from the child\n"
     );
     // The notification names the kept tree.
-    let note = all_text(&transcript(&env, &parent));
+    let note = all_text(&env.transcript(&parent));
     assert!(
         note.contains(&format!(
             "<worktree branch=\"agentd/{short}\" base=\"main\" changed=\"0\" untracked=\"1\" ahead=\"0\">{}</worktree>",
@@ -247,21 +238,15 @@ fn working_dir_pins_a_persons_worktree_which_agentd_never_removes() {
     );
     assert!(requests_of(&mock, "CHILD").is_empty());
     // An unconfined parent may.
-    let parent = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--sandbox",
-            "off",
-            "--model",
-            MODEL,
-            "--name",
-            "boss",
-            "PARENT pin",
-        ])
-        .stdout
-        .trim()
-        .to_string();
+    let parent = env.start_agent(&[
+        "--sandbox",
+        "off",
+        "--model",
+        MODEL,
+        "--name",
+        "boss",
+        "PARENT pin",
+    ]);
     env.ctl(&["wait", &parent]).expect_code(0);
     let first = &requests_of(&mock, "CHILD")[0];
     assert!(system_text(first).contains(&format!(
@@ -292,13 +277,10 @@ fn a_fork_in_a_worktree_keeps_its_parents_bytes_and_gets_the_notice_after_its_di
     let mock = MockServer::start();
     let (env, repo) = world(&mock);
     mock.when(
-        |r| prompt_of(r).contains("PARENT") && n_messages(r) == 1,
+        |r| parent::is_parent(r) && n_messages(r) == 1,
         Reply::text("I looked at README and src/lib.rs."),
     );
-    mock.when(
-        |r| agentd_e2e::forking::last_text(r).contains(TAG),
-        Reply::text("FORK done"),
-    );
+    mock.when(|r| last_text(r).contains(TAG), Reply::text("FORK done"));
     let _daemon = env.start_daemon();
     let parent = env.run_background(MODEL, "boss", "PARENT read the code");
     env.ctl(&["wait", &parent]).expect_code(0);
@@ -316,14 +298,9 @@ fn a_fork_in_a_worktree_keeps_its_parents_bytes_and_gets_the_notice_after_its_di
     let reqs = mock.requests();
     let parent_req = reqs
         .iter()
-        .find(|r| {
-            prompt_of(r).contains("PARENT") && !agentd_e2e::forking::last_text(r).contains(TAG)
-        })
+        .find(|r| parent::is_parent(r) && !last_text(r).contains(TAG))
         .unwrap();
-    let fork_req = reqs
-        .iter()
-        .find(|r| agentd_e2e::forking::last_text(r).contains(TAG))
-        .unwrap();
+    let fork_req = reqs.iter().find(|r| last_text(r).contains(TAG)).unwrap();
     // The parent's bytes, then the parent's answer, then the fork's message.
     let parent_body = stripped(parent_req);
     let prefix = &parent_body[..parent_body.len() - 2];
@@ -331,7 +308,7 @@ fn a_fork_in_a_worktree_keeps_its_parents_bytes_and_gets_the_notice_after_its_di
         stripped(fork_req).starts_with(prefix),
         "the fork's request begins with its parent's"
     );
-    let fork = env.ctl(&["show", &fork_id, "--json"]).expect_code(0).json();
+    let fork = env.show(&fork_id);
     let short = fork["short_id"].as_str().unwrap();
     let tree = repo.join(".agentd/worktrees").join(short);
     let own = fork_req.json["messages"]
@@ -374,31 +351,22 @@ fn a_tree_stays_while_a_child_started_in_it_runs_and_is_settled_when_it_ends() {
         Reply::Message(MockMessage::text("CHILD done").delay_start(Duration::from_millis(1_500))),
     );
     let _daemon = env.start_daemon();
-    let parent = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--worktree",
-            "--model",
-            MODEL,
-            "--name",
-            "boss",
-            "PARENT delegate",
-        ])
-        .stdout
-        .trim()
-        .to_string();
+    let parent = env.start_agent(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--name",
+        "boss",
+        "PARENT delegate",
+    ]);
     env.wait_for_agent(&parent, "the parent ended", |a| a["status"] == "completed");
-    let p = agent_named(&env, &parent);
+    let p = env.show(&parent);
     let tree = PathBuf::from(p["worktree"]["path"].as_str().unwrap());
-    let kids = env.ctl(&["list", "--all", "--json"]).expect_code(0).json();
-    let child = kids
-        .as_array()
-        .unwrap()
-        .iter()
+    let child = env
+        .agents()
+        .into_iter()
         .find(|a| a["parent_id"] == p["id"])
-        .unwrap()
-        .clone();
+        .unwrap();
     assert_eq!(
         child["cwd"],
         tree.display().to_string(),
@@ -418,13 +386,13 @@ fn a_tree_stays_while_a_child_started_in_it_runs_and_is_settled_when_it_ends() {
         "the parent read its child's report",
         Duration::from_secs(30),
         || {
-            all_text(&transcript(&env, &parent)).contains(NOTE)
-                && agent_named(&env, &parent)["status"] == "completed"
+            all_text(&env.transcript(&parent)).contains(NOTE)
+                && env.show(&parent)["status"] == "completed"
         },
     );
     assert!(!tree.exists(), "{}", env.daemon_log_text());
     assert!(agentd_branches(&repo).is_empty());
-    assert_eq!(agent_named(&env, &parent)["worktree"]["state"], "removed");
+    assert_eq!(env.show(&parent)["worktree"]["state"], "removed");
 }
 
 #[test]
@@ -448,30 +416,21 @@ fn a_worktree_agents_isolated_child_gets_a_tree_beside_it_not_inside() {
         Reply::text("CHILD done"),
     );
     let _daemon = env.start_daemon();
-    let parent = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--worktree",
-            "--model",
-            MODEL,
-            "--name",
-            "boss",
-            "PARENT delegate",
-        ])
-        .stdout
-        .trim()
-        .to_string();
+    let parent = env.start_agent(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--name",
+        "boss",
+        "PARENT delegate",
+    ]);
     env.ctl(&["wait", &parent]).expect_code(0);
-    let p = agent_named(&env, &parent);
-    let kids = env.ctl(&["list", "--all", "--json"]).expect_code(0).json();
-    let child = kids
-        .as_array()
-        .unwrap()
-        .iter()
+    let p = env.show(&parent);
+    let child = env
+        .agents()
+        .into_iter()
         .find(|a| a["parent_id"] == p["id"])
-        .unwrap()
-        .clone();
+        .unwrap();
     let outer = p["worktree"]["path"].as_str().unwrap().to_string();
     let inner = child["worktree"]["path"].as_str().unwrap().to_string();
     assert_eq!(
@@ -500,35 +459,29 @@ fn a_tree_kept_for_a_persons_fork_is_settled_when_the_fork_ends() {
     let mock = MockServer::start();
     let (env, repo) = world(&mock);
     mock.when(
-        |r| agentd_e2e::forking::last_text(r).contains(TAG),
+        |r| last_text(r).contains(TAG),
         Reply::Message(MockMessage::text("FORK done").delay_start(Duration::from_millis(2_000))),
     );
     mock.when(
-        |r| prompt_of(r).contains("PARENT"),
-        Reply::Message(MockMessage::text("PARENT done").delay_start(Duration::from_millis(700))),
+        parent::is_parent,
+        MockMessage::text("PARENT done").delay_start(Duration::from_millis(700)),
     );
     let _daemon = env.start_daemon();
-    let parent = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--worktree",
-            "--model",
-            MODEL,
-            "--name",
-            "boss",
-            "PARENT look",
-        ])
-        .stdout
-        .trim()
-        .to_string();
+    let parent = env.start_agent(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--name",
+        "boss",
+        "PARENT look",
+    ]);
     // Forked while the parent still runs: the fork works in the parent's
     // tree (it has no tree of its own) and never reports to the parent.
     let out = env.ctl(&["fork", "boss", "--background", "FORK-P look too"]);
     out.expect_code(0);
     let fork = out.stdout.trim().to_string();
     env.ctl(&["wait", &parent]).expect_code(0);
-    let p = agent_named(&env, &parent);
+    let p = env.show(&parent);
     let tree = PathBuf::from(p["worktree"]["path"].as_str().unwrap());
     assert_eq!(
         p["worktree"]["state"], "kept",
@@ -538,5 +491,5 @@ fn a_tree_kept_for_a_persons_fork_is_settled_when_the_fork_ends() {
     env.ctl(&["wait", &fork]).expect_code(0);
     assert!(!tree.exists(), "settled when the last agent in it ended");
     assert!(agentd_branches(&repo).is_empty());
-    assert_eq!(agent_named(&env, &parent)["worktree"]["state"], "removed");
+    assert_eq!(env.show(&parent)["worktree"]["state"], "removed");
 }

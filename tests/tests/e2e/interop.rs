@@ -176,7 +176,7 @@ fn assert_walkthrough(env: &Env, lines: &[Value]) {
 
     assert_eq!(lines.last().unwrap()["step"], "done");
 
-    let shown = env.ctl(&["show", &id, "--json"]).expect_code(0).json();
+    let shown = env.show(&id);
     assert_eq!(shown["id"], id.as_str());
     assert_eq!(shown["status"], "completed");
     assert_eq!(shown["result"], ANSWER);

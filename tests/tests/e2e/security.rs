@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use agentd_e2e::Env;
 use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
+use agentd_e2e::root::skip_unless_root;
 
 fn mode(p: &std::path::Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
@@ -15,8 +16,7 @@ fn mode(p: &std::path::Path) -> u32 {
 #[test]
 fn tools_never_see_provider_keys_or_configured_secrets() {
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     env.set_daemon_env("MY_DEPLOY_TOKEN", "deploy-secret-4242");
     env.set_daemon_env("HARMLESS_SETTING", "visible-value");
     env.write_config("[secrets]\nenv = [\"MY_DEPLOY_TOKEN\"]\n");
@@ -31,20 +31,13 @@ fn tools_never_see_provider_keys_or_configured_secrets() {
     mock.enqueue(Reply::Message(MockMessage::text("done")));
     // Unconfined, so that $PPID is the daemon itself (a sandboxed command
     // does not even see the daemon's process: it runs in a PID namespace).
-    let id = env
-        .ctl(&[
-            "run",
-            "--background",
-            "--sandbox",
-            "off",
-            "--model",
-            "anthropic:claude-test",
-            "print env",
-        ])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_string();
+    let id = env.start_agent(&[
+        "--sandbox",
+        "off",
+        "--model",
+        "anthropic:claude-test",
+        "print env",
+    ]);
     env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
     let log = env
         .ctl(&["log", &id, "--json"])
@@ -96,8 +89,7 @@ fn a_world_readable_data_directory_is_made_private() {
 
 #[test]
 fn a_data_directory_of_another_user_is_refused() {
-    if !nix::unistd::getuid().is_root() {
-        println!("skipped: making a directory of another uid needs root");
+    if skip_unless_root("making a directory of another uid") {
         return;
     }
     let env = Env::new();
@@ -116,8 +108,7 @@ fn a_data_directory_of_another_user_is_refused() {
 #[test]
 fn what_the_daemon_makes_later_is_private_and_what_it_makes_for_the_person_is_not() {
     let mock = MockServer::start();
-    let env = Env::new();
-    env.use_mock(&mock.url());
+    let env = Env::with_mock(&mock);
     let daemon = env.start_daemon();
     mock.enqueue(Reply::Message(MockMessage::text("Writing.").with(
         Block::tool(
@@ -146,11 +137,16 @@ fn what_the_daemon_makes_later_is_private_and_what_it_makes_for_the_person_is_no
         }
     }
     assert!(seen > 3, "the store has files");
-    // The person's files get the person's mask, as their editor would.
-    let person = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
-    nix::sys::stat::umask(person);
-    let want_file = 0o666 & !person.bits();
-    let want_dir = 0o777 & !person.bits();
+    // The person's files get the person's mask, as their editor would. It
+    // is read, not set and restored: umask(2) is the whole test process's.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let person = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .map(|m| u32::from_str_radix(m.trim(), 8).unwrap())
+        .expect("Umask in /proc/self/status (Linux 4.7+)");
+    let want_file = 0o666 & !person;
+    let want_dir = 0o777 & !person;
     let project = env.project();
     assert_eq!(mode(&project.join("notes/new.txt")), want_file);
     assert_eq!(mode(&project.join("notes")), want_dir);

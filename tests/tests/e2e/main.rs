@@ -1,0 +1,41 @@
+//! The end-to-end tests: the real `agentd` and `agentctl` against the mock
+//! model, one module per behaviour, linked into one test binary: as 29
+//! binaries they took 435 MiB and half again the link time (BENCHMARKS.md,
+//! issue 21). The tests share this process, so none may change its state
+//! (environment, umask, working directory, signal dispositions): a daemon
+//! gets its settings through `Env`.
+//!
+//! One module's tests: `cargo test --test e2e race::`; one test:
+//! `cargo test --test e2e -- --exact race::backgrounding_at_random_points_never_disturbs_the_child`.
+//! `tests/torture.rs` stays a binary of its own: its runs want the machine
+//! to themselves.
+
+mod acp;
+mod acp_wire;
+mod attach;
+mod bad_input;
+mod cli_extras;
+mod containment;
+mod disk_full;
+mod durability;
+mod fork_rules;
+mod forks;
+mod fuzz_api;
+mod grpc_wire;
+mod hostile_repo;
+mod interop;
+mod interrupt;
+mod merge_kill;
+mod moved_checkout;
+mod permissions;
+mod providers;
+mod race;
+mod run;
+mod sandbox;
+mod security;
+mod service;
+mod socket;
+mod supervision;
+mod usage;
+mod worktree_agents;
+mod worktrees;
