@@ -379,6 +379,17 @@ fn a_foreground_run_in_a_terminal_follows_the_same_keys_as_attach() {
     );
     assert_eq!(agent["status"], "running");
     assert_eq!(agent["background"], true);
+    // The listing says so too, though the run has written nothing since
+    // (its flag is the run's until its next write: `supervisor::queries`).
+    let listed = env.ctl(&["list", "--json"]).expect_code(0).json();
+    let listed = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "term-run")
+        .unwrap()
+        .clone();
+    assert_eq!(listed["background"], true, "{listed}");
     // A second Ctrl-B, from an attached terminal, says it already is.
     let out = attach_in_terminal(&env, "term-run", &[(800, b"\x02"), (600, b"\x04")]);
     assert!(
