@@ -50,6 +50,8 @@ pub struct Ledger {
     pub attached_deliveries: u64,
     /// Agents the workload tried to create (their keys).
     pub attempts: usize,
+    /// The kinds of agent created so far (a bit each, `workload::Kind`).
+    pub kinds_made: u8,
     /// Keys (names) of agents whose creation the daemon refused: none of
     /// them may ever exist.
     pub refused_keys: Vec<(String, String)>,

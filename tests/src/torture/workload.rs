@@ -34,6 +34,21 @@ enum Kind {
     Chatty,
 }
 
+impl Kind {
+    const ALL: [Kind; 5] = [
+        Kind::Worker,
+        Kind::Parent,
+        Kind::Forker,
+        Kind::Tree,
+        Kind::Chatty,
+    ];
+
+    /// Its bit in `Ledger::kinds_made`.
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
 /// One cycle's clients (between two kills).
 pub struct Cycle {
     pub client: ApiClient,
@@ -278,24 +293,26 @@ impl Cycle {
     }
 
     async fn create(&mut self, rng: &mut StdRng) {
-        let n = {
+        let (n, missing) = {
             let mut ledger = self.ledger.lock();
             ledger.attempts += 1;
-            ledger.attempts - 1
+            let missing = Kind::ALL
+                .iter()
+                .position(|k| ledger.kinds_made & k.bit() == 0);
+            (ledger.attempts - 1, missing)
         };
-        // The first five are one of each kind, so even a short run has
-        // every kind; then at random.
-        let roll = if n < 5 {
-            n * 2
-        } else {
-            rng.random_range(0..10)
-        };
-        let kind = match roll {
-            0..3 => Kind::Worker,
-            3..5 => Kind::Parent,
-            5..7 => Kind::Forker,
-            7..9 => Kind::Tree,
-            _ => Kind::Chatty,
+        // Until one of each kind has been created, the next is a kind not
+        // made yet, so even a short run (or one whose first creations a
+        // kill cut short) has every kind; then at random.
+        let kind = match missing {
+            Some(i) => Kind::ALL[i],
+            None => match rng.random_range(0..10) {
+                0..3 => Kind::Worker,
+                3..5 => Kind::Parent,
+                5..7 => Kind::Forker,
+                7..9 => Kind::Tree,
+                _ => Kind::Chatty,
+            },
         };
         // Names must not be all hex digits.
         let key = format!("t{n}");
@@ -334,6 +351,7 @@ impl Cycle {
             Ok(agent) => {
                 let id = agent.into_inner().id;
                 let mut ledger = self.ledger.lock();
+                ledger.kinds_made |= kind.bit();
                 if matches!(kind, Kind::Chatty) {
                     ledger.chatty.push(id.clone());
                 }
