@@ -211,13 +211,31 @@ pub enum ContainedRead {
 /// and hold at most `cap` bytes; opened without blocking and read no
 /// further than the cap.
 pub fn read_contained(dir: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, ContainedRead> {
+    read_capped(open_contained(dir, path)?, cap).map_err(ContainedRead::Refused)
+}
+
+/// Opens `path` for a capped read if it resolves inside `dir`.
+fn open_contained(dir: &Path, path: &Path) -> Result<OwnedFd, ContainedRead> {
     let real_dir = dir.canonicalize().map_err(|_| ContainedRead::Missing)?;
     let real = path.canonicalize().map_err(|_| ContainedRead::Missing)?;
     if !real.starts_with(&real_dir) {
         return Err(ContainedRead::Outside);
     }
-    let fd = open_file_nofollow(&real).map_err(|e| ContainedRead::Refused(Unreadable::Io(e)))?;
-    read_capped(fd, cap).map_err(ContainedRead::Refused)
+    open_file_nofollow(&real).map_err(|e| ContainedRead::Refused(Unreadable::Io(e)))
+}
+
+/// The first `cap` bytes of the file `path` found in `dir`, contained as
+/// [`read_contained`] contains it: for a file that may be cut (instruction
+/// files), where `read_contained` refuses one over its cap.
+pub fn read_contained_prefix(dir: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, ContainedRead> {
+    let refused = |e| ContainedRead::Refused(Unreadable::Io(e));
+    let file = File::from(open_contained(dir, path)?);
+    if !file.metadata().map_err(refused)?.file_type().is_file() {
+        return Err(ContainedRead::Refused(Unreadable::NotRegular));
+    }
+    let mut out = Vec::new();
+    file.take(cap).read_to_end(&mut out).map_err(refused)?;
+    Ok(out)
 }
 
 #[cfg(test)]

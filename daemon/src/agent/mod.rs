@@ -11,6 +11,7 @@ pub mod foreground;
 pub mod fork;
 pub mod host;
 pub mod hub;
+pub mod instructions;
 mod interrupted;
 pub mod lifecycle;
 pub mod orchestration;
