@@ -390,6 +390,12 @@ pub struct MockConfig {
     pub validate: bool,
     /// Print one line per request on stderr.
     pub log_requests: bool,
+    /// The model's context window (tokens, as the mock counts them): a
+    /// longer prompt is refused as the real APIs refuse it (Anthropic:
+    /// 400 `invalid_request_error` "prompt is too long: N tokens > W
+    /// maximum"; OpenAI: 400 with code `context_length_exceeded`). None:
+    /// no limit.
+    pub context_window: Option<u64>,
 }
 
 impl Default for MockConfig {
@@ -400,6 +406,7 @@ impl Default for MockConfig {
             openai_min_cached_tokens: 1024,
             validate: true,
             log_requests: false,
+            context_window: None,
         }
     }
 }
@@ -564,6 +571,12 @@ impl MockServer {
                 .0;
         }
         state.records.clone()
+    }
+
+    /// Refuse prompts longer than `tokens` (None: no limit); see
+    /// [`MockConfig::context_window`].
+    pub fn set_context_window(&self, tokens: Option<u64>) {
+        self.shared.lock().config.context_window = tokens;
     }
 
     pub fn set_min_cacheable_tokens(&self, n: u64) {

@@ -91,6 +91,12 @@ enum Action {
         retry_after: Option<u64>,
     },
     Json(Value),
+    /// An error whose body is made here (a code the status does not imply).
+    JsonError {
+        api: Api,
+        status: u16,
+        body: Value,
+    },
     Reset,
     Stream {
         api: Api,
@@ -173,6 +179,10 @@ async fn handle(
             retry_after,
         } => error_response(api, status, error_type.as_deref(), &message, retry_after),
         Action::Json(v) => json_response(StatusCode::OK, &v, api, &new_request_id(api)),
+        Action::JsonError { api, status, body } => {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            json_response(code, &body, api, &new_request_id(api))
+        }
         Action::Stream {
             api,
             stream,
@@ -283,6 +293,7 @@ fn describe(action: &Action) -> String {
             status, message, ..
         } => format!("{status} {message}"),
         Action::Json(_) => "200 json".into(),
+        Action::JsonError { status, .. } => format!("{status} json error"),
         Action::Reset => "reset".into(),
         Action::Stream { .. } => "200 stream".into(),
     }
@@ -312,6 +323,11 @@ fn route(shared: &Arc<Shared>, state: &mut State, record: &mut RecordedRequest) 
         };
         return Action::error(api, 400, message);
     }
+    if path != "/v1/messages/count_tokens"
+        && let Some(refused) = over_window(state, record)
+    {
+        return refused;
+    }
     match (api, path) {
         (Api::Anthropic, "/v1/messages/count_tokens") => match anthropic_blocks(&record.json) {
             Ok(blocks) => {
@@ -323,6 +339,40 @@ fn route(shared: &Arc<Shared>, state: &mut State, record: &mut RecordedRequest) 
         (Api::Anthropic, _) => anthropic_request(shared, state, record),
         (Api::OpenAi, _) => openai_request(shared, state, record),
     }
+}
+
+/// The refusal of a prompt longer than the configured window, worded and
+/// coded as each API words and codes it.
+fn over_window(state: &State, record: &RecordedRequest) -> Option<Action> {
+    let window = state.config.context_window?;
+    let tokens = match record.api {
+        Api::Anthropic => anthropic_blocks(&record.json)
+            .ok()?
+            .iter()
+            .map(|b| b.tokens)
+            .sum(),
+        Api::OpenAi => openai_prefixes(&record.json).last().map(|p| p.1)?,
+    };
+    if tokens <= window {
+        return None;
+    }
+    Some(match record.api {
+        Api::Anthropic => Action::error(
+            Api::Anthropic,
+            400,
+            format!("prompt is too long: {tokens} tokens > {window} maximum"),
+        ),
+        Api::OpenAi => Action::JsonError {
+            api: Api::OpenAi,
+            status: 400,
+            body: json!({"error": {
+                "message": format!("This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."),
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }}),
+        },
+    })
 }
 
 fn check_auth(state: &State, record: &RecordedRequest) -> Option<Action> {

@@ -852,3 +852,39 @@ fn sync_use_with_threads() {
     assert_eq!(reqs.len(), 1);
     assert!(t.join().unwrap().contains("message_stop"));
 }
+
+#[tokio::test]
+async fn a_prompt_over_the_window_is_refused_as_each_api_refuses_it() {
+    let mock = MockServer::start();
+    mock.enqueue(MockMessage::text("fits"));
+    mock.set_context_window(Some(200));
+    // The mock counts a quarter of the bytes: 2,000 bytes are 500 tokens.
+    let long = "x".repeat(2000);
+
+    let resp = anthropic(&mock, &request(vec![user(&long)])).await;
+    assert_eq!(resp.status(), 400);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("prompt is too long: ") && message.ends_with(" tokens > 200 maximum"),
+        "{message}"
+    );
+
+    let resp = openai(
+        &mock,
+        "/v1/chat/completions",
+        &openai_request(json!([{"role": "user", "content": long}])),
+    )
+    .await;
+    assert_eq!(resp.status(), 400);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "context_length_exceeded");
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+
+    // A prompt inside the window is answered, and the refusals used up no
+    // queued reply.
+    let resp = anthropic(&mock, &request(vec![user("short")])).await;
+    assert_eq!(resp.status(), 200);
+    mock.set_context_window(None);
+}
