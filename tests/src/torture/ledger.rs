@@ -50,6 +50,10 @@ pub struct Ledger {
     pub attached_deliveries: u64,
     /// Agents the workload tried to create (their keys).
     pub attempts: usize,
+    /// Merge-lane agents the workload tried to create: each try gets a key
+    /// of its own (a creation whose answer a kill cut off may still have
+    /// made its agent, whose steps must not be counted as another's).
+    pub lane_attempts: usize,
     /// The kinds of agent created so far (a bit each, `workload::Kind`).
     pub kinds_made: u8,
     /// Keys (names) of agents whose creation the daemon refused: none of

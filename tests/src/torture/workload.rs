@@ -212,7 +212,11 @@ impl Cycle {
     async fn merge_lane(&mut self, agents: &[pb::Agent]) {
         let lane = self.ledger.lock().lane.clone();
         let Some(lane) = lane else {
-            let n = self.ledger.lock().lane_ids.len();
+            let n = {
+                let mut ledger = self.ledger.lock();
+                ledger.lane_attempts += 1;
+                ledger.lane_attempts - 1
+            };
             let key = format!("m{n}");
             let request = pb::CreateAgentRequest {
                 prompt: format!("Change the repository. {}", tag(&key, "B1")),
