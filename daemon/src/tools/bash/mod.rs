@@ -230,6 +230,15 @@ mod tests {
     use std::path::Path;
     use tokio_util::sync::CancellationToken;
 
+    /// The pid a test command wrote to `bg.pid` (a process it left running).
+    fn background_pid(dir: &Path) -> i32 {
+        std::fs::read_to_string(dir.join("bg.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
     /// The tool's answer as the model gets it.
     async fn run(input: &Value, ctx: &ToolContext) -> ToolOutput {
         ToolOutput::either(super::run(input, ctx).await)
@@ -417,11 +426,7 @@ mod tests {
             "{}",
             out.content
         );
-        let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = background_pid(dir.path());
         assert!(wait_dead(pid).await, "background process {pid} survived");
     }
 
@@ -436,11 +441,7 @@ mod tests {
                 .await
                 .is_err()
         );
-        let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = background_pid(dir.path());
         assert!(wait_dead(pid).await, "background process {pid} survived");
     }
 
