@@ -53,6 +53,8 @@ pub enum Command {
     Send(commands::send::Args),
     /// Pause an agent at its next safe point (continue it with send).
     Pause(commands::pause::Args),
+    /// Compact an agent's context now: the model summarises the conversation, and its later requests start from the summary (the history stays in `log`).
+    Compact(commands::compact::Args),
     /// Stop an agent now (the model call or tool in flight is aborted), leaving it paused; send continues it.
     Interrupt(commands::interrupt::Args),
     /// Move a foreground agent to the background; it keeps running.

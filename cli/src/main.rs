@@ -86,6 +86,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Stop(args) => commands::stop::run(&target, args).await,
         Command::Send(args) => commands::send::run(&target, args).await,
         Command::Pause(args) => commands::pause::run(&target, args).await,
+        Command::Compact(args) => commands::compact::run(&target, args).await,
         Command::Interrupt(args) => commands::interrupt::run(&target, args).await,
         Command::Bg(args) => commands::bg::run(&target, args).await,
         Command::Rm(args) => commands::rm::run(&target, args).await,

@@ -214,14 +214,26 @@ pub fn read_contained(dir: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, Cont
     read_capped(open_contained(dir, path)?, cap).map_err(ContainedRead::Refused)
 }
 
-/// Opens `path` for a capped read if it resolves inside `dir`.
+/// Opens `path` for a capped read if it resolves inside `dir`: the kernel
+/// resolves it from `dir` at the moment of the open (`openat2` with
+/// `RESOLVE_BENEATH`), so a link inside may point elsewhere inside, and no
+/// link or `..` anywhere on the way, planted or swapped in at any time,
+/// leads out. Opened without blocking (a FIFO with no writer).
 fn open_contained(dir: &Path, path: &Path) -> Result<OwnedFd, ContainedRead> {
-    let real_dir = dir.canonicalize().map_err(|_| ContainedRead::Missing)?;
-    let real = path.canonicalize().map_err(|_| ContainedRead::Missing)?;
-    if !real.starts_with(&real_dir) {
-        return Err(ContainedRead::Outside);
-    }
-    open_file_nofollow(&real).map_err(|e| ContainedRead::Refused(Unreadable::Io(e)))
+    let rel = path.strip_prefix(dir).map_err(|_| ContainedRead::Outside)?;
+    let root = open_dir(dir).map_err(|_| ContainedRead::Missing)?;
+    open(
+        &root,
+        rel,
+        OFlag::O_RDONLY | OFlag::O_NONBLOCK,
+        0,
+        Links::StayInside,
+    )
+    .map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR) => ContainedRead::Missing,
+        Some(libc::EXDEV) => ContainedRead::Outside,
+        _ => ContainedRead::Refused(Unreadable::Io(e)),
+    })
 }
 
 /// The first `cap` bytes of the file `path` found in `dir`, contained as
@@ -266,6 +278,42 @@ mod tests {
             std::fs::canonicalize(fd_path(&made)).unwrap(),
             root.join("a/b").canonicalize().unwrap()
         );
+    }
+
+    #[test]
+    fn contained_reads_stay_inside_through_every_directory_on_the_way() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.md"), "secret").unwrap();
+        std::fs::write(root.join("sub/in.md"), "inside").unwrap();
+        // A link inside that points inside is followed.
+        std::os::unix::fs::symlink("sub", root.join("alias")).unwrap();
+        assert_eq!(
+            read_contained(&root, &root.join("alias/in.md"), 100).unwrap(),
+            b"inside"
+        );
+        // A directory on the way that links out is not (the last
+        // component is an ordinary file).
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        assert!(matches!(
+            read_contained(&root, &root.join("out/secret.md"), 100),
+            Err(ContainedRead::Outside)
+        ));
+        assert!(matches!(
+            read_contained(&root, &root.join("sub/../../outside/secret.md"), 100),
+            Err(ContainedRead::Outside)
+        ));
+        assert!(matches!(
+            read_contained(&root, &outside.join("secret.md"), 100),
+            Err(ContainedRead::Outside)
+        ));
+        assert!(matches!(
+            read_contained(&root, &root.join("sub/none.md"), 100),
+            Err(ContainedRead::Missing)
+        ));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod bg;
+pub mod compact;
 pub mod completions;
 pub mod config;
 pub mod daemon;

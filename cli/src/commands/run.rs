@@ -37,6 +37,9 @@ pub struct Args {
     /// Deny its tools TCP connections and listening (Landlock ABI 4).
     #[arg(long)]
     no_network: bool,
+    /// Leave the project instructions (AGENTS.md, CLAUDE.md, ~/.config/agentd/AGENTS.md) out of the agent's system prompt.
+    #[arg(long)]
+    no_instructions: bool,
     /// Work in a new git worktree of the current checkout, on branch agentd/<short id>.
     #[arg(long)]
     worktree: bool,
@@ -109,6 +112,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 .sandbox
                 .map_or(pb::SandboxMode::Unspecified, Sandbox::wire) as i32,
             no_network: args.no_network,
+            no_instructions: args.no_instructions,
             ..Default::default()
         })
         .await?

@@ -27,6 +27,18 @@ struct ShowJson<'a> {
     /// Null when its model has no price.
     cost: Option<CostJson>,
     family: FamilyJson,
+    /// The instruction files its system prompt holds.
+    instructions: Vec<InstructionJson<'a>>,
+    instruction_notes: &'a [String],
+    instructions_skipped: bool,
+    compactions: u32,
+}
+
+#[derive(Serialize)]
+struct InstructionJson<'a> {
+    path: &'a str,
+    bytes: u64,
+    cut: bool,
 }
 
 /// The agent and all its descendants.
@@ -70,6 +82,18 @@ fn print_json(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
             usage: render::UsageJson::of(family.total.as_ref()),
             cost: CostJson::of(&family.cost.unwrap_or_default()),
         },
+        instructions: a
+            .instructions
+            .iter()
+            .map(|f| InstructionJson {
+                path: &f.path,
+                bytes: f.bytes,
+                cut: f.cut,
+            })
+            .collect(),
+        instruction_notes: &a.instruction_notes,
+        instructions_skipped: a.instructions_skipped,
+        compactions: a.compactions,
     });
 }
 
@@ -95,6 +119,15 @@ fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
         ("turns", format!("{} of at most {}", a.turns, a.max_turns)),
         ("tool calls", a.tool_uses.to_string()),
         ("transcript", format!("{} entries", a.transcript_len)),
+        ("instructions", instructions_line(a)),
+        (
+            "compactions",
+            if a.compactions == 0 {
+                String::new()
+            } else {
+                a.compactions.to_string()
+            },
+        ),
         (
             "usage",
             format!(
@@ -131,6 +164,27 @@ fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
     if !a.result.is_empty() {
         println!("result:\n{}", a.result);
     }
+}
+
+/// The instruction files loaded, each with its size (and a mark when
+/// cut), then what was left out; or why there are none.
+fn instructions_line(a: &pb::Agent) -> String {
+    if a.instructions_skipped {
+        return "none (made with --no-instructions or instructions = false)".into();
+    }
+    let mut parts: Vec<String> = a
+        .instructions
+        .iter()
+        .map(|f| {
+            let cut = if f.cut { ", cut" } else { "" };
+            format!("{} ({} bytes{cut})", f.path, f.bytes)
+        })
+        .collect();
+    parts.extend(a.instruction_notes.iter().map(|n| format!("note: {n}")));
+    if parts.is_empty() {
+        return "none found".into();
+    }
+    parts.join("\n               ")
 }
 
 /// "path · branch B from BASE · state (work)", and the notice on a line

@@ -77,9 +77,13 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     );
     let t = report.total.unwrap_or_default();
     println!(
-        "\ntotal: {} agents · {} requests · input {} · output {} · cache read {} · cache write {}",
+        "\ntotal: {} agents · {} requests{} · input {} · output {} · cache read {} · cache write {}",
         report.agents.len(),
         report.requests,
+        match report.compactions {
+            0 => String::new(),
+            n => format!(" ({n} of them compactions)"),
+        },
         t.input_tokens,
         t.output_tokens,
         t.cache_read_input_tokens,

@@ -64,6 +64,7 @@ pub struct AgentUsageJson<'a> {
     pub model: &'a str,
     pub usage: UsageJson,
     pub requests: u64,
+    pub compactions: u32,
     /// Null when the model has no price.
     pub cost: Option<CostJson>,
 }
@@ -73,6 +74,8 @@ pub struct AgentUsageJson<'a> {
 pub struct ReportJson<'a> {
     pub total: UsageJson,
     pub requests: u64,
+    /// Summary requests among `requests`.
+    pub compactions: u64,
     pub cost: CostJson,
     pub unpriced_models: &'a [String],
     pub agents: Vec<AgentUsageJson<'a>>,
@@ -84,6 +87,7 @@ impl<'a> ReportJson<'a> {
         ReportJson {
             total: UsageJson::of(r.total.as_ref()),
             requests: r.requests,
+            compactions: r.compactions,
             cost: CostJson::of(&r.cost.unwrap_or_default()),
             unpriced_models: &r.unpriced_models,
             agents: r
@@ -97,6 +101,7 @@ impl<'a> ReportJson<'a> {
                     model: &a.model,
                     usage: UsageJson::of(a.usage.as_ref()),
                     requests: a.requests,
+                    compactions: a.compactions,
                     cost: a.cost.as_ref().map(CostJson::of),
                 })
                 .collect(),

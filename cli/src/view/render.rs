@@ -210,6 +210,39 @@ pub struct EntryJson {
     pub usage: Option<UsageJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<&'static str>,
+    /// Set on a compaction boundary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_boundary: Option<CompactBoundaryJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CompactBoundaryJson {
+    pub trigger: &'static str,
+    pub summary: String,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub covers_through_seq: u64,
+}
+
+impl CompactBoundaryJson {
+    pub fn of(b: &pb::CompactBoundary) -> Self {
+        CompactBoundaryJson {
+            trigger: compact_trigger_name(b.trigger),
+            summary: b.summary.clone(),
+            tokens_before: b.tokens_before,
+            tokens_after: b.tokens_after,
+            covers_through_seq: b.covers_through_seq,
+        }
+    }
+}
+
+pub fn compact_trigger_name(trigger: i32) -> &'static str {
+    match pb::CompactTrigger::try_from(trigger).unwrap_or_default() {
+        pb::CompactTrigger::Unspecified => "unknown",
+        pb::CompactTrigger::Auto => "auto",
+        pb::CompactTrigger::Manual => "manual",
+        pb::CompactTrigger::Overflow => "overflow",
+    }
 }
 
 impl EntryJson {
@@ -219,7 +252,7 @@ impl EntryJson {
             .and_then(|s| RawValue::from_string(s.to_string()).ok())
             .or_else(|| serde_json::value::to_raw_value(&content(e)).ok())
             .unwrap_or_else(|| RawValue::from_string("null".into()).unwrap_or_default());
-        let assistant = e.role == pb::Role::Assistant as i32;
+        let assistant = e.role == pb::Role::Assistant as i32 || e.compact_boundary.is_some();
         EntryJson {
             seq: e.seq,
             role: role_name(e.role),
@@ -227,6 +260,7 @@ impl EntryJson {
             created_at: rfc3339(e.created_at.as_ref()),
             usage: assistant.then(|| UsageJson::of(e.usage.as_ref())),
             stop_reason: stop_reason_name(e.stop_reason),
+            compact_boundary: e.compact_boundary.as_ref().map(CompactBoundaryJson::of),
         }
     }
 }

@@ -88,6 +88,20 @@ impl TranscriptView {
                     }
                 }
             }
+            pb::Role::System if e.compact_boundary.is_some() => {
+                let b = e.compact_boundary.clone().unwrap_or_default();
+                self.end_line();
+                println!(
+                    "── context compacted ({}): ~{} tokens → ~{}; entries up to #{} are summarised ──",
+                    render::compact_trigger_name(b.trigger),
+                    b.tokens_before,
+                    b.tokens_after,
+                    b.covers_through_seq
+                );
+                if self.show_user_text {
+                    println!("[summary] {}", b.summary);
+                }
+            }
             pb::Role::System => {
                 if self.show_user_text {
                     self.end_line();

@@ -13,7 +13,14 @@ use crate::tools;
 
 /// Renders the system prompt and the tools array for a new agent: a
 /// top-level one (`agent_type` None) or a subagent of a type.
-pub fn render(cwd: &Path, now_ms: i64, agent_type: Option<&AgentType>) -> PromptContext {
+/// `instructions`: the block of project instructions (DESIGN §17), a
+/// system block of its own after agentd's.
+pub fn render(
+    cwd: &Path,
+    now_ms: i64,
+    agent_type: Option<&AgentType>,
+    instructions: Option<&str>,
+) -> PromptContext {
     let date = humantime::format_rfc3339_seconds(
         std::time::UNIX_EPOCH + std::time::Duration::from_millis(now_ms.max(0) as u64),
     )
@@ -41,7 +48,11 @@ background agent reports back later as a <task-notification> user message.",
         cwd = cwd.display(),
         os = std::env::consts::OS,
     );
-    let system_json = json!([{ "type": "text", "text": system }]);
+    let mut blocks = vec![json!({ "type": "text", "text": system })];
+    if let Some(text) = instructions {
+        blocks.push(json!({ "type": "text", "text": text }));
+    }
+    let system_json = Value::Array(blocks);
     let allowed = agent_type.and_then(|t| t.tools.as_ref());
     let tools_json: Vec<Value> = tools::builtin_specs()
         .into_iter()
@@ -72,8 +83,8 @@ mod tests {
 
     #[test]
     fn rendering_is_deterministic_and_declares_every_tool() {
-        let a = render(Path::new("/repo"), 1_700_000_000_000, None);
-        let b = render(Path::new("/repo"), 1_700_000_000_000, None);
+        let a = render(Path::new("/repo"), 1_700_000_000_000, None, None);
+        let b = render(Path::new("/repo"), 1_700_000_000_000, None, None);
         assert_eq!(a, b);
         let tools: Vec<Value> = serde_json::from_slice(&a.tools_json).unwrap();
         let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
@@ -98,5 +109,14 @@ mod tests {
         );
         let system: Value = serde_json::from_slice(&a.system_json).unwrap();
         assert!(system[0]["text"].as_str().unwrap().contains("/repo"));
+        assert_eq!(system.as_array().unwrap().len(), 1, "no instructions block");
+    }
+
+    #[test]
+    fn instructions_are_a_system_block_of_their_own_after_agentds() {
+        let p = render(Path::new("/repo"), 0, None, Some("Contents of AGENTS.md: x"));
+        let system: Value = serde_json::from_slice(&p.system_json).unwrap();
+        assert_eq!(system[1]["text"], "Contents of AGENTS.md: x");
+        assert!(system[0]["text"].as_str().unwrap().contains("coding agent"));
     }
 }

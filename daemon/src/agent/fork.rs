@@ -101,7 +101,9 @@ Do the task yourself with your other tools and report as your directive says."
 /// something somebody said: a task notification, or the request to
 /// continue a response cut off at the token limit.
 fn is_note(text: &str) -> bool {
-    text.starts_with("<task-notification>") || text == CONTINUE_AFTER_MAX_TOKENS
+    text.starts_with("<task-notification>")
+        || text == CONTINUE_AFTER_MAX_TOKENS
+        || text.starts_with(super::compaction::SUMMARY_PREAMBLE)
 }
 
 /// A real user turn: a user message with non-blank text that is not only
@@ -156,6 +158,14 @@ pub fn inherited(messages: &[MessageBytes], turns: ForkTurns) -> Vec<MessageByte
                 cache_point: None,
             };
         }
+    }
+    // A compacted conversation starts with its summary: the turns kept
+    // are counted after it, and it stays first (without it they make no
+    // sense).
+    if from > 0
+        && let Some(summary) = messages.first().filter(|m| super::compaction::is_summary(m))
+    {
+        kept.insert(0, summary.clone());
     }
     kept
 }
@@ -323,6 +333,25 @@ mod tests {
         assert_eq!(inherited(&history, ForkTurns::Last(1)).len(), 2);
         assert_eq!(inherited(&history, ForkTurns::Last(2)).len(), 6);
         assert_eq!(inherited(&history, ForkTurns::Last(9)).len(), 6);
+    }
+
+    #[test]
+    fn after_a_compaction_turns_are_counted_after_the_summary_which_stays_first() {
+        let summary_text = format!(
+            "{}\n\n<summary>\nearlier work\n</summary>",
+            crate::agent::compaction::SUMMARY_PREAMBLE
+        );
+        let history = vec![
+            msg("user", json!([{"type": "text", "text": summary_text}])),
+            msg("assistant", json!([{"type": "text", "text": "continuing"}])),
+            msg("user", json!([{"type": "text", "text": "next task"}])),
+            msg("assistant", json!([{"type": "text", "text": "done"}])),
+        ];
+        let kept = inherited(&history, ForkTurns::Last(1));
+        assert_eq!(kept, vec![history[0].clone(), history[2].clone(), history[3].clone()]);
+        // The summary is not a turn: two turns back is the whole history.
+        assert_eq!(inherited(&history, ForkTurns::Last(2)), history);
+        assert_eq!(inherited(&history, ForkTurns::All), history);
     }
 
     #[test]

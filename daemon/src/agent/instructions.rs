@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::beneath::{ContainedRead, Unreadable};
+use crate::domain::{InstructionFile, InstructionsLoaded};
 
 /// The most bytes read of one instruction file.
 pub const MAX_FILE_BYTES: usize = 40 * 1024;
@@ -39,6 +40,9 @@ pub struct Loaded {
 pub struct Instructions {
     pub files: Vec<Loaded>,
     pub notes: Vec<String>,
+    /// The repository root the files were looked for from: the prompt
+    /// names a file in it by its path from there.
+    pub root: PathBuf,
 }
 
 /// Finds and reads the instructions for an agent working in `cwd` (an
@@ -46,7 +50,10 @@ pub struct Instructions {
 /// directory, for the person's own file.
 pub fn load(cwd: &Path, config_dir: &Path) -> Instructions {
     let root = super::definitions::repo_root(cwd);
-    let mut found = Instructions::default();
+    let mut found = Instructions {
+        root: root.clone(),
+        ..Instructions::default()
+    };
     let mut budget = MAX_TOTAL_BYTES;
     for dir in dirs_down(&root, cwd) {
         for name in NAMES {
@@ -61,6 +68,52 @@ pub fn load(cwd: &Path, config_dir: &Path) -> Instructions {
     );
     found
 }
+
+impl Instructions {
+    /// The system prompt's block of instructions (None when there are
+    /// none): each file quoted with its path (from the repository root for
+    /// a repository's file), in the order read.
+    pub fn prompt_text(&self) -> Option<String> {
+        if self.files.is_empty() {
+            return None;
+        }
+        let mut out = String::from(INTRO);
+        for f in &self.files {
+            let shown = f.path.strip_prefix(&self.root).unwrap_or(&f.path);
+            out.push_str(&format!("\n\nContents of {}:\n\n{}", shown.display(), f.text));
+            if f.cut {
+                out.push_str(&format!(
+                    "\n\n[agentd: the rest of {} was left out; the instructions are limited to {MAX_FILE_BYTES} bytes a file and {MAX_TOTAL_BYTES} in all]",
+                    shown.display()
+                ));
+            }
+        }
+        Some(out)
+    }
+
+    /// What the agent's record says was loaded.
+    pub fn loaded(&self) -> InstructionsLoaded {
+        InstructionsLoaded {
+            files: self
+                .files
+                .iter()
+                .map(|f| InstructionFile {
+                    path: f.path.clone(),
+                    bytes: f.text.len() as u64,
+                    cut: f.cut,
+                })
+                .collect(),
+            notes: self.notes.clone(),
+            skipped: false,
+        }
+    }
+}
+
+/// How the instructions are introduced to the model.
+const INTRO: &str = "Instructions the user keeps for agents working here follow, \
+each file quoted with its path (a repository's files from its root down to the working \
+directory, then the user's own). Follow them: they take precedence over the general \
+guidelines above, and a file further down applies more specifically than one above it.";
 
 /// `root`, then each directory below it on the way to `cwd`, ending with
 /// `cwd` (only `cwd` when it is not below `root`).

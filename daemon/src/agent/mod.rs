@@ -4,6 +4,7 @@
 //! This layer never sees the supervisor: a loop gets a narrow [`AgentHost`]
 //! for permission asks and the tools that reach other agents.
 
+pub mod compaction;
 pub mod context;
 pub mod definitions;
 pub mod fanout;

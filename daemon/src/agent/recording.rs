@@ -63,7 +63,18 @@ impl TurnLoop {
             usage,
             stop_reason,
             cache_point: None,
+            compact: None,
         };
+        self.append_entry(entry, consumed).await
+    }
+
+    /// Appends `entry` (numbered `next_seq`) with the record, as
+    /// `write_entry` does.
+    pub(super) async fn append_entry(
+        &mut self,
+        entry: TranscriptEntry,
+        consumed: &[InboxKey],
+    ) -> Result<(), Halt> {
         loop {
             self.record.updated_at_ms = entry.created_at_ms;
             self.record.background = self.foreground.is_background();

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::compaction::CompactQueue;
 use super::fanout::FanOutRole;
 use super::foreground::Foreground;
 use super::host::AgentHost;
@@ -24,10 +25,11 @@ use super::hub::Hub;
 use super::round::{Call, calls_of};
 use super::slot::SlotLease;
 use crate::domain::{
-    AgentRecord, Outcome, PromptContext, Role, Status, StopReason, ToolName, TranscriptEntry,
-    json_bytes, now_ms,
+    AgentRecord, CompactTrigger, Outcome, PromptContext, Role, Status, StopReason, ToolName,
+    TranscriptEntry, json_bytes, now_ms,
 };
-use crate::model::{MessageBytes, ModelRequest, ModelResponse, Provider};
+use crate::model::window::ContextLimits;
+use crate::model::{MessageBytes, ModelError, ModelRequest, ModelResponse, Provider};
 use crate::store::{Store, StoreError};
 use crate::tools::spool::Spool;
 use crate::tools::{AgentProcesses, ToolEnv};
@@ -54,6 +56,9 @@ pub enum RunEnd {
     /// Stopped at once on request (the model call or tool in flight
     /// aborted, what happened recorded); continuable, as `Paused`.
     Halted,
+    /// A run that only compacted an idle agent, which goes back to this
+    /// status (its outcome unchanged, nobody notified).
+    Compacted(Status),
 }
 
 impl RunEnd {
@@ -64,6 +69,7 @@ impl RunEnd {
             RunEnd::Cancelled => Status::Cancelled,
             RunEnd::Interrupted => Status::Interrupted,
             RunEnd::Paused | RunEnd::Halted => Status::Paused,
+            RunEnd::Compacted(status) => *status,
         }
     }
 }
@@ -134,6 +140,9 @@ pub(super) enum Halt {
     Stop(RunEnd),
     /// The store failed in a way waiting for space cannot fix.
     Store(StoreError),
+    /// The provider refused the request as longer than the model's
+    /// context window: compact and send it again.
+    Overflow(String),
 }
 
 /// What an answer without tool calls leads to.
@@ -168,6 +177,10 @@ pub struct LoopSetup {
     pub max_output_tokens: u32,
     /// A fork's place among siblings launched together.
     pub fan_out: FanOutRole,
+    /// When its conversation is compacted (DESIGN §17).
+    pub limits: ContextLimits,
+    /// Compactions asked for by hand while it runs.
+    pub compaction: Arc<CompactQueue>,
 }
 
 pub struct TurnLoop {
@@ -192,6 +205,11 @@ pub struct TurnLoop {
     pub(super) next_seq: u64,
     pub(super) max_output_tokens: u32,
     pub(super) fan_out: FanOutRole,
+    pub(super) limits: ContextLimits,
+    pub(super) compaction: Arc<CompactQueue>,
+    /// The newest assistant entry's seq, and the tokens its request and
+    /// answer came to (as reported): the base of the next estimate.
+    pub(super) usage_at: Option<(u64, u64)>,
 }
 
 /// What a finished loop hands back to the supervisor, which records it.
@@ -224,6 +242,9 @@ impl TurnLoop {
             next_seq,
             max_output_tokens: setup.max_output_tokens,
             fan_out: setup.fan_out,
+            limits: setup.limits,
+            compaction: setup.compaction,
+            usage_at: None,
         })
     }
 
@@ -236,6 +257,8 @@ impl TurnLoop {
                 tracing::error!(agent = %self.record.id, error = %e, "store write failed; failing the agent");
                 RunEnd::Failed(format!("agentd could not write to its store: {e}"))
             }
+            // (The loop compacts on these; one never leaves it.)
+            Err(Halt::Overflow(why)) => RunEnd::Failed(why),
         };
         if let RunEnd::Failed(error) = &outcome {
             // The reason stays in the transcript too, next to what led to it.
@@ -265,6 +288,9 @@ impl TurnLoop {
     async fn drive(&mut self) -> Result<RunEnd, Halt> {
         self.set_status(Status::Running).await?;
         self.answer_interrupted_calls().await?;
+        if let Some(end) = self.compact_only().await {
+            return end;
+        }
         // Turn boundary: messages and notifications that arrived while the
         // agent was idle (or before it started) are delivered first.
         self.deliver_inbox(Vec::new()).await?;
@@ -295,7 +321,18 @@ impl TurnLoop {
                     self.record.max_turns
                 )));
             }
-            let response = self.call_model().await?;
+            self.compact_if_due().await?;
+            let response = match self.call_model().await {
+                Err(Halt::Overflow(why)) => {
+                    tracing::info!(agent = %self.record.id, reason = %why, "the provider says the request is too long");
+                    // Only the request's length was refused: compact and
+                    // send it again (a compacted conversation that still
+                    // does not fit fails the agent).
+                    self.compact(CompactTrigger::Overflow, None).await?;
+                    continue;
+                }
+                r => r?,
+            };
             let calls = calls_of(&response.content);
             let assistant_seq = self.record_answer(&response, &calls).await?;
             if calls.is_empty() {
@@ -366,7 +403,10 @@ impl TurnLoop {
         }
         response.map_err(|e| {
             self.hub.discard_partial();
-            Halt::Stop(RunEnd::Failed(e.to_string()))
+            match e {
+                ModelError::ContextOverflow(why) => Halt::Overflow(why),
+                e => Halt::Stop(RunEnd::Failed(e.to_string())),
+            }
         })
     }
 
@@ -381,6 +421,7 @@ impl TurnLoop {
         self.record.tool_uses += calls.len() as u32;
         self.record.usage.add(&response.usage);
         let assistant_seq = self.next_seq;
+        self.note_request_size(assistant_seq, &response.usage);
         self.write_entry(
             Role::Assistant,
             json_bytes(&Value::Array(response.content.clone())),
@@ -425,9 +466,12 @@ impl TurnLoop {
             StopReason::Refusal => AfterAnswer::End(RunEnd::Failed(
                 "the model declined to continue (stop_reason: refusal)".into(),
             )),
-            StopReason::ContextWindowExceeded => AfterAnswer::End(RunEnd::Failed(
-                "the conversation no longer fits the model's context window".into(),
-            )),
+            // The answer filled the window: compact, and the model goes on
+            // from the summary.
+            StopReason::ContextWindowExceeded => {
+                self.compact(CompactTrigger::Overflow, None).await?;
+                AfterAnswer::Continue
+            }
             StopReason::ToolUse | StopReason::Other(_) => {
                 tracing::warn!(
                     stop_reason = %response.stop_reason,
@@ -454,6 +498,7 @@ fn halt_text(h: &Halt) -> String {
     match h {
         Halt::Stop(o) => format!("stopped ({})", o.status()),
         Halt::Store(e) => e.to_string(),
+        Halt::Overflow(why) => why.clone(),
     }
 }
 
@@ -493,6 +538,19 @@ pub fn load_conversation(
 pub(super) fn apply_entry(messages: &mut Vec<(u64, MessageBytes)>, entry: &TranscriptEntry) {
     let role = match entry.role {
         Role::User | Role::Assistant => entry.role,
+        Role::System if entry.compact.is_some() => {
+            // A compaction boundary: what came before is the summary now.
+            messages.clear();
+            messages.push((
+                entry.seq,
+                MessageBytes {
+                    role: Role::User,
+                    content_json: Arc::from(entry.content_json.as_slice()),
+                    cache_point: None,
+                },
+            ));
+            return;
+        }
         Role::System => {
             let note: Value = serde_json::from_slice(&entry.content_json).unwrap_or(Value::Null);
             for block in note.as_array().into_iter().flatten() {

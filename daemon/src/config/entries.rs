@@ -126,6 +126,7 @@ pub fn entries(config: &Config) -> Vec<Entry> {
         ("implicit_fork", config.implicit_fork.to_string()),
         ("sandbox", config.sandbox.to_string()),
         ("network", config.network.to_string()),
+        ("instructions", config.instructions.to_string()),
     ] {
         out.push(key, value, None, true);
     }
@@ -158,6 +159,7 @@ pub fn entries(config: &Config) -> Vec<Entry> {
         out.push(key, value, None, false);
     }
     out.prices();
+    out.models();
     out.entries
 }
 
@@ -219,6 +221,25 @@ impl Collected<'_> {
                 Some(url_var),
                 false,
             );
+        }
+    }
+
+    /// Context windows and compaction shares, from the file only.
+    fn models(&mut self) {
+        for (model, m) in &self.config.models {
+            for (key, value) in [
+                ("context_window", m.context_window.map(|w| w.to_string())),
+                ("compact_at", m.compact_at.map(|c| c.to_string())),
+            ] {
+                if let Some(value) = value {
+                    self.entries.push(Entry {
+                        key: format!("models.{model}.{key}"),
+                        value,
+                        source: Source::File,
+                        reloadable: true,
+                    });
+                }
+            }
         }
     }
 

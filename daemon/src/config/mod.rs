@@ -41,6 +41,7 @@ const PROVIDER_KEY_VARS: [&str; 4] = [
     "OPENAI_ORG_ID",
 ];
 
+use crate::model::window::{self, ContextLimits};
 use crate::model::{ApiKey, CacheTtl, ModelSettings, RetryPolicy, anthropic, openai};
 use crate::pricing::Price;
 
@@ -81,6 +82,9 @@ pub struct Config {
     pub sandbox: crate::domain::SandboxMode,
     /// false: tools may not open TCP connections or listen.
     pub network: bool,
+    /// false: agents are made without the project instructions
+    /// (AGENTS.md, CLAUDE.md) in their system prompt (DESIGN §17).
+    pub instructions: bool,
     pub anthropic: ProviderConfig,
     pub openai: ProviderConfig,
     pub retry: RetryPolicy,
@@ -90,6 +94,10 @@ pub struct Config {
     /// `input`, `output`, optional `cache_write`, `cache_read`. They
     /// override and extend the built-in list prices (`GetUsage`).
     pub prices: BTreeMap<String, Price>,
+    /// Per model (`"<scheme>:<model>"`): its context window in tokens and
+    /// the share of it past which the conversation is compacted (DESIGN
+    /// §17); they override the built-in table.
+    pub models: BTreeMap<String, ModelLimits>,
     /// The dotted keys the file set (`anthropic.base_url`, `prices`…):
     /// where a value came from, for `agentctl config`.
     #[serde(skip)]
@@ -98,6 +106,39 @@ pub struct Config {
     /// started (read before it forgot the secrets among them).
     #[serde(skip)]
     pub env_set: std::collections::BTreeSet<&'static str>,
+}
+
+/// `[models."<scheme>:<model>"]`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelLimits {
+    /// Tokens the model's context window holds (at least 1024).
+    #[serde(deserialize_with = "window_tokens")]
+    pub context_window: Option<u64>,
+    /// The share of the window past which a request is compacted first:
+    /// more than 0, at most 1 (default 0.85).
+    #[serde(deserialize_with = "share")]
+    pub compact_at: Option<f64>,
+}
+
+fn window_tokens<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let n = u64::deserialize(d)?;
+    if n < 1024 {
+        return Err(serde::de::Error::custom(format!(
+            "context_window is {n}; it must be at least 1024 tokens"
+        )));
+    }
+    Ok(Some(n))
+}
+
+fn share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = f64::deserialize(d)?;
+    if !(v > 0.0 && v <= 1.0) {
+        return Err(serde::de::Error::custom(format!(
+            "compact_at is {v}; it must be more than 0 and at most 1"
+        )));
+    }
+    Ok(Some(v))
 }
 
 /// `[secrets]`: environment variables tools never see (DESIGN §16).
@@ -136,11 +177,13 @@ impl Default for Config {
             store_min_free_mb: 64,
             sandbox: crate::domain::SandboxMode::WorkspaceWrite,
             network: true,
+            instructions: true,
             secrets: SecretsConfig::default(),
             anthropic: ProviderConfig::default(),
             openai: ProviderConfig::default(),
             retry: RetryPolicy::default(),
             prices: BTreeMap::new(),
+            models: BTreeMap::new(),
             file_keys: Default::default(),
             env_set: entries::env_set(),
         }
@@ -178,7 +221,7 @@ impl Config {
         let table: toml::Table = toml::from_str(&text).map_err(invalid)?;
         for (key, value) in &table {
             match value {
-                toml::Value::Table(inner) if key != "prices" => {
+                toml::Value::Table(inner) if key != "prices" && key != "models" => {
                     config
                         .file_keys
                         .extend(inner.keys().map(|k| format!("{key}.{k}")));
@@ -232,6 +275,20 @@ impl Config {
     pub fn store_options(&self) -> StoreOptions {
         StoreOptions {
             min_free_bytes: self.store_min_free_mb.saturating_mul(1024 * 1024),
+        }
+    }
+
+    /// When `model` (`"<scheme>:<model>"`) is compacted: the configured
+    /// window and share, else the built-in table's window and 0.85.
+    pub fn context_limits(&self, model: &crate::model::ModelSpec) -> ContextLimits {
+        let configured = self.models.get(&model.to_string());
+        ContextLimits {
+            window: configured
+                .and_then(|m| m.context_window)
+                .or_else(|| window::known_window(model.scheme, &model.name)),
+            compact_at: configured
+                .and_then(|m| m.compact_at)
+                .unwrap_or(window::DEFAULT_COMPACT_AT),
         }
     }
 

@@ -1,6 +1,6 @@
 //! An agent's registry record and the closed sets of values it holds.
 
-use super::{AgentWorktree, SandboxMode};
+use super::{AgentWorktree, InstructionsLoaded, SandboxMode};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -265,6 +265,11 @@ pub struct AgentRecord {
     /// lower than the entries it is written with); `list` reads it here
     /// instead of searching each transcript for its end.
     pub transcript_len: u64,
+    /// The instruction files its system prompt holds (frozen at creation;
+    /// a fork has its parent's).
+    pub instructions: InstructionsLoaded,
+    /// Times its context was compacted (DESIGN §17).
+    pub compactions: u32,
 }
 
 /// How an agent's run ended, in its own words.
@@ -336,6 +341,8 @@ impl AgentRecord {
             depth: 0,
             always_allowed: Vec::new(),
             transcript_len: 0,
+            instructions: InstructionsLoaded::default(),
+            compactions: 0,
         }
     }
 

@@ -28,10 +28,12 @@ pub use fork::{
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};
 pub use name::AgentName;
-pub use prompt::PromptContext;
+pub use prompt::{InstructionFile, InstructionsLoaded, PromptContext};
 pub use sandbox::SandboxMode;
 pub use tool::ToolName;
-pub use transcript::{Role, StopReason, TranscriptEntry, json_bytes};
+pub use transcript::{
+    CompactBoundary, CompactTrigger, Role, StopReason, TranscriptEntry, json_bytes,
+};
 pub use worktree::{AgentWorktree, MergeJournal, WorkSummary, WorktreeState};
 
 /// Milliseconds since the Unix epoch, now.

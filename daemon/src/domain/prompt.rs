@@ -14,3 +14,26 @@ pub struct PromptContext {
     /// Tools the agent may run; None means every declared tool.
     pub allowed_tools: Option<Vec<ToolName>>,
 }
+
+/// One instruction file (`AGENTS.md`, `CLAUDE.md`…) read into an agent's
+/// system prompt at creation (DESIGN §17).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstructionFile {
+    /// Where it was read.
+    pub path: std::path::PathBuf,
+    /// The bytes of it the prompt holds.
+    pub bytes: u64,
+    /// Its end was left out (a size limit was reached).
+    pub cut: bool,
+}
+
+/// What an agent's system prompt holds of the instructions people keep:
+/// the files read, in order, and what was left out and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InstructionsLoaded {
+    pub files: Vec<InstructionFile>,
+    pub notes: Vec<String>,
+    /// The agent was made without them (`--no-instructions`, or the
+    /// config's `instructions = false`).
+    pub skipped: bool,
+}

@@ -93,6 +93,48 @@ pub struct TranscriptEntry {
     /// a prompt-cache breakpoint goes: a fork's last placeholder result, so
     /// that sibling forks share the cached prefix up to it (DESIGN §6).
     pub cache_point: Option<u32>,
+    /// Set on a compaction boundary (a `System` entry whose content is the
+    /// user message that holds the summary, as later requests send it).
+    pub compact: Option<CompactBoundary>,
+}
+
+/// What led to a compaction (DESIGN §17).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactTrigger {
+    /// The next request would have passed `compact_at` of the window.
+    Auto,
+    /// Asked for (`agentctl compact`, `CompactAgent`).
+    Manual,
+    /// The provider refused a request as too long.
+    Overflow,
+}
+
+impl CompactTrigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactTrigger::Auto => "auto",
+            CompactTrigger::Manual => "manual",
+            CompactTrigger::Overflow => "overflow",
+        }
+    }
+}
+
+/// A compaction boundary: every request after it sends the frozen system
+/// and tools, the summary, then only the entries after the boundary.
+/// Nothing before it is deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactBoundary {
+    pub trigger: CompactTrigger,
+    /// The summary the model wrote.
+    pub summary: String,
+    /// Input tokens of the conversation it replaced (as the summary
+    /// request was counted).
+    pub tokens_before: u64,
+    /// Estimated input tokens of the next request (system, tools and
+    /// summary), at four bytes a token.
+    pub tokens_after: u64,
+    /// The last entry the summary covers.
+    pub covers_through_seq: u64,
 }
 
 /// The bytes of a JSON value. Infallible: a `Value` always serializes (its

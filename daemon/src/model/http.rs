@@ -75,17 +75,20 @@ pub async fn read_error(provider: &str, response: reqwest::Response) -> ModelErr
         .map(Duration::from_secs_f64);
     let bytes = response.bytes().await.unwrap_or_default();
     let body = &bytes[..bytes.len().min(MAX_ERROR_BODY)];
+    let mut overflow = false;
     let detail = match serde_json::from_slice::<ErrorEnvelope>(body) {
         Ok(env) => {
-            let kind = env
+            let code = env
                 .error
-                .kind
-                .or_else(|| {
-                    env.error
-                        .code
-                        .map(|c| c.as_str().map_or(c.to_string(), str::to_string))
-                })
-                .unwrap_or_default();
+                .code
+                .map(|c| c.as_str().map_or(c.to_string(), str::to_string));
+            overflow = status == 400
+                && is_context_overflow(
+                    env.error.kind.as_deref(),
+                    code.as_deref(),
+                    &env.error.message,
+                );
+            let kind = env.error.kind.or(code).unwrap_or_default();
             if kind.is_empty() {
                 env.error.message
             } else {
@@ -95,7 +98,9 @@ pub async fn read_error(provider: &str, response: reqwest::Response) -> ModelErr
         Err(_) => String::from_utf8_lossy(body).trim().to_string(),
     };
     let message = format!("{provider} API error {status}: {detail}");
-    if status_is_retryable(status) {
+    if overflow {
+        ModelError::ContextOverflow(message)
+    } else if status_is_retryable(status) {
         ModelError::Transient {
             message,
             retry_after,
@@ -103,6 +108,17 @@ pub async fn read_error(provider: &str, response: reqwest::Response) -> ModelErr
     } else {
         ModelError::Fatal(message)
     }
+}
+
+/// The provider refused the request for its length (DESIGN §17):
+/// Anthropic's `invalid_request_error` "prompt is too long: N tokens > W
+/// maximum" (or "input length and `max_tokens` exceed context limit"),
+/// OpenAI's `context_length_exceeded`.
+fn is_context_overflow(kind: Option<&str>, code: Option<&str>, message: &str) -> bool {
+    code == Some("context_length_exceeded")
+        || (kind == Some("invalid_request_error")
+            && (message.starts_with("prompt is too long")
+                || message.contains("exceed context limit")))
 }
 
 /// Sends a request; a non-2xx answer becomes the provider's error.
@@ -181,5 +197,31 @@ mod tests {
         assert!(!format!("{key:?}").contains("secret"));
         assert!(key.header_value().unwrap().is_sensitive());
         assert!(ApiKey::new("  ").is_none());
+    }
+
+    #[test]
+    fn both_apis_overflow_errors_are_told_apart_from_other_bad_requests() {
+        let inv = Some("invalid_request_error");
+        assert!(is_context_overflow(
+            inv,
+            None,
+            "prompt is too long: 210000 tokens > 200000 maximum"
+        ));
+        assert!(is_context_overflow(
+            inv,
+            None,
+            "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000"
+        ));
+        assert!(is_context_overflow(
+            inv,
+            Some("context_length_exceeded"),
+            "This model's maximum context length is 128000 tokens."
+        ));
+        assert!(!is_context_overflow(inv, None, "messages: field required"));
+        assert!(!is_context_overflow(
+            Some("authentication_error"),
+            None,
+            "prompt is too long"
+        ));
     }
 }

@@ -8,6 +8,7 @@ pub mod retry;
 mod scripted;
 mod spec_error;
 pub mod sse;
+pub mod window;
 
 use std::future::Future;
 use std::path::Path;
@@ -92,6 +93,10 @@ pub enum ModelError {
     /// Retrying cannot help (bad request, bad key, unknown model, …).
     #[error("{0}")]
     Fatal(String),
+    /// The request is longer than the model's context window: compacting
+    /// the conversation helps (DESIGN §17).
+    #[error("{0}")]
+    ContextOverflow(String),
 }
 
 impl ModelError {

@@ -234,6 +234,19 @@ impl AgentService for AgentApi {
         }))
     }
 
+    async fn compact_agent(
+        &self,
+        req: Request<pb::CompactAgentRequest>,
+    ) -> Result<Response<pb::CompactAgentResponse>, Status> {
+        let r = req.into_inner();
+        let instructions = (!r.instructions.trim().is_empty()).then_some(r.instructions);
+        let (record, boundary) = self.sup.compact(&r.id, instructions).await?;
+        Ok(Response::new(pb::CompactAgentResponse {
+            agent: Some(self.wire(&record)),
+            boundary: Some(convert::boundary(&boundary)),
+        }))
+    }
+
     async fn get_transcript(
         &self,
         req: Request<pb::GetTranscriptRequest>,

@@ -13,7 +13,7 @@ use prost::Message;
 
 use crate::domain::SandboxMode;
 use crate::domain::{
-    AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, Outcome, PermissionMode,
+    AgentId, AgentRecord, AgentWorktree, CompactBoundary, CompactTrigger, InboxItem, InboxKind, InstructionFile, InstructionsLoaded, Outcome, PermissionMode,
     PromptContext, QuerySource, ResumeBlocked, ResumeBlockedReason, Role, ShortId, Status,
     StopReason, ToolName, TranscriptEntry, Usage, WorkSummary, WorktreeState,
 };
@@ -105,6 +105,25 @@ struct StoredAgent {
     sandbox: i32,
     #[prost(bool, tag = "33")]
     no_network: bool,
+    // Tag 34 is the plan's.
+    #[prost(message, repeated, tag = "35")]
+    instructions: Vec<StoredInstructionFile>,
+    #[prost(uint32, tag = "36")]
+    compactions: u32,
+    #[prost(string, repeated, tag = "37")]
+    instruction_notes: Vec<String>,
+    #[prost(bool, tag = "38")]
+    instructions_skipped: bool,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredInstructionFile {
+    #[prost(bytes = "vec", tag = "1")]
+    path: Vec<u8>,
+    #[prost(uint64, tag = "2")]
+    bytes: u64,
+    #[prost(bool, tag = "3")]
+    cut: bool,
 }
 
 /// Paths are kept as their bytes: a path that is not UTF-8 must still name
@@ -212,6 +231,23 @@ struct StoredEntry {
     stop_reason: String,
     #[prost(uint32, optional, tag = "7")]
     cache_point: Option<u32>,
+    #[prost(message, optional, tag = "8")]
+    compact: Option<StoredCompact>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredCompact {
+    /// 1 auto, 2 manual, 3 overflow.
+    #[prost(int32, tag = "1")]
+    trigger: i32,
+    #[prost(string, tag = "2")]
+    summary: String,
+    #[prost(uint64, tag = "3")]
+    tokens_before: u64,
+    #[prost(uint64, tag = "4")]
+    tokens_after: u64,
+    #[prost(uint64, tag = "5")]
+    covers_through_seq: u64,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -353,6 +389,19 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
             SandboxMode::Off => 3,
         },
         no_network: r.no_network,
+        instructions: r
+            .instructions
+            .files
+            .iter()
+            .map(|f| StoredInstructionFile {
+                path: f.path.as_os_str().as_bytes().to_vec(),
+                bytes: f.bytes,
+                cut: f.cut,
+            })
+            .collect(),
+        instruction_notes: r.instructions.notes.clone(),
+        instructions_skipped: r.instructions.skipped,
+        compactions: r.compactions,
         depth: r.depth,
         started_at_ms: r.started_at_ms,
         always_allowed: tool_names(&r.always_allowed),
@@ -429,6 +478,20 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
             _ => return Err(Corrupt::Field("sandbox")),
         },
         no_network: s.no_network,
+        instructions: InstructionsLoaded {
+            files: s
+                .instructions
+                .into_iter()
+                .map(|f| InstructionFile {
+                    path: PathBuf::from(std::ffi::OsString::from_vec(f.path)),
+                    bytes: f.bytes,
+                    cut: f.cut,
+                })
+                .collect(),
+            notes: s.instruction_notes,
+            skipped: s.instructions_skipped,
+        },
+        compactions: s.compactions,
         depth: s.depth,
         always_allowed: tools_of(&s.always_allowed),
         transcript_len: s.transcript_len,
@@ -463,6 +526,17 @@ pub fn encode_entry(e: &TranscriptEntry) -> Vec<u8> {
             .map(|s| s.as_str().to_string())
             .unwrap_or_default(),
         cache_point: e.cache_point,
+        compact: e.compact.as_ref().map(|c| StoredCompact {
+            trigger: match c.trigger {
+                CompactTrigger::Auto => 1,
+                CompactTrigger::Manual => 2,
+                CompactTrigger::Overflow => 3,
+            },
+            summary: c.summary.clone(),
+            tokens_before: c.tokens_before,
+            tokens_after: c.tokens_after,
+            covers_through_seq: c.covers_through_seq,
+        }),
     }
     .encode_to_vec()
 }
@@ -483,6 +557,22 @@ pub fn decode_entry(bytes: &[u8]) -> Result<TranscriptEntry, Corrupt> {
         usage: s.usage.map(|u| usage_of(Some(u))),
         stop_reason: (!s.stop_reason.is_empty()).then(|| StopReason::parse(&s.stop_reason)),
         cache_point: s.cache_point,
+        compact: s.compact.map(compact_of).transpose()?,
+    })
+}
+
+fn compact_of(c: StoredCompact) -> Result<CompactBoundary, Corrupt> {
+    Ok(CompactBoundary {
+        trigger: match c.trigger {
+            1 => CompactTrigger::Auto,
+            2 => CompactTrigger::Manual,
+            3 => CompactTrigger::Overflow,
+            _ => return Err(Corrupt::Field("compaction trigger")),
+        },
+        summary: c.summary,
+        tokens_before: c.tokens_before,
+        tokens_after: c.tokens_after,
+        covers_through_seq: c.covers_through_seq,
     })
 }
 
@@ -596,6 +686,16 @@ mod tests {
             },
             notice: Some("restored".into()),
         });
+        r.instructions = InstructionsLoaded {
+            files: vec![InstructionFile {
+                path: PathBuf::from(std::ffi::OsString::from_vec(b"/r/\xffAGENTS.md".to_vec())),
+                bytes: 40_960,
+                cut: true,
+            }],
+            notes: vec!["/r/CLAUDE.md left out: it is not UTF-8 text".into()],
+            skipped: false,
+        };
+        r.compactions = 2;
         r
     }
 
@@ -654,8 +754,32 @@ mod tests {
             }),
             stop_reason: Some(StopReason::ToolUse),
             cache_point: Some(2),
+            compact: None,
         };
         assert_eq!(decode_entry(&encode_entry(&e)).unwrap(), e);
+        let boundary = TranscriptEntry {
+            role: Role::System,
+            usage: None,
+            stop_reason: None,
+            cache_point: None,
+            compact: Some(CompactBoundary {
+                trigger: CompactTrigger::Overflow,
+                summary: "did a, b remains".into(),
+                tokens_before: 190_000,
+                tokens_after: 3_000,
+                covers_through_seq: 2,
+            }),
+            ..e.clone()
+        };
+        assert_eq!(decode_entry(&encode_entry(&boundary)).unwrap(), boundary);
+        let mut stored = StoredEntry::decode(encode_entry(&boundary).as_slice()).unwrap();
+        if let Some(c) = stored.compact.as_mut() {
+            c.trigger = 7;
+        }
+        assert!(matches!(
+            decode_entry(&stored.encode_to_vec()),
+            Err(Corrupt::Field("compaction trigger"))
+        ));
         let p = PromptContext {
             system_json: b"[1]".to_vec(),
             tools_json: b"[2]".to_vec(),

@@ -71,6 +71,7 @@ pub(crate) fn test_entry(seq: u64, text: &str) -> crate::domain::TranscriptEntry
         usage: None,
         stop_reason: None,
         cache_point: None,
+        compact: None,
     }
 }
 

@@ -12,9 +12,10 @@ use tokio::sync::oneshot;
 use super::Supervisor;
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::types::AgentType;
+use crate::agent::instructions::{self, Instructions};
 use crate::agent::{FanOutRole, Foreground, WaitEnd, context, worktree_notice};
 use crate::domain::{
-    AgentName, AgentRecord, AgentWorktree, Isolation, PermissionMode, PromptContext, QuerySource,
+    AgentName, AgentRecord, AgentWorktree, InstructionsLoaded, Isolation, PermissionMode, PromptContext, QuerySource,
     Role, SandboxMode, TranscriptEntry, json_bytes, now_ms,
 };
 use crate::error::{AgentdError, quote};
@@ -55,6 +56,9 @@ pub struct NewAgent {
     /// Stored paused with an empty transcript, not run, until a message
     /// comes (`prompt` is empty).
     pub idle: bool,
+    /// Leave the project instructions (AGENTS.md, CLAUDE.md) out of its
+    /// system prompt (a child of such an agent leaves them out too).
+    pub no_instructions: bool,
 }
 
 /// A validated new agent, not yet stored.
@@ -98,6 +102,9 @@ impl Supervisor {
 
         let (id, short_id) = self.store.issue_agent_id()?;
         let plan = self.plan_tree(place.isolation, &place.cwd, req.base.as_deref(), &short_id)?;
+        // Read where the person asked the agent to work: a worktree to be
+        // made from it holds the same files (it does not exist yet).
+        let instructions = self.instructions_for(req, parent, &place.cwd);
         let now = now_ms();
         let mut record = AgentRecord::new(id, short_id, now);
         record.cwd = plan.as_ref().map_or(place.cwd, |p| p.cwd.clone());
@@ -108,7 +115,19 @@ impl Supervisor {
             self.child_stays_within(p, &record)?;
         }
         self.sandbox_admits(&record)?;
-        let prompt = context::render(&record.cwd, now, agent_type);
+        let prompt = context::render(
+            &record.cwd,
+            now,
+            agent_type,
+            instructions.as_ref().and_then(|i| i.prompt_text()).as_deref(),
+        );
+        record.instructions = instructions.map_or_else(
+            || InstructionsLoaded {
+                skipped: true,
+                ..InstructionsLoaded::default()
+            },
+            |i| i.loaded(),
+        );
         let entries = if req.idle {
             Vec::new()
         } else {
@@ -122,6 +141,29 @@ impl Supervisor {
             fan_out: FanOutRole::Alone,
             worktree: plan,
         })
+    }
+
+    /// The project instructions for an agent working in `cwd`; None when
+    /// it is to be made without them (asked, configured, or its parent
+    /// was).
+    fn instructions_for(
+        &self,
+        req: &NewAgent,
+        parent: Option<&AgentRecord>,
+        cwd: &Path,
+    ) -> Option<Instructions> {
+        let skip = req.no_instructions
+            || !self.config().instructions
+            || parent.is_some_and(|p| p.instructions.skipped);
+        if skip {
+            return None;
+        }
+        let config_dir = self
+            .info()
+            .config_path
+            .parent()
+            .map_or_else(agentd_shared::paths::config_dir, Path::to_path_buf);
+        Some(instructions::load(cwd, &config_dir))
     }
 
     /// Fills in who a new agent is and what it may do: its name and
@@ -353,6 +395,7 @@ fn first_message(prompt: &str, record: &AgentRecord, now: i64) -> TranscriptEntr
         usage: None,
         stop_reason: None,
         cache_point: None,
+        compact: None,
     }
 }
 

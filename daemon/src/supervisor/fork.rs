@@ -229,6 +229,7 @@ fn fork_entries(
         usage: None,
         stop_reason: None,
         cache_point: None,
+        compact: None,
     });
     for (seq, m) in (1u64..).zip(conversation) {
         entries.push(TranscriptEntry {
@@ -239,6 +240,7 @@ fn fork_entries(
             usage: None,
             stop_reason: None,
             cache_point: m.cache_point.map(|p| p as u32),
+            compact: None,
         });
     }
     if let (Some(wt), Some(last)) = (record.worktree.as_ref(), entries.last_mut()) {

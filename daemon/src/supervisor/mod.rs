@@ -27,6 +27,7 @@
 mod admission;
 mod asks;
 mod children;
+mod compaction;
 mod control;
 mod create;
 mod fanout;

@@ -62,7 +62,9 @@ pub(super) fn task_notice(child: &AgentRecord, outcome: &RunEnd) -> Notice {
         RunEnd::Completed(text) => text.clone(),
         RunEnd::Failed(error) => format!("Error: {error}"),
         RunEnd::Cancelled => "Error: the agent was cancelled".to_string(),
-        RunEnd::Interrupted | RunEnd::Paused | RunEnd::Halted => String::new(),
+        RunEnd::Interrupted | RunEnd::Paused | RunEnd::Halted | RunEnd::Compacted(_) => {
+            String::new()
+        }
     };
     let total_tokens = child.usage.total();
     let duration_ms = (child.updated_at_ms - child.started_at_ms).max(0) as u64;

@@ -2,6 +2,7 @@
 //! runs, that run's controls. Handles of idle agents that nobody holds are
 //! swept (`housekeeping`); one is made again on next use.
 
+use crate::agent::compaction::CompactQueue;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -23,6 +24,8 @@ pub(super) struct RunControl {
     pub(super) kill: CancellationToken,
     /// The run's foreground state: who learns how it ends.
     pub(super) foreground: Arc<Foreground>,
+    /// Compactions asked of it, done at its next turn boundary.
+    pub(super) compaction: Arc<CompactQueue>,
 }
 
 /// The supervisor's view of one agent.

@@ -19,6 +19,8 @@ use crate::domain::{
     AgentRecord, Outcome, PromptContext, ResumeBlocked, ResumeBlockedReason, Status, now_ms,
 };
 use crate::error::AgentdError;
+use crate::agent::compaction::CompactQueue;
+use crate::model::window::ContextLimits;
 use crate::model::{ModelSpec, Provider};
 use crate::tools::spool::Spool;
 
@@ -34,6 +36,27 @@ impl Supervisor {
         foreground: Foreground,
         fan_out: FanOutRole,
     ) -> Result<bool, AgentdError> {
+        self.start_with(
+            record,
+            prompt,
+            provider,
+            foreground,
+            fan_out,
+            Arc::default(),
+        )
+    }
+
+    /// `start`, with the compactions the run is to do (a run that only
+    /// compacts an idle agent).
+    pub(super) fn start_with(
+        self: &Arc<Self>,
+        record: AgentRecord,
+        prompt: PromptContext,
+        provider: Provider,
+        foreground: Foreground,
+        fan_out: FanOutRole,
+        compaction: Arc<CompactQueue>,
+    ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
         let stops = StopSignals::new(self.runs.shutdown_token().clone());
         let kill = CancellationToken::new();
@@ -47,6 +70,7 @@ impl Supervisor {
                 stops: stops.clone(),
                 kill: kill.clone(),
                 foreground: foreground.clone(),
+                compaction: compaction.clone(),
             });
         }
         handle.hub.publish_status(StatusSnapshot {
@@ -70,6 +94,13 @@ impl Supervisor {
                 tool_env: sup.settings.tool_env().clone(),
                 max_output_tokens: sup.config().max_output_tokens,
                 fan_out,
+                limits: ModelSpec::parse(&record.model)
+                    .map(|m| sup.config().context_limits(&m))
+                    .unwrap_or(ContextLimits {
+                        window: None,
+                        compact_at: crate::model::window::DEFAULT_COMPACT_AT,
+                    }),
+                compaction,
             };
             let finished = tokio::select! {
                 biased;
@@ -132,7 +163,9 @@ impl Supervisor {
         };
         let notice = match (&route, record.parent) {
             (EndRoute::Notify, Some(parent))
-                if record.status.is_terminal() && record.reports_to_parent() =>
+                if record.status.is_terminal()
+                    && record.reports_to_parent()
+                    && !matches!(outcome, RunEnd::Compacted(_)) =>
             {
                 Some((parent, notification::task_notice(&record, &outcome)))
             }
@@ -225,6 +258,16 @@ impl Supervisor {
     /// Ok(false) when one already runs. Errors when the agent cannot be
     /// resumed; the reason is recorded as its resume-blocked reason.
     pub(super) async fn revive(self: &Arc<Self>, record: AgentRecord) -> Result<bool, AgentdError> {
+        self.revive_for(record, None).await
+    }
+
+    /// `revive`; with `compaction`, for a run that only does the
+    /// compactions queued there and ends as the agent was.
+    pub(super) async fn revive_for(
+        self: &Arc<Self>,
+        record: AgentRecord,
+        compaction: Option<Arc<CompactQueue>>,
+    ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
         let _transition = handle.transition.lock().await;
         // Read again under the lock: a cancel or another revival may have
@@ -246,6 +289,9 @@ impl Supervisor {
         };
         match ready {
             Ok((prompt, provider)) => {
+                if let Some(queue) = &compaction {
+                    queue.compact_only(record.status);
+                }
                 record.resume_blocked = None;
                 record.started_at_ms = now_ms();
                 // Pending from now on, for every reader (waiters included),
@@ -253,12 +299,13 @@ impl Supervisor {
                 record.status = Status::Pending;
                 record.updated_at_ms = now_ms();
                 self.store.put_agent_durable(&record).await?;
-                self.start(
+                self.start_with(
                     record,
                     prompt,
                     provider,
                     Foreground::background(),
                     FanOutRole::Alone,
+                    compaction.unwrap_or_default(),
                 )
             }
             Err(blocked) => {

@@ -24,8 +24,10 @@ pub struct UsageReport {
     /// The agents counted, parents before their children.
     pub agents: Vec<AgentUsage>,
     pub total: Usage,
-    /// Model responses (each a billed request).
+    /// Model responses (each a billed request), summary requests included.
     pub requests: u64,
+    /// Compactions (each one summary request).
+    pub compactions: u64,
     /// Of the agents whose model has a price.
     pub cost: Cost,
     pub by_model: BTreeMap<String, Usage>,
@@ -67,7 +69,8 @@ impl Supervisor {
                 }
             }
             report.total.add(&record.usage);
-            report.requests += u64::from(record.turns);
+            report.requests += u64::from(record.turns) + u64::from(record.compactions);
+            report.compactions += u64::from(record.compactions);
             report
                 .by_model
                 .entry(record.model.clone())

@@ -2,8 +2,10 @@
 //! the only place that knows both. Enum values in requests are checked
 //! here: an unknown number is INVALID_ARGUMENT, never a default.
 
+mod compact;
 mod requests;
 
+pub use compact::boundary;
 pub use requests::{fork_request, new_agent};
 
 use agentd_shared::proto as pb;
@@ -166,6 +168,7 @@ pub fn usage_report(r: UsageReport) -> pb::UsageReport {
             .map(|(model, u)| (model.clone(), usage(u)))
             .collect(),
         requests: r.requests,
+        compactions: r.compactions,
         cost: Some(cost(&r.cost)),
         agents: r
             .agents
@@ -175,7 +178,8 @@ pub fn usage_report(r: UsageReport) -> pb::UsageReport {
                 short_id: a.record.short_id.to_string(),
                 parent_id: a.record.parent.map(|p| p.to_string()).unwrap_or_default(),
                 usage: Some(usage(&a.record.usage)),
-                requests: u64::from(a.record.turns),
+                requests: u64::from(a.record.turns) + u64::from(a.record.compactions),
+                compactions: a.record.compactions,
                 cost: a.cost.as_ref().map(cost),
                 subagent_type: a.record.subagent_type,
                 model: a.record.model,
@@ -230,6 +234,10 @@ pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
         waiting_for: waiting_for.unwrap_or_default(),
         resume_blocked_reason: resume_blocked_reason as i32,
         resume_blocked_detail,
+        instructions: compact::instruction_files(&r.instructions),
+        instruction_notes: r.instructions.notes.clone(),
+        instructions_skipped: r.instructions.skipped,
+        compactions: r.compactions,
     }
 }
 
@@ -347,6 +355,7 @@ pub fn entry(e: &TranscriptEntry) -> pb::TranscriptEntry {
             .stop_reason
             .as_ref()
             .map_or(pb::StopReason::Unspecified, stop_reason) as i32,
+        compact_boundary: e.compact.as_ref().map(compact::boundary),
     }
 }
 

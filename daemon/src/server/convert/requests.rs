@@ -50,6 +50,7 @@ pub fn new_agent(r: pb::CreateAgentRequest) -> Result<NewAgent, AgentdError> {
         sandbox,
         no_network: r.no_network,
         idle: r.idle,
+        no_instructions: r.no_instructions,
     })
 }
 

@@ -156,6 +156,7 @@ fn entry(seq: u64) -> TranscriptEntry {
         usage: None,
         stop_reason: Some(StopReason::ToolUse),
         cache_point: None,
+        compact: None,
     }
 }
 
