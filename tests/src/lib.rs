@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod compacting;
 pub mod disk;
 pub mod forking;
 pub mod gitrepo;

@@ -97,7 +97,9 @@ impl TurnLoop {
             .rposition(|(_, m)| m.role == Role::Assistant);
         let reported = last_answer.and_then(|i| {
             let seq = self.messages[i].0;
-            self.usage_at.filter(|(s, _)| *s == seq).map(|(_, u)| (i, u))
+            self.usage_at
+                .filter(|(s, _)| *s == seq)
+                .map(|(_, u)| (i, u))
         });
         match reported {
             Some((i, input)) => {
@@ -205,7 +207,9 @@ impl TurnLoop {
                     }
                 }
                 Err(e) => {
-                    return Err(Halt::Stop(RunEnd::Failed(format!("compaction failed: {e}"))));
+                    return Err(Halt::Stop(RunEnd::Failed(format!(
+                        "compaction failed: {e}"
+                    ))));
                 }
             }
         };
@@ -223,7 +227,9 @@ impl TurnLoop {
         let boundary = CompactBoundary {
             trigger,
             tokens_after: estimate(content.len() + self.system_json.len() + self.tools_json.len()),
-            tokens_before: u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens,
+            tokens_before: u.input_tokens
+                + u.cache_read_input_tokens
+                + u.cache_creation_input_tokens,
             summary,
             covers_through_seq,
         };
@@ -250,7 +256,11 @@ impl TurnLoop {
 
     /// The agent's own request, with the summary request added as one
     /// more user text block.
-    fn summary_request(&self, messages: &[MessageBytes], instructions: Option<&str>) -> ModelRequest {
+    fn summary_request(
+        &self,
+        messages: &[MessageBytes],
+        instructions: Option<&str>,
+    ) -> ModelRequest {
         let mut text = SUMMARY_REQUEST.to_string();
         if let Some(extra) = instructions.filter(|i| !i.trim().is_empty()) {
             text.push_str("\n\nAlso follow these instructions for the summary: ");
@@ -382,7 +392,11 @@ pub fn is_summary(m: &MessageBytes) -> bool {
     m.role == Role::User
         && serde_json::from_slice::<Vec<Value>>(&m.content_json)
             .ok()
-            .and_then(|b| b.first().and_then(|b| b["text"].as_str()).map(|t| t.starts_with(SUMMARY_PREAMBLE)))
+            .and_then(|b| {
+                b.first()
+                    .and_then(|b| b["text"].as_str())
+                    .map(|t| t.starts_with(SUMMARY_PREAMBLE))
+            })
             .unwrap_or(false)
 }
 
@@ -400,7 +414,10 @@ mod tests {
     }
 
     fn exchange(n: usize) -> Vec<MessageBytes> {
-        let mut out = vec![msg(Role::User, json!([{"type": "text", "text": "the task"}]))];
+        let mut out = vec![msg(
+            Role::User,
+            json!([{"type": "text", "text": "the task"}]),
+        )];
         for i in 0..n {
             out.push(msg(
                 Role::Assistant,

@@ -114,7 +114,12 @@ mod tests {
 
     #[test]
     fn instructions_are_a_system_block_of_their_own_after_agentds() {
-        let p = render(Path::new("/repo"), 0, None, Some("Contents of AGENTS.md: x"));
+        let p = render(
+            Path::new("/repo"),
+            0,
+            None,
+            Some("Contents of AGENTS.md: x"),
+        );
         let system: Value = serde_json::from_slice(&p.system_json).unwrap();
         assert_eq!(system[1]["text"], "Contents of AGENTS.md: x");
         assert!(system[0]["text"].as_str().unwrap().contains("coding agent"));

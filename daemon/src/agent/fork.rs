@@ -163,7 +163,9 @@ pub fn inherited(messages: &[MessageBytes], turns: ForkTurns) -> Vec<MessageByte
     // are counted after it, and it stays first (without it they make no
     // sense).
     if from > 0
-        && let Some(summary) = messages.first().filter(|m| super::compaction::is_summary(m))
+        && let Some(summary) = messages
+            .first()
+            .filter(|m| super::compaction::is_summary(m))
     {
         kept.insert(0, summary.clone());
     }
@@ -348,7 +350,10 @@ mod tests {
             msg("assistant", json!([{"type": "text", "text": "done"}])),
         ];
         let kept = inherited(&history, ForkTurns::Last(1));
-        assert_eq!(kept, vec![history[0].clone(), history[2].clone(), history[3].clone()]);
+        assert_eq!(
+            kept,
+            vec![history[0].clone(), history[2].clone(), history[3].clone()]
+        );
         // The summary is not a turn: two turns back is the whole history.
         assert_eq!(inherited(&history, ForkTurns::Last(2)), history);
         assert_eq!(inherited(&history, ForkTurns::All), history);

@@ -252,7 +252,7 @@ mod tests {
             usage: None,
             stop_reason: None,
             cache_point: None,
-        compact: None,
+            compact: None,
         })
     }
 

@@ -80,7 +80,11 @@ impl Instructions {
         let mut out = String::from(INTRO);
         for f in &self.files {
             let shown = f.path.strip_prefix(&self.root).unwrap_or(&f.path);
-            out.push_str(&format!("\n\nContents of {}:\n\n{}", shown.display(), f.text));
+            out.push_str(&format!(
+                "\n\nContents of {}:\n\n{}",
+                shown.display(),
+                f.text
+            ));
             if f.cut {
                 out.push_str(&format!(
                     "\n\n[agentd: the rest of {} was left out; the instructions are limited to {MAX_FILE_BYTES} bytes a file and {MAX_TOTAL_BYTES} in all]",

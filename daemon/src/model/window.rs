@@ -67,8 +67,14 @@ mod tests {
             known_window(ModelScheme::Anthropic, "claude-sonnet-4-5-20250929"),
             Some(200_000)
         );
-        assert_eq!(known_window(ModelScheme::OpenAi, "gpt-4o-mini"), Some(128_000));
-        assert_eq!(known_window(ModelScheme::OpenAi, "gpt-4.1-nano"), Some(1_047_576));
+        assert_eq!(
+            known_window(ModelScheme::OpenAi, "gpt-4o-mini"),
+            Some(128_000)
+        );
+        assert_eq!(
+            known_window(ModelScheme::OpenAi, "gpt-4.1-nano"),
+            Some(1_047_576)
+        );
         assert_eq!(known_window(ModelScheme::OpenAi, "gpt-4-0613"), Some(8_192));
         assert_eq!(known_window(ModelScheme::OpenAi, "llama3:70b"), None);
         assert_eq!(known_window(ModelScheme::Scripted, "x.json"), None);

@@ -46,10 +46,7 @@ impl Supervisor {
         }
         let handle = self.handle(&record)?;
         let (done, answer) = oneshot::channel();
-        let mut request = CompactRequest {
-            instructions,
-            done,
-        };
+        let mut request = CompactRequest { instructions, done };
         // A run may start or end between looking and acting: look again.
         for _ in 0..8 {
             let running = handle.run().as_ref().map(|run| run.compaction.clone());
@@ -100,10 +97,7 @@ impl Supervisor {
                 ))
             })?
             .map_err(|why| {
-                AgentdError::refused(format!(
-                    "agent {} was not compacted: {why}",
-                    short(record)
-                ))
+                AgentdError::refused(format!("agent {} was not compacted: {why}", short(record)))
             })?;
         Ok((self.reload(record)?, boundary))
     }

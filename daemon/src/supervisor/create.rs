@@ -10,13 +10,13 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::Supervisor;
+use crate::agent::instructions::{self, Instructions};
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::types::AgentType;
-use crate::agent::instructions::{self, Instructions};
 use crate::agent::{FanOutRole, Foreground, WaitEnd, context, worktree_notice};
 use crate::domain::{
-    AgentName, AgentRecord, AgentWorktree, InstructionsLoaded, Isolation, PermissionMode, PromptContext, QuerySource,
-    Role, SandboxMode, TranscriptEntry, json_bytes, now_ms,
+    AgentName, AgentRecord, AgentWorktree, InstructionsLoaded, Isolation, PermissionMode,
+    PromptContext, QuerySource, Role, SandboxMode, TranscriptEntry, json_bytes, now_ms,
 };
 use crate::error::{AgentdError, quote};
 use crate::model::{ModelSpec, Provider};
@@ -119,7 +119,10 @@ impl Supervisor {
             &record.cwd,
             now,
             agent_type,
-            instructions.as_ref().and_then(|i| i.prompt_text()).as_deref(),
+            instructions
+                .as_ref()
+                .and_then(|i| i.prompt_text())
+                .as_deref(),
         );
         record.instructions = instructions.map_or_else(
             || InstructionsLoaded {

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::host::SupervisorHost;
 use super::registry::{AgentHandle, RunControl};
 use super::{Supervisor, notification, short};
+use crate::agent::compaction::CompactQueue;
 use crate::agent::hub::StatusSnapshot;
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::slot::SlotLease;
@@ -19,7 +20,6 @@ use crate::domain::{
     AgentRecord, Outcome, PromptContext, ResumeBlocked, ResumeBlockedReason, Status, now_ms,
 };
 use crate::error::AgentdError;
-use crate::agent::compaction::CompactQueue;
 use crate::model::window::ContextLimits;
 use crate::model::{ModelSpec, Provider};
 use crate::tools::spool::Spool;

@@ -13,13 +13,13 @@ use prost::Message;
 
 use crate::domain::SandboxMode;
 use crate::domain::{
-    AgentId, AgentRecord, AgentWorktree, CompactBoundary, CompactTrigger, InboxItem, InboxKind, InstructionFile, InstructionsLoaded, Outcome, PermissionMode,
-    PromptContext, QuerySource, ResumeBlocked, ResumeBlockedReason, Role, ShortId, Status,
-    StopReason, ToolName, TranscriptEntry, Usage, WorkSummary, WorktreeState,
+    AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, InstructionFile, InstructionsLoaded,
+    Outcome, PermissionMode, PromptContext, QuerySource, ResumeBlocked, ResumeBlockedReason,
+    ShortId, Status, ToolName, Usage, WorkSummary, WorktreeState,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
-struct StoredUsage {
+pub(super) struct StoredUsage {
     #[prost(uint64, tag = "1")]
     input_tokens: u64,
     #[prost(uint64, tag = "2")]
@@ -201,6 +201,12 @@ fn worktree_of(s: StoredWorktree) -> Result<AgentWorktree, Corrupt> {
 
 /// Only the status of a record: decoding skips every other field without
 /// allocating, for counting agents by status.
+mod transcript;
+
+#[cfg(test)]
+use transcript::StoredEntry;
+pub use transcript::{decode_entry, encode_entry};
+
 #[derive(Clone, Copy, PartialEq, prost::Message)]
 struct StoredStatus {
     #[prost(int32, tag = "5")]
@@ -211,43 +217,6 @@ struct StoredStatus {
 pub fn decode_status(bytes: &[u8]) -> Result<Status, Corrupt> {
     let s = StoredStatus::decode(bytes)?;
     status_of(s.status).ok_or(Corrupt::Field("status"))
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct StoredEntry {
-    #[prost(uint64, tag = "1")]
-    seq: u64,
-    /// 1 user, 2 assistant, 3 system.
-    #[prost(int32, tag = "2")]
-    role: i32,
-    #[prost(bytes = "vec", tag = "3")]
-    content_json: Vec<u8>,
-    #[prost(int64, tag = "4")]
-    created_at_ms: i64,
-    #[prost(message, optional, tag = "5")]
-    usage: Option<StoredUsage>,
-    /// The Anthropic spelling; empty when none.
-    #[prost(string, tag = "6")]
-    stop_reason: String,
-    #[prost(uint32, optional, tag = "7")]
-    cache_point: Option<u32>,
-    #[prost(message, optional, tag = "8")]
-    compact: Option<StoredCompact>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct StoredCompact {
-    /// 1 auto, 2 manual, 3 overflow.
-    #[prost(int32, tag = "1")]
-    trigger: i32,
-    #[prost(string, tag = "2")]
-    summary: String,
-    #[prost(uint64, tag = "3")]
-    tokens_before: u64,
-    #[prost(uint64, tag = "4")]
-    tokens_after: u64,
-    #[prost(uint64, tag = "5")]
-    covers_through_seq: u64,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -286,7 +255,7 @@ pub enum Corrupt {
     Field(&'static str),
 }
 
-fn usage_of(u: Option<StoredUsage>) -> Usage {
+pub(super) fn usage_of(u: Option<StoredUsage>) -> Usage {
     let u = u.unwrap_or_default();
     Usage {
         input_tokens: u.input_tokens,
@@ -296,7 +265,7 @@ fn usage_of(u: Option<StoredUsage>) -> Usage {
     }
 }
 
-fn stored_usage(u: &Usage) -> StoredUsage {
+pub(super) fn stored_usage(u: &Usage) -> StoredUsage {
     StoredUsage {
         input_tokens: u.input_tokens,
         output_tokens: u.output_tokens,
@@ -505,77 +474,6 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
     })
 }
 
-fn role_number(r: Role) -> i32 {
-    match r {
-        Role::User => 1,
-        Role::Assistant => 2,
-        Role::System => 3,
-    }
-}
-
-pub fn encode_entry(e: &TranscriptEntry) -> Vec<u8> {
-    StoredEntry {
-        seq: e.seq,
-        role: role_number(e.role),
-        content_json: e.content_json.clone(),
-        created_at_ms: e.created_at_ms,
-        usage: e.usage.as_ref().map(stored_usage),
-        stop_reason: e
-            .stop_reason
-            .as_ref()
-            .map(|s| s.as_str().to_string())
-            .unwrap_or_default(),
-        cache_point: e.cache_point,
-        compact: e.compact.as_ref().map(|c| StoredCompact {
-            trigger: match c.trigger {
-                CompactTrigger::Auto => 1,
-                CompactTrigger::Manual => 2,
-                CompactTrigger::Overflow => 3,
-            },
-            summary: c.summary.clone(),
-            tokens_before: c.tokens_before,
-            tokens_after: c.tokens_after,
-            covers_through_seq: c.covers_through_seq,
-        }),
-    }
-    .encode_to_vec()
-}
-
-pub fn decode_entry(bytes: &[u8]) -> Result<TranscriptEntry, Corrupt> {
-    let s = StoredEntry::decode(bytes)?;
-    let role = match s.role {
-        1 => Role::User,
-        2 => Role::Assistant,
-        3 => Role::System,
-        _ => return Err(Corrupt::Field("role")),
-    };
-    Ok(TranscriptEntry {
-        seq: s.seq,
-        role,
-        content_json: s.content_json,
-        created_at_ms: s.created_at_ms,
-        usage: s.usage.map(|u| usage_of(Some(u))),
-        stop_reason: (!s.stop_reason.is_empty()).then(|| StopReason::parse(&s.stop_reason)),
-        cache_point: s.cache_point,
-        compact: s.compact.map(compact_of).transpose()?,
-    })
-}
-
-fn compact_of(c: StoredCompact) -> Result<CompactBoundary, Corrupt> {
-    Ok(CompactBoundary {
-        trigger: match c.trigger {
-            1 => CompactTrigger::Auto,
-            2 => CompactTrigger::Manual,
-            3 => CompactTrigger::Overflow,
-            _ => return Err(Corrupt::Field("compaction trigger")),
-        },
-        summary: c.summary,
-        tokens_before: c.tokens_before,
-        tokens_after: c.tokens_after,
-        covers_through_seq: c.covers_through_seq,
-    })
-}
-
 pub fn encode_prompt(p: &PromptContext) -> Vec<u8> {
     StoredPrompt {
         system_json: p.system_json.clone(),
@@ -652,6 +550,7 @@ fn outcome_of(result: String, error: String) -> Option<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{CompactBoundary, CompactTrigger, Role, StopReason, TranscriptEntry};
 
     fn sample() -> AgentRecord {
         let id = AgentId::random();
