@@ -362,6 +362,12 @@ impl Follow {
     /// A transcript entry: replayed (or skipped) while the history comes,
     /// then what it adds to the updates already streamed.
     fn entry(&mut self, entry: &pb::TranscriptEntry) {
+        if let Some(b) = &entry.compact_boundary {
+            if self.ready.is_none() || self.start == Start::Replay {
+                self.update(updates::compacted(b));
+            }
+            return;
+        }
         let content: Vec<Value> = serde_json::from_slice(&entry.content_json).unwrap_or_default();
         let role = match pb::Role::try_from(entry.role).unwrap_or_default() {
             pb::Role::User => "user",

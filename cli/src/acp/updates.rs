@@ -124,6 +124,31 @@ pub fn chunk(kind: &str, text: &str) -> Value {
     json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
 }
 
+/// A compaction boundary (DESIGN §17), replayed or live: a thought saying
+/// the context was compacted, with the summary, and the boundary's fields
+/// in `_meta.agentd.compactBoundary` for editors that know them.
+pub fn compacted(b: &agentd_shared::proto::CompactBoundary) -> Value {
+    let trigger = match agentd_shared::proto::CompactTrigger::try_from(b.trigger) {
+        Ok(agentd_shared::proto::CompactTrigger::Auto) => "auto",
+        Ok(agentd_shared::proto::CompactTrigger::Manual) => "manual",
+        Ok(agentd_shared::proto::CompactTrigger::Overflow) => "overflow",
+        _ => "unknown",
+    };
+    json!({
+        "sessionUpdate": "agent_thought_chunk",
+        "content": {"type": "text", "text": format!(
+            "[context compacted ({trigger}): ~{} tokens → ~{}]\n{}",
+            b.tokens_before, b.tokens_after, b.summary
+        )},
+        "_meta": {"agentd": {"compactBoundary": {
+            "trigger": trigger,
+            "tokensBefore": b.tokens_before,
+            "tokensAfter": b.tokens_after,
+            "coversThroughSeq": b.covers_through_seq,
+        }}},
+    })
+}
+
 /// Background children and forks the agent started: their `Agent` calls
 /// stay in progress until the child's `<task-notification>` arrives.
 #[derive(Default)]

@@ -278,3 +278,42 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     assert_eq!(env.show(&id)["permission_mode"], "plan");
     assert_eq!(env.show(&id)["status"], "completed");
 }
+
+#[test]
+fn a_loaded_session_marks_where_its_context_was_compacted() {
+    setup();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::text("BEFORE-COMPACTION"));
+    let id = env.run_background(agentd_e2e::mock::MODEL, "compacted", "remember ALBATROSS");
+    env.wait_for_agent(&id, "completed", |a| a["status"] == "completed");
+    mock.when(
+        agentd_e2e::compacting::is_summary_request,
+        Reply::text("SUMMARY-ALBATROSS"),
+    );
+    env.ctl(&["compact", &id]).expect_code(0);
+    let cwd = env.show(&id)["cwd"].as_str().unwrap().to_string();
+    let second = client(&env, &["second", &cwd, &id]);
+    let replay = &of_kind(&second, "load")[0]["updates"];
+    let k = kinds(replay);
+    let at = k
+        .iter()
+        .position(|kind| kind == "agent_thought_chunk")
+        .unwrap_or_else(|| panic!("no boundary in {replay}"));
+    let marker = &replay[at];
+    assert!(
+        marker["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("SUMMARY-ALBATROSS"),
+        "{marker}"
+    );
+    assert_eq!(
+        marker["_meta"]["agentd"]["compactBoundary"]["trigger"],
+        "manual"
+    );
+    // The history before it is still shown, before it.
+    let before = said(&json!(replay.as_array().unwrap()[..at]));
+    assert!(before.contains("BEFORE-COMPACTION"), "{replay}");
+}
