@@ -17,6 +17,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- service [--runs 100] [--cold-runs 15]
 //! cargo run --release -p agentd-e2e --bin bench -- acp [--runs 50]
 //! cargo run --release -p agentd-e2e --bin bench -- rpc [--runs 5000]
+//! cargo run --release -p agentd-e2e --bin bench -- compact [--window 20000] [--step-bytes 1200] [--times 5]
 //! cargo run --release -p agentd-e2e --bin bench -- torture [--kills 1000] [--seed N|random] [--faults 0.15] [--disk-full] [--live 8] [--verbose]
 //! cargo run --release -p agentd-e2e --bin bench -- scale [--agents 1000] [--agents-10k 10000] [--runs 300] [--delta-ms 100] [--chars 2000] [--starts 5]
 //! cargo run --release -p agentd-e2e --bin bench -- pueue [--tasks 1000] [--runs 100]
@@ -26,6 +27,7 @@
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 mod acp;
+mod compact;
 mod fanout;
 mod pueue;
 mod rpc;
@@ -861,6 +863,7 @@ fn main() {
         Some("service") => service::bench_service(&args),
         Some("acp") => acp::bench_acp(&args),
         Some("rpc") => rpc::bench_rpc(&args),
+        Some("compact") => compact::bench_compact(&args),
         Some("torture") => torture::bench_torture(&args),
         Some("scale") => scale::bench_scale(&args),
         Some("pueue") => pueue::bench_pueue(&args),
