@@ -86,6 +86,7 @@ mod tests {
                 "Edit",
                 "Glob",
                 "Grep",
+                "TodoWrite",
                 "Agent",
                 "SendMessage",
                 "ListAgents",

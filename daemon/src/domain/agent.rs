@@ -4,7 +4,7 @@ use super::{AgentWorktree, SandboxMode};
 use std::fmt;
 use std::path::PathBuf;
 
-use super::{AgentId, QuerySource, ShortId, ToolName};
+use super::{AgentId, PlanItem, QuerySource, ShortId, ToolName};
 
 /// An agent's lifecycle state (DESIGN §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -265,6 +265,10 @@ pub struct AgentRecord {
     /// lower than the entries it is written with); `list` reads it here
     /// instead of searching each transcript for its end.
     pub transcript_len: u64,
+    /// Its plan, as its latest successful `TodoWrite` call gave it (empty:
+    /// none). Written by its turn loop only, durably before the call's
+    /// result (`agent::plan`).
+    pub plan: Vec<PlanItem>,
 }
 
 /// How an agent's run ended, in its own words.
@@ -336,6 +340,7 @@ impl AgentRecord {
             depth: 0,
             always_allowed: Vec::new(),
             transcript_len: 0,
+            plan: Vec::new(),
         }
     }
 

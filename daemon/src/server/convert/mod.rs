@@ -2,8 +2,10 @@
 //! the only place that knows both. Enum values in requests are checked
 //! here: an unknown number is INVALID_ARGUMENT, never a default.
 
+mod plan;
 mod requests;
 
+pub use plan::plan_update;
 pub use requests::{fork_request, new_agent};
 
 use agentd_shared::proto as pb;
@@ -230,6 +232,7 @@ pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
         waiting_for: waiting_for.unwrap_or_default(),
         resume_blocked_reason: resume_blocked_reason as i32,
         resume_blocked_detail,
+        plan: plan::plan_items(&r.plan),
     }
 }
 
@@ -402,6 +405,7 @@ pub fn lifecycle(e: &Lifecycle) -> pb::WatchEvent {
             Event::Notification(n.text.clone())
         }
         LifecycleKind::Permission(ask) => Event::PermissionRequest(permission(ask, false)),
+        LifecycleKind::Plan(p) => Event::Plan(plan_update(p)),
     };
     pb::WatchEvent {
         agent_id: e.agent.to_string(),
