@@ -20,8 +20,8 @@ use crate::autostart::Client;
 use crate::exit::{FAILURE, Failure, INTERRUPTED, SUCCESS};
 use crate::permission_prompt::{answer, question};
 use crate::terminal::{Key, Keyboard};
-use crate::view::status;
 use crate::view::transcript::TranscriptView;
+use crate::view::{plan, status};
 
 /// Which command follows, which decides what ends the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +53,9 @@ struct Session {
     keys: Option<Keyboard>,
     input: Input,
     tx: mpsc::Sender<pb::AttachRequest>,
+    /// The plan as the attachment started, shown once the history is
+    /// through (the first status); later changes are shown as they come.
+    initial_plan: Option<Vec<pb::PlanItem>>,
 }
 
 /// How a key or an event left the loop.
@@ -100,6 +103,7 @@ pub async fn follow(
         input: Input::Normal,
         tx,
         keys,
+        initial_plan: None,
     };
     if session.keys.is_some() {
         eprintln!(
@@ -221,7 +225,13 @@ impl Session {
     fn event(&mut self, event: pb::attach_event::Event) -> Next {
         use pb::attach_event::Event;
         match event {
-            Event::Agent(_) | Event::Tool(_) => {}
+            Event::Agent(a) => self.initial_plan = Some(a.plan),
+            Event::Tool(_) => {}
+            Event::Plan(p) => {
+                // Newer than the plan the attachment started with.
+                self.initial_plan = None;
+                self.plan(&p.items);
+            }
             Event::Entry(e) => self.view.entry(&e),
             Event::Delta(d) => self.view.delta(&d),
             Event::Retry(r) => self.view.retry(&r),
@@ -263,9 +273,27 @@ impl Session {
                     self.note(&format!("{s} moved to the background"));
                 }
             },
-            Event::Status(s) => return self.status(&s),
+            Event::Status(s) => {
+                if let Some(plan) = self.initial_plan.take()
+                    && !plan.is_empty()
+                {
+                    self.plan(&plan);
+                }
+                return self.status(&s);
+            }
         }
         Next::Continue
+    }
+
+    /// The plan, on stderr with the tool lines (stdout keeps only what
+    /// the agent says).
+    fn plan(&mut self, items: &[pb::PlanItem]) {
+        self.view.finish();
+        if items.is_empty() {
+            eprintln!("[plan cleared]");
+        } else {
+            eprint!("{}", plan::block(items));
+        }
     }
 
     fn status(&mut self, s: &pb::StatusChange) -> Next {

@@ -31,6 +31,13 @@ pub fn summarize(name: &str, input: &Value) -> String {
             }
         }
         "Agent" => one_line(field("description")),
+        "TodoWrite" => match input.get("todos").and_then(Value::as_array) {
+            Some(todos) => {
+                let done = todos.iter().filter(|t| t["status"] == "completed").count();
+                format!("{done}/{} done", todos.len())
+            }
+            None => one_line(&input.to_string()),
+        },
         _ => one_line(&input.to_string()),
     }
 }
@@ -53,6 +60,13 @@ mod tests {
         assert_eq!(
             summarize("Grep", &json!({"pattern": "fn main", "path": "src"})),
             "fn main in src"
+        );
+        assert_eq!(
+            summarize(
+                "TodoWrite",
+                &json!({"todos": [{"status": "completed"}, {"status": "pending"}]})
+            ),
+            "1/2 done"
         );
         let long = "x".repeat(300);
         assert_eq!(

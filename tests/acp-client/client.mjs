@@ -4,6 +4,7 @@
 //   node client.mjs <agentctl> first  <cwd>          initialize, new, three prompts
 //   node client.mjs <agentctl> second <cwd> <id>     list, load (the replay)
 //   node client.mjs <agentctl> third  <cwd> <id>     resume, one more prompt
+//   node client.mjs <agentctl> plan   <cwd>          new, one prompt, load (tests/tests/e2e/plans.rs)
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -104,6 +105,14 @@ await app.connectWith(stream, async (agent) => {
     await prompt(agent, sessionId, "TASK-FOUR: once more");
     await agent.request(acp.methods.agent.session.close, { sessionId });
     out("closed", {});
+  } else if (step === "plan") {
+    const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    const id = created.sessionId;
+    out("new", { sessionId: id });
+    await prompt(agent, id, "TASK-PLAN: plan the work");
+    updates = [];
+    await agent.request(acp.methods.agent.session.load, { sessionId: id, cwd, mcpServers: [] });
+    out("load", { updates });
   }
 });
 child.stdin.end();

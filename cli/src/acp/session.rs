@@ -305,6 +305,7 @@ async fn follow(
         tasks: updates::Tasks::default(),
         early_asks: Vec::new(),
         attempt: 0,
+        plan: Vec::new(),
     };
     while let Ok(Some(event)) = events.message().await {
         let Some(event) = event.event else { continue };
@@ -329,6 +330,10 @@ struct Follow {
     /// Each attempt at a response is a message of its own: a retried
     /// response's text does not run on from the discarded one's.
     attempt: u64,
+    /// The agent's plan as the attachment started (changed by any update
+    /// that came with the history): a loaded session's is sent after the
+    /// replay.
+    plan: Vec<pb::PlanItem>,
 }
 
 impl Follow {
@@ -348,6 +353,9 @@ impl Follow {
                 self.streamed = false;
             }
             Event::Status(change) => self.status(&change).await,
+            Event::Agent(agent) => self.plan = agent.plan,
+            Event::Plan(update) if self.ready.is_some() => self.plan = update.items,
+            Event::Plan(update) => self.update(updates::plan(&update.items)),
             Event::PermissionRequest(ask) if !ask.resolved => {
                 if self.ready.is_some() {
                     self.early_asks.push(ask);
@@ -450,10 +458,14 @@ impl Follow {
         }
     }
 
-    /// The first status ends the history: `open` answers, then the asks
-    /// that came with the history go out.
+    /// The first status ends the history (a replay's with the plan):
+    /// `open` answers, then the asks that came with the history go out.
     async fn status(&mut self, change: &pb::StatusChange) {
         if let Some(ready) = self.ready.take() {
+            // A replay ends with the plan as it is now.
+            if self.start == Start::Replay && !self.plan.is_empty() {
+                self.update(updates::plan(&self.plan));
+            }
             let _ = ready.send(());
             // The response to new/load/resume goes out first.
             tokio::task::yield_now().await;

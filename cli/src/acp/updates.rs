@@ -240,6 +240,27 @@ pub fn replay(role: &str, content: &[Value], tasks: &mut Tasks) -> Vec<Value> {
     out
 }
 
+/// The agent's whole plan as a `plan` update (the editor replaces the plan
+/// it shows; no entries clears it). TodoWrite has no priorities: every
+/// entry is "medium". An item of a status this bridge does not know (a
+/// newer daemon's) is left out rather than shown as something it is not.
+pub fn plan(items: &[agentd_shared::proto::PlanItem]) -> Value {
+    use agentd_shared::proto::PlanStatus;
+    let entries: Vec<Value> = items
+        .iter()
+        .filter_map(|item| {
+            let status = match PlanStatus::try_from(item.status).ok()? {
+                PlanStatus::Pending => "pending",
+                PlanStatus::InProgress => "in_progress",
+                PlanStatus::Completed => "completed",
+                PlanStatus::Unspecified => return None,
+            };
+            Some(json!({"content": item.content, "priority": "medium", "status": status}))
+        })
+        .collect();
+    json!({"sessionUpdate": "plan", "entries": entries})
+}
+
 /// Tokens in the context after a response, as `usage_update`.
 pub fn usage_update(usage: &agentd_shared::proto::Usage, window: u64) -> Value {
     let used = usage.input_tokens
@@ -359,6 +380,31 @@ mod tests {
         let _ = replay("user", &[launch], &mut tasks);
         let shown = replay("user", &[json!({"type": "text", "text": note})], &mut tasks);
         assert_eq!(shown[0]["sessionUpdate"], "tool_call_update");
+    }
+
+    #[test]
+    fn a_plan_is_sent_whole_with_acp_statuses() {
+        use agentd_shared::proto::{PlanItem, PlanStatus};
+        let item = |content: &str, status: i32| PlanItem {
+            content: content.into(),
+            status,
+            active_form: format!("{content}ing"),
+        };
+        let u = plan(&[
+            item("read", PlanStatus::Completed as i32),
+            item("fix", PlanStatus::InProgress as i32),
+            item("odd", 9),
+            item("test", PlanStatus::Pending as i32),
+        ]);
+        assert_eq!(
+            u,
+            json!({"sessionUpdate": "plan", "entries": [
+                {"content": "read", "priority": "medium", "status": "completed"},
+                {"content": "fix", "priority": "medium", "status": "in_progress"},
+                {"content": "test", "priority": "medium", "status": "pending"},
+            ]})
+        );
+        assert_eq!(plan(&[])["entries"], json!([]));
     }
 
     #[test]

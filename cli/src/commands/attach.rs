@@ -14,8 +14,7 @@ use tokio::sync::mpsc;
 use crate::autostart::{Client, Target};
 use crate::exit::{Failure, SUCCESS};
 use crate::follow::{Follower, follow};
-use crate::view::render;
-use crate::view::status;
+use crate::view::{plan, render, status};
 
 /// History entries shown before live output when `--from` is not given.
 const RECENT: u64 = 20;
@@ -115,6 +114,7 @@ fn print_json(event: &pb::attach_event::Event) {
             json!({"type": "released", "reason": render::release_reason_name(r.reason)})
         }
         Event::Notice(n) => json!({"type": "notice", "text": n.text, "is_error": n.is_error}),
+        Event::Plan(p) => json!({"type": "plan", "plan": plan::PlanItemJson::all(&p.items)}),
         Event::PermissionRequest(p) => json!({
             "type": "permission_request",
             "request_id": p.request_id,

@@ -1,5 +1,5 @@
 //! `agentctl events`: the daemon's lifecycle stream (agents created, status
-//! changes, task notifications) until interrupted.
+//! and plan changes, task notifications, permission asks) until interrupted.
 
 use std::io::Write;
 
@@ -8,8 +8,7 @@ use serde_json::json;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::view::render;
-use crate::view::status;
+use crate::view::{plan, render, status};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -85,10 +84,32 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                     format!("{at} {short} asks to run {}: {}", p.tool_name, p.summary)
                 }
             }
+            Some(pb::watch_event::Event::Plan(p)) => {
+                if args.json {
+                    json!({"at": at, "agent_id": e.agent_id, "agent_short_id": short, "type": "plan", "plan": plan::PlanItemJson::all(&p.items)})
+                        .to_string()
+                } else {
+                    format!("{at} {short} {}", plan_line(&p.items))
+                }
+            }
             None => continue,
         };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     }
+}
+
+/// "plan 1/3: Fixing the bug" (the item in progress, as it is done), or
+/// "plan cleared".
+fn plan_line(items: &[pb::PlanItem]) -> String {
+    if items.is_empty() {
+        return "plan cleared".into();
+    }
+    let doing = items
+        .iter()
+        .find(|i| i.status == pb::PlanStatus::InProgress as i32)
+        .map(|i| format!(": {}", i.active_form))
+        .unwrap_or_default();
+    format!("plan {}{doing}", plan::progress(items))
 }

@@ -7,7 +7,7 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::view::{list_json, render, tree};
+use crate::view::{list_json, plan, render, tree};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -70,6 +70,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 crate::view::color::status(a.status),
                 render::age(render::system_time(a.created_at.as_ref()), now),
                 a.turns.to_string(),
+                plan::progress(&a.plan),
                 render::clip(&a.model, 32),
                 if a.waiting_for.is_empty() {
                     render::clip(&a.description, 60)
@@ -88,6 +89,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 "STATUS",
                 "AGE",
                 "TURNS",
+                "PLAN",
                 "MODEL",
                 "DESCRIPTION"
             ],

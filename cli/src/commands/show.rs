@@ -8,7 +8,7 @@ use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
 use crate::view::cost::{self, CostJson};
 use crate::view::status;
-use crate::view::{render, worktree};
+use crate::view::{plan, render, worktree};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -97,7 +97,8 @@ fn print_json(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
     });
 }
 
-/// One `key: value` line per field that has a value, then the result.
+/// One `key: value` line per field that has a value, then the plan, then
+/// the result.
 fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageReport) {
     let u = a.usage.unwrap_or_default();
     let mut lines = vec![
@@ -161,6 +162,7 @@ fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
     for (k, v) in lines {
         println!("{:<15}{v}", format!("{k}:"));
     }
+    print!("{}", plan::block(&a.plan));
     if !a.result.is_empty() {
         println!("result:\n{}", a.result);
     }

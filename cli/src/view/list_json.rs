@@ -8,6 +8,7 @@
 
 use agentd_shared::proto as pb;
 
+use super::plan::PlanItemJson;
 use super::render::{AgentJson, UsageJson};
 use super::worktree::AgentWorktreeJson;
 
@@ -58,6 +59,7 @@ fn agent(out: &mut Vec<u8>, a: &AgentJson<'_>) {
         worktree: tree,
         sandbox,
         no_network,
+        plan: items,
     } = a;
     let mut o = Object::open(out);
     o.str("id", id);
@@ -91,7 +93,29 @@ fn agent(out: &mut Vec<u8>, a: &AgentJson<'_>) {
     }
     o.str("sandbox", sandbox);
     o.bool("no_network", *no_network);
+    o.key("plan");
+    plan(o.out, items);
     o.close();
+}
+
+fn plan(out: &mut Vec<u8>, items: &[PlanItemJson<'_>]) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let PlanItemJson {
+            content,
+            status,
+            active_form,
+        } = item;
+        let mut o = Object::open(out);
+        o.str("content", content);
+        o.str("status", status);
+        o.str("activeForm", active_form);
+        o.close();
+    }
+    out.push(b']');
 }
 
 fn usage(out: &mut Vec<u8>, u: &UsageJson) {
@@ -367,6 +391,14 @@ mod tests {
                 }),
                 sandbox: self.below(6) as i32,
                 no_network: self.below(2) == 0,
+                plan: (0..self.below(4))
+                    .map(|_| pb::PlanItem {
+                        content: self.text(),
+                        // Out of range too: shown as "unknown".
+                        status: self.below(5) as i32,
+                        active_form: self.text(),
+                    })
+                    .collect(),
                 ..Default::default()
             }
         }

@@ -1,10 +1,11 @@
-//! What people see: how agents, transcripts, worktrees, sandboxes and costs
-//! read on a terminal and as JSON. Nothing here talks to the daemon; the
+//! What people see: how agents, plans, transcripts, worktrees, sandboxes and
+//! costs read on a terminal and as JSON. Nothing here talks to the daemon; the
 //! commands fetch, these files render.
 
 pub mod color;
 pub mod cost;
 pub mod list_json;
+pub mod plan;
 pub mod render;
 pub mod sandbox;
 pub mod status;

@@ -138,6 +138,8 @@ pub struct AgentJson<'a> {
     pub worktree: Option<super::worktree::AgentWorktreeJson<'a>>,
     pub sandbox: &'static str,
     pub no_network: bool,
+    /// The agent's plan; empty without one.
+    pub plan: Vec<super::plan::PlanItemJson<'a>>,
 }
 
 impl<'a> AgentJson<'a> {
@@ -178,6 +180,7 @@ impl<'a> AgentJson<'a> {
                 pb::SandboxMode::Unspecified => "unknown",
             },
             no_network: a.no_network,
+            plan: super::plan::PlanItemJson::all(&a.plan),
         }
     }
 }

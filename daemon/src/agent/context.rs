@@ -97,6 +97,7 @@ mod tests {
                 "Edit",
                 "Glob",
                 "Grep",
+                "TodoWrite",
                 "Agent",
                 "SendMessage",
                 "ListAgents",

@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, watch};
 
 use super::lifecycle::{Lifecycle, LifecycleKind};
 use super::permission::PermissionAsk;
-use crate::domain::{AgentId, ReleaseReason, Status, TranscriptEntry, now_ms};
+use crate::domain::{AgentId, PlanItem, ReleaseReason, Status, TranscriptEntry, now_ms};
 pub use crate::model::ModelEvent;
 use crate::model::StreamDelta;
 
@@ -78,6 +78,8 @@ pub enum AgentEvent {
         ask: PermissionAsk,
         resolved: bool,
     },
+    /// The plan changed (durably): the whole plan now.
+    Plan(Arc<Vec<PlanItem>>),
 }
 
 struct HubState {
@@ -87,6 +89,9 @@ struct HubState {
     /// Set while the model call waits to be retried, so that a client
     /// attaching during a long backoff learns why nothing streams.
     retry: Option<RetryNotice>,
+    /// The plan as last published (or as the record had it): a client
+    /// caught up after falling behind learns a change it missed.
+    plan: Arc<Vec<PlanItem>>,
 }
 
 pub struct Hub {
@@ -107,6 +112,8 @@ pub struct Subscription {
     pub partial: Vec<StreamDelta>,
     pub retry: Option<RetryNotice>,
     pub status: StatusSnapshot,
+    /// The plan now; later changes arrive as `AgentEvent::Plan`.
+    pub plan: Arc<Vec<PlanItem>>,
 }
 
 impl Hub {
@@ -115,6 +122,7 @@ impl Hub {
         short_id: crate::domain::ShortId,
         next_seq: u64,
         status: StatusSnapshot,
+        plan: Vec<PlanItem>,
         lifecycle: broadcast::Sender<Lifecycle>,
     ) -> Hub {
         Hub {
@@ -125,6 +133,7 @@ impl Hub {
                 next_seq,
                 partial: Vec::new(),
                 retry: None,
+                plan: Arc::new(plan),
             }),
             events: broadcast::channel(EVENT_BUFFER).0,
             status: watch::channel(status).0,
@@ -145,6 +154,7 @@ impl Hub {
             partial: state.partial.clone(),
             retry: state.retry.clone(),
             status: self.status.borrow().clone(),
+            plan: state.plan.clone(),
         }
     }
 
@@ -211,6 +221,21 @@ impl Hub {
         let _ = self.events.send(AgentEvent::Status(snapshot));
     }
 
+    /// Publishes a plan that is already durable, to attachers and to the
+    /// daemon-wide stream (`Watch`).
+    pub fn publish_plan(&self, plan: Vec<PlanItem>) {
+        let plan = Arc::new(plan);
+        let mut state = self.lock();
+        state.plan = plan.clone();
+        let _ = self.lifecycle.send(Lifecycle {
+            agent: self.agent,
+            short_id: self.short_id.clone(),
+            at_ms: now_ms(),
+            kind: LifecycleKind::Plan(plan.clone()),
+        });
+        let _ = self.events.send(AgentEvent::Plan(plan));
+    }
+
     pub fn publish_permission(&self, ask: PermissionAsk, resolved: bool) {
         let _state = self.lock();
         let _ = self.events.send(AgentEvent::Permission { ask, resolved });
@@ -263,6 +288,7 @@ mod tests {
             crate::domain::ShortId::default(),
             0,
             snapshot(Status::Running),
+            Vec::new(),
             broadcast::channel(4).0,
         );
         hub.publish_entry(entry(0));
@@ -285,12 +311,43 @@ mod tests {
     }
 
     #[test]
+    fn a_plan_change_reaches_subscribers_and_new_ones_start_from_it() {
+        let (lifecycle, mut watcher) = broadcast::channel(4);
+        let item = |content: &str| PlanItem {
+            content: content.into(),
+            status: crate::domain::PlanStatus::Pending,
+            active_form: format!("{content}ing"),
+        };
+        let hub = Hub::new(
+            AgentId::from_uuid(uuid::Uuid::nil()),
+            crate::domain::ShortId::default(),
+            0,
+            snapshot(Status::Running),
+            vec![item("old")],
+            lifecycle,
+        );
+        let mut sub = hub.subscribe();
+        assert_eq!(*sub.plan, vec![item("old")], "the record's plan to start");
+        hub.publish_plan(vec![item("new")]);
+        match sub.events.try_recv().unwrap() {
+            AgentEvent::Plan(p) => assert_eq!(*p, vec![item("new")]),
+            other => panic!("unexpected {other:?}"),
+        }
+        match watcher.try_recv().unwrap().kind {
+            LifecycleKind::Plan(p) => assert_eq!(*p, vec![item("new")]),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(*hub.subscribe().plan, vec![item("new")]);
+    }
+
+    #[test]
     fn a_pending_retry_is_shown_to_new_subscribers_until_streaming_resumes() {
         let hub = Hub::new(
             AgentId::from_uuid(uuid::Uuid::nil()),
             crate::domain::ShortId::default(),
             0,
             snapshot(Status::Running),
+            Vec::new(),
             broadcast::channel(4).0,
         );
         hub.publish_delta(StreamDelta::Text {

@@ -1,10 +1,12 @@
 //! Daemon-wide lifecycle events, for editors and `agentctl events`
-//! (the `Watch` stream): agents created, status changes, task notifications
-//! and permission asks.
+//! (the `Watch` stream): agents created, status and plan changes, task
+//! notifications and permission asks.
+
+use std::sync::Arc;
 
 use super::hub::StatusSnapshot;
 use super::permission::PermissionAsk;
-use crate::domain::{AgentId, AgentRecord, ShortId, Status};
+use crate::domain::{AgentId, AgentRecord, PlanItem, ShortId, Status};
 
 /// A `<task-notification>` put in a parent's inbox (DESIGN §5), as fields
 /// and as the text the parent receives.
@@ -32,6 +34,8 @@ pub enum LifecycleKind {
     /// A task notification was put in this agent's inbox.
     Notification(Box<TaskNotice>),
     Permission(PermissionAsk),
+    /// The agent's plan changed (durably): the whole plan now.
+    Plan(Arc<Vec<PlanItem>>),
 }
 
 #[derive(Debug, Clone)]

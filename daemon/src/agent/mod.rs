@@ -17,6 +17,7 @@ mod interrupted;
 pub mod lifecycle;
 pub mod orchestration;
 pub mod permission;
+mod plan;
 mod recording;
 mod round;
 pub mod slot;

@@ -77,6 +77,9 @@ mod tests {
         let p = with_mode(PermissionMode::Plan);
         assert!(matches!(gate(&p, ToolName::Write), Gate::Refuse(_)));
         assert_eq!(gate(&p, ToolName::Grep), Gate::Allow);
+        // A plan is the agent's own state: allowed in plan mode, never asked.
+        assert_eq!(gate(&p, ToolName::TodoWrite), Gate::Allow);
+        assert_eq!(gate(&d, ToolName::TodoWrite), Gate::Allow);
         assert_eq!(
             gate(&with_mode(PermissionMode::Bypass), ToolName::Bash),
             Gate::Allow

@@ -98,18 +98,24 @@ impl TurnLoop {
     }
 
     pub(super) async fn set_status(&mut self, status: Status) -> Result<(), Halt> {
+        self.record.status = status;
+        self.write_record().await?;
+        self.hub.publish_status(StatusSnapshot::of(&self.record));
+        Ok(())
+    }
+
+    /// Writes the record durably, as it is in memory. Without disk space it
+    /// waits for space, then writes.
+    pub(super) async fn write_record(&mut self) -> Result<(), Halt> {
         loop {
             self.record.background = self.foreground.is_background();
-            self.record.status = status;
             self.record.updated_at_ms = now_ms();
             match self.store.put_agent_durable(&self.record).await {
-                Ok(()) => break,
+                Ok(()) => return Ok(()),
                 Err(e) if e.is_disk_full() => self.wait_for_space(&e).await?,
                 Err(e) => return Err(Halt::Store(e)),
             }
         }
-        self.hub.publish_status(StatusSnapshot::of(&self.record));
-        Ok(())
     }
 
     /// The disk is full: the agent waits (and says so) until the store

@@ -1,8 +1,9 @@
 //! One round of tool calls (DESIGN §3, §5): each call gated by the
 //! permission mode and run; a stop in the middle answers the rest as not
 //! run; after a crash, the calls of the newest assistant message that never
-//! got results are answered — read-only ones by running them again, the
-//! others as interrupted (`interrupted`).
+//! got results are answered — read-only ones (and `TodoWrite`, which sets
+//! the same plan again) by running them again, the others as interrupted
+//! (`interrupted`).
 
 use std::path::PathBuf;
 
@@ -85,6 +86,7 @@ impl TurnLoop {
                             .await);
                     }
                     Ok(Some(refusal)) => refusal,
+                    Ok(None) if tool == ToolName::TodoWrite => self.write_plan(&call.input).await?,
                     Ok(None) => {
                         let abort = self.stops.interrupt.clone();
                         let ran = tokio::select! {
@@ -182,6 +184,10 @@ impl TurnLoop {
         let mut results = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
             let output = match ToolName::parse(&call.name) {
+                // The same list again: the plan is what the call made it.
+                Some(ToolName::TodoWrite) if self.may_run(ToolName::TodoWrite) => {
+                    self.write_plan(&call.input).await?
+                }
                 Some(tool) if tool.is_read_only() && self.may_run(tool) => {
                     self.run_tool(tool, call, self.spool.path(seq, index)).await
                 }

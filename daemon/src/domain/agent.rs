@@ -4,7 +4,7 @@ use super::{AgentWorktree, InstructionsLoaded, SandboxMode};
 use std::fmt;
 use std::path::PathBuf;
 
-use super::{AgentId, QuerySource, ShortId, ToolName};
+use super::{AgentId, PlanItem, QuerySource, ShortId, ToolName};
 
 /// An agent's lifecycle state (DESIGN §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -270,6 +270,10 @@ pub struct AgentRecord {
     pub instructions: InstructionsLoaded,
     /// Times its context was compacted (DESIGN §17).
     pub compactions: u32,
+    /// Its plan, as its latest successful `TodoWrite` call gave it (empty:
+    /// none). Written by its turn loop only, durably before the call's
+    /// result (`agent::plan`).
+    pub plan: Vec<PlanItem>,
 }
 
 /// How an agent's run ended, in its own words.
@@ -343,6 +347,7 @@ impl AgentRecord {
             transcript_len: 0,
             instructions: InstructionsLoaded::default(),
             compactions: 0,
+            plan: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@ mod fork;
 mod id;
 mod inbox;
 mod name;
+mod plan;
 mod prompt;
 mod sandbox;
 pub mod text;
@@ -28,6 +29,7 @@ pub use fork::{
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};
 pub use name::AgentName;
+pub use plan::{PlanItem, PlanStatus};
 pub use prompt::{InstructionFile, InstructionsLoaded, PromptContext};
 pub use sandbox::SandboxMode;
 pub use tool::ToolName;

@@ -15,10 +15,12 @@ pub enum ToolName {
     SendMessage,
     ListAgents,
     TaskStop,
+    /// Sets the agent's own plan (DESIGN §17); touches nothing outside it.
+    TodoWrite,
 }
 
 impl ToolName {
-    pub const ALL: [ToolName; 10] = [
+    pub const ALL: [ToolName; 11] = [
         ToolName::Bash,
         ToolName::Read,
         ToolName::Write,
@@ -29,6 +31,7 @@ impl ToolName {
         ToolName::SendMessage,
         ToolName::ListAgents,
         ToolName::TaskStop,
+        ToolName::TodoWrite,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +46,7 @@ impl ToolName {
             ToolName::SendMessage => "SendMessage",
             ToolName::ListAgents => "ListAgents",
             ToolName::TaskStop => "TaskStop",
+            ToolName::TodoWrite => "TodoWrite",
         }
     }
 

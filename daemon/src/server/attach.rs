@@ -18,7 +18,7 @@ use tonic::{Status, Streaming};
 use super::convert;
 use crate::agent::Release;
 use crate::agent::hub::{AgentEvent, Subscription};
-use crate::domain::AgentId;
+use crate::domain::{AgentId, PlanItem};
 use crate::error::AgentdError;
 use crate::model::StreamDelta;
 use crate::supervisor::{AgentHandle, Supervisor};
@@ -248,6 +248,7 @@ async fn outbound(
         out,
         cursor: from_seq,
         sent_deltas: 0,
+        sent_plan: Arc::new(record.plan.clone()),
     };
     let agent_event =
         pb::attach_event::Event::Agent(convert::agent(&record, sup.waiting_for(agent)));
@@ -303,6 +304,8 @@ struct Outbound {
     /// client that lags is resubscribed and sent only the rest, so deltas
     /// too arrive exactly once.
     sent_deltas: usize,
+    /// The plan this client has (first in the `agent` event).
+    sent_plan: Arc<Vec<PlanItem>>,
 }
 
 impl Outbound {
@@ -318,6 +321,7 @@ impl Outbound {
             let sub = handle.hub.subscribe();
             self.history(&sub).await?;
             self.in_progress(&sub, first).await?;
+            self.plan(&sub).await?;
             if first {
                 // Open permission asks of this agent and its descendants.
                 for ask in self.sup.open_asks_for(self.agent) {
@@ -390,6 +394,19 @@ impl Outbound {
         Ok(())
     }
 
+    /// The plan as of the subscription, if it is not the one this client
+    /// has: it changed after the agent was read, or while the client lagged.
+    async fn plan(&mut self, sub: &Subscription) -> Result<(), Gone> {
+        if sub.plan == self.sent_plan {
+            return Ok(());
+        }
+        self.sent_plan = sub.plan.clone();
+        self.send(pb::attach_event::Event::Plan(convert::plan_update(
+            &sub.plan,
+        )))
+        .await
+    }
+
     /// Relays live events. Ok(true): the client lagged and must be caught
     /// up again; Ok(false): the stream is over.
     async fn live(&mut self, mut events: broadcast::Receiver<AgentEvent>) -> Result<bool, Step> {
@@ -437,6 +454,10 @@ impl Outbound {
                 }
                 Ok(AgentEvent::Permission { ask, resolved }) => {
                     pb::attach_event::Event::PermissionRequest(convert::permission(&ask, resolved))
+                }
+                Ok(AgentEvent::Plan(plan)) => {
+                    self.sent_plan = plan.clone();
+                    pb::attach_event::Event::Plan(convert::plan_update(&plan))
                 }
                 Ok(AgentEvent::Released(reason)) => {
                     pb::attach_event::Event::Released(pb::Released {

@@ -39,6 +39,7 @@ mod health;
 mod inbox;
 mod merges;
 mod migrate;
+mod plan_codec;
 mod record_index;
 mod repos;
 mod reserve;

@@ -142,6 +142,7 @@ impl Supervisor {
                 record.short_id.clone(),
                 next_seq,
                 StatusSnapshot::of(record),
+                record.plan.clone(),
                 self.registry.lifecycle.clone(),
             )),
             run: Mutex::new(None),

@@ -15,6 +15,7 @@ pub mod paths;
 mod read;
 
 pub mod spool;
+pub mod todo_write;
 mod tool_process;
 mod write;
 
@@ -34,12 +35,13 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
         edit::spec(),
         glob::spec(),
         grep::spec(),
+        todo_write::spec(),
     ]
 }
 
 /// Runs the built-in tool `tool` with `input`. Malformed input is a tool
 /// error, never a panic. The tools that reach other agents are the
-/// supervisor's and are not run here.
+/// supervisor's, and `TodoWrite` the turn loop's: they are not run here.
 pub async fn run_tool(tool: ToolName, input: &Value, ctx: &ToolContext) -> ToolOutput {
     if matches!(tool, ToolName::Write | ToolName::Edit)
         && ctx
@@ -61,6 +63,10 @@ pub async fn run_tool(tool: ToolName, input: &Value, ctx: &ToolContext) -> ToolO
         ToolName::Agent | ToolName::SendMessage | ToolName::ListAgents | ToolName::TaskStop => Err(
             ToolOutput::error(format!("{tool} is run by the supervisor")),
         ),
+        // It sets the agent's own plan, which only its turn loop writes.
+        ToolName::TodoWrite => Err(ToolOutput::error(format!(
+            "{tool} is run by the agent's turn loop"
+        ))),
     };
     ToolOutput::either(ran)
 }

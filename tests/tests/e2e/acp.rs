@@ -16,7 +16,7 @@ fn client_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("acp-client")
 }
 
-fn setup() {
+pub(super) fn setup() {
     let dir = client_dir();
     let out = Command::new("timeout")
         .args(["900", "flock"])
@@ -35,7 +35,7 @@ fn setup() {
 }
 
 /// Runs one step of the SDK client; its JSON lines.
-fn client(env: &Env, args: &[&str]) -> Vec<Value> {
+pub(super) fn client(env: &Env, args: &[&str]) -> Vec<Value> {
     let cmd = env.ctl_command(&[]);
     let envs: Vec<_> = cmd
         .get_envs()
@@ -65,7 +65,7 @@ fn client(env: &Env, args: &[&str]) -> Vec<Value> {
         .collect()
 }
 
-fn of_kind<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(super) fn of_kind<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["kind"] == kind).collect()
 }
 

@@ -30,6 +30,7 @@ mod interrupt;
 mod merge_kill;
 mod moved_checkout;
 mod permissions;
+mod plans;
 mod providers;
 mod race;
 mod run;

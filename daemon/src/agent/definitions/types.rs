@@ -18,7 +18,9 @@ use crate::domain::{Isolation, PermissionMode, SandboxMode, ToolName};
 /// The type used when `subagent_type` is omitted.
 pub const DEFAULT_TYPE: &str = "general-purpose";
 
-/// Tools an Explore agent may run: it looks, it does not touch.
+/// Tools an Explore agent may run: it looks, it does not touch. Not
+/// TodoWrite: an Explore agent answers a question in a few lookups, and a
+/// plan for that would only be noise in `list`.
 const READ_ONLY_TOOLS: [ToolName; 4] = [
     ToolName::Read,
     ToolName::Glob,

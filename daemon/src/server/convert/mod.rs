@@ -3,9 +3,11 @@
 //! here: an unknown number is INVALID_ARGUMENT, never a default.
 
 mod compact;
+mod plan;
 mod requests;
 
 pub use compact::boundary;
+pub use plan::plan_update;
 pub use requests::{fork_request, new_agent};
 
 use agentd_shared::proto as pb;
@@ -238,6 +240,7 @@ pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
         instruction_notes: r.instructions.notes.clone(),
         instructions_skipped: r.instructions.skipped,
         compactions: r.compactions,
+        plan: plan::plan_items(&r.plan),
     }
 }
 
@@ -411,6 +414,7 @@ pub fn lifecycle(e: &Lifecycle) -> pb::WatchEvent {
             Event::Notification(n.text.clone())
         }
         LifecycleKind::Permission(ask) => Event::PermissionRequest(permission(ask, false)),
+        LifecycleKind::Plan(p) => Event::Plan(plan_update(p)),
     };
     pb::WatchEvent {
         agent_id: e.agent.to_string(),

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use prost::Message;
 
+use super::plan_codec::{StoredPlanItem, plan_of, stored_plan};
 use crate::domain::SandboxMode;
 use crate::domain::{
     AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, InstructionFile, InstructionsLoaded,
@@ -105,7 +106,9 @@ struct StoredAgent {
     sandbox: i32,
     #[prost(bool, tag = "33")]
     no_network: bool,
-    // Tag 34 is the plan's.
+    /// The agent's plan (`plan_codec`); empty in records from before plans.
+    #[prost(message, repeated, tag = "34")]
+    plan: Vec<StoredPlanItem>,
     #[prost(message, repeated, tag = "35")]
     instructions: Vec<StoredInstructionFile>,
     #[prost(uint32, tag = "36")]
@@ -382,6 +385,7 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
             QuerySource::Subagent => 2,
             QuerySource::Fork => 3,
         },
+        plan: stored_plan(&r.plan),
     }
     .encode_to_vec()
 }
@@ -464,6 +468,7 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         depth: s.depth,
         always_allowed: tools_of(&s.always_allowed),
         transcript_len: s.transcript_len,
+        plan: plan_of(s.plan)?,
         query_source: match (s.query_source, &parent) {
             (0, None) | (1, _) => QuerySource::Client,
             (0, Some(_)) | (2, _) => QuerySource::Subagent,
@@ -551,6 +556,7 @@ fn outcome_of(result: String, error: String) -> Option<Outcome> {
 mod tests {
     use super::*;
     use crate::domain::{CompactBoundary, CompactTrigger, Role, StopReason, TranscriptEntry};
+    use crate::domain::{PlanItem, PlanStatus};
 
     fn sample() -> AgentRecord {
         let id = AgentId::random();
@@ -567,6 +573,23 @@ mod tests {
         r.usage.output_tokens = 7;
         r.transcript_len = 12;
         r.query_source = QuerySource::Fork;
+        r.plan = vec![
+            PlanItem {
+                content: "Read the code".into(),
+                status: PlanStatus::Completed,
+                active_form: "Reading the code".into(),
+            },
+            PlanItem {
+                content: "Fix the bug".into(),
+                status: PlanStatus::InProgress,
+                active_form: "Fixing the bug".into(),
+            },
+            PlanItem {
+                content: "Run the tests".into(),
+                status: PlanStatus::Pending,
+                active_form: "Running the tests".into(),
+            },
+        ];
         r.worktree = Some(AgentWorktree {
             // Not UTF-8: kept byte for byte.
             path: PathBuf::from(std::ffi::OsString::from_vec(
@@ -628,6 +651,25 @@ mod tests {
             Err(Corrupt::Field("permission mode"))
         ));
         assert!(decode_agent(&[0xff, 0xff, 0xff]).is_err());
+    }
+
+    #[test]
+    fn an_unknown_plan_status_number_is_corrupt() {
+        for n in [0, 4, -1] {
+            let mut s = StoredAgent::decode(encode_agent(&sample()).as_slice()).unwrap();
+            s.plan[1].set_status(n);
+            assert!(
+                matches!(
+                    decode_agent(&s.encode_to_vec()),
+                    Err(Corrupt::Field("plan status"))
+                ),
+                "status number {n}"
+            );
+        }
+        // A record from before plans has none.
+        let mut s = StoredAgent::decode(encode_agent(&sample()).as_slice()).unwrap();
+        s.plan.clear();
+        assert!(decode_agent(&s.encode_to_vec()).unwrap().plan.is_empty());
     }
 
     #[test]
