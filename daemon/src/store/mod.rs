@@ -39,7 +39,6 @@ mod health;
 mod inbox;
 mod merges;
 mod migrate;
-mod plan_codec;
 mod record_index;
 mod repos;
 mod reserve;

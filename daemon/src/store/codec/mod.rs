@@ -11,13 +11,14 @@ use std::path::PathBuf;
 
 use prost::Message;
 
-use super::plan_codec::{StoredPlanItem, plan_of, stored_plan};
+mod plan;
 use crate::domain::SandboxMode;
 use crate::domain::{
     AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, InstructionFile, InstructionsLoaded,
     Outcome, PermissionMode, PromptContext, QuerySource, ResumeBlocked, ResumeBlockedReason,
     ShortId, Status, ToolName, Usage, WorkSummary, WorktreeState,
 };
+use plan::{StoredPlanItem, plan_of, stored_plan};
 
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
 pub(super) struct StoredUsage {
@@ -106,7 +107,7 @@ struct StoredAgent {
     sandbox: i32,
     #[prost(bool, tag = "33")]
     no_network: bool,
-    /// The agent's plan (`plan_codec`); empty in records from before plans.
+    /// The agent's plan (`codec::plan`); empty in records from before plans.
     #[prost(message, repeated, tag = "34")]
     plan: Vec<StoredPlanItem>,
     #[prost(message, repeated, tag = "35")]

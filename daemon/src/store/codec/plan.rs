@@ -3,7 +3,7 @@
 //! or renumber them; a number this agentd does not know is corrupt, never
 //! read as a default.
 
-use super::codec::Corrupt;
+use super::Corrupt;
 use crate::domain::{PlanItem, PlanStatus};
 
 #[derive(Clone, PartialEq, prost::Message)]
