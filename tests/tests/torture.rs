@@ -44,6 +44,7 @@ fn twenty_sigkills_lose_and_repeat_nothing() {
         report.entries_shown > 0 && report.sends_acknowledged > 0,
         "{report}"
     );
+    assert!(report.compactions > 0, "{report}");
 }
 
 #[test]
@@ -61,6 +62,7 @@ fn model_faults_and_a_full_disk_under_sigkill_lose_and_repeat_nothing() {
     assert!(report.violations.is_empty(), "{report}");
     assert!(report.bash_run > 0 && report.notifications > 0, "{report}");
     assert!(report.faults_injected > 0, "{report}");
+    assert!(report.compactions > 0, "{report}");
     // The disk filled up under running agents (mounting needs root, as CI
     // runs; elsewhere the disk part is skipped, as the log says, unless
     // AGENTD_REQUIRE_ROOT_TESTS=1 fails the run there).

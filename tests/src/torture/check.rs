@@ -193,6 +193,61 @@ pub fn plan_followed(id: &str, t: &Transcript, status: i32, violations: &mut Vec
     }
 }
 
+/// Compactions (DESIGN §17): each boundary of the agent's own covers the
+/// conversation before it (no message between what it covers and it);
+/// never two for one step of the plan (a compaction a kill cut short is
+/// redone, not doubled); a completed agent made every one its plan asks
+/// for. Returns how many it made and how many its plan asks for.
+pub fn compactions(
+    id: &str,
+    t: &Transcript,
+    status: i32,
+    violations: &mut Vec<String>,
+) -> (usize, usize) {
+    let Some((start, key, plan)) = t.task() else {
+        return (0, 0);
+    };
+    let mut made = 0;
+    let mut last_boundary: Option<usize> = None;
+    for (i, e) in t.entries.iter().enumerate().skip(start) {
+        let Some(b) = &e.compact_boundary else {
+            continue;
+        };
+        made += 1;
+        let covered = b.covers_through_seq as usize;
+        let talk_between = t.entries.get(covered + 1..i).is_none_or(|between| {
+            between
+                .iter()
+                .any(|x| x.role != pb::Role::System as i32 || x.compact_boundary.is_some())
+        });
+        if covered >= i || talk_between {
+            violations.push(format!(
+                "agent {id} ({key}): boundary {} covers through {covered}, not the conversation before it",
+                e.seq
+            ));
+        }
+        let answered_since = last_boundary.is_none_or(|prev| {
+            t.entries[prev + 1..i]
+                .iter()
+                .any(|x| x.role == pb::Role::Assistant as i32)
+        });
+        if !answered_since {
+            violations.push(format!(
+                "agent {id} ({key}): boundary {} repeats the one before it",
+                e.seq
+            ));
+        }
+        last_boundary = Some(i);
+    }
+    let asked = model::compactions_in(&plan).unwrap_or(0);
+    if made > asked || (status == pb::AgentStatus::Completed as i32 && made < asked) {
+        violations.push(format!(
+            "agent {id} ({key}): {made} compactions, its plan {plan} asks for {asked}"
+        ));
+    }
+    (made, asked)
+}
+
 /// An acknowledged pause holds across restarts: the agent takes no model
 /// turn after it unless it is given input. Input is a message sent after
 /// the pause, or a notification (a user entry): the entry after the

@@ -135,6 +135,13 @@ pub struct Report {
     /// Where the run's files were kept (after a violation).
     pub kept: Option<PathBuf>,
     pub faults_injected: usize,
+    /// Compaction boundaries in the final transcripts, and summary
+    /// requests the model got (more: kills or faults cut some short).
+    pub compactions: usize,
+    pub summary_requests: usize,
+    /// Compactions the agents' plans asked for (an agent cancelled or
+    /// failed by the workload may not have reached its own).
+    pub compactions_asked: usize,
     pub elapsed: Duration,
     pub violations: Vec<String>,
     /// Requests refused that should not have been (printed; a disk-full
@@ -176,6 +183,11 @@ impl std::fmt::Display for Report {
             self.stalled_attaches,
             self.model_requests,
             self.faults_injected,
+        )?;
+        writeln!(
+            f,
+            "  {} compactions of the {} the plans asked for, from {} summary requests (the rest cut short by a kill or a fault, then redone)",
+            self.compactions, self.compactions_asked, self.summary_requests
         )?;
         writeln!(
             f,
@@ -499,6 +511,11 @@ pub fn run(opts: &Options) -> Report {
         .collect();
     report.violations.extend(refused);
     report.model_requests = mock.requests().len();
+    report.summary_requests = mock
+        .requests()
+        .iter()
+        .filter(|r| model::is_summary_request(r))
+        .count();
     report.faults_injected = faults.injected.load(Ordering::Relaxed);
     {
         let ledger = ledger.lock();
@@ -782,6 +799,9 @@ async fn finish(
                     check::all_answered(&a.short_id, &t, &mut v);
                 }
                 check::plan_followed(&a.short_id, &t, a.status, &mut v);
+                let (made, asked) = check::compactions(&a.short_id, &t, a.status, &mut v);
+                report.compactions += made;
+                report.compactions_asked += asked;
                 let ledger = ledger.lock();
                 if let Some(pauses) = ledger.paused.get(&a.id) {
                     check::pause_held(&a.id, &t, pauses, &ledger.sent, Some(a.status), &mut v);

@@ -19,7 +19,14 @@
 //!   can (a new session, no environment, a double fork, `nohup`, another
 //!   name): none may outlive its agent's run or the daemon;
 //! - `P<n>`: n Bash steps that also make a FIFO, then Read it and Grep the
-//!   directory holding it: answered at once, never a hang.
+//!   directory holding it: answered at once, never a hang;
+//! - `C1`: the conversation outgrows the window before the next step: its
+//!   request is refused as Anthropic refuses one ("prompt is too long"), and
+//!   the summary request (answered slowly, so kills land inside a
+//!   compaction) is answered with a summary carrying the tag and the step
+//!   to resume at (`[[torture key=KEY plan=PLAN from=STEP]]`). A request
+//!   whose conversation starts with that summary is at STEP plus the
+//!   assistant messages after it. A C step takes no answer of its own.
 //!
 //! After the plan the agent answers `done KEY`, and `ok KEY` to anything
 //! later (a message, a notification).
@@ -53,8 +60,16 @@ enum Step {
     Fifo,
 }
 
-fn parse_plan(plan: &str) -> Option<Vec<Step>> {
+/// A parsed plan: its steps, and the steps a compaction comes before.
+#[derive(Debug, PartialEq, Eq)]
+struct Plan {
+    steps: Vec<Step>,
+    compact_before: Vec<usize>,
+}
+
+fn parse_plan(plan: &str) -> Option<Plan> {
     let mut steps = Vec::new();
+    let mut compact_before = Vec::new();
     let mut chars = plan.chars().peekable();
     while let Some(kind) = chars.next() {
         let mut digits = String::new();
@@ -70,10 +85,21 @@ fn parse_plan(plan: &str) -> Option<Vec<Step>> {
             'L' => steps.extend(std::iter::repeat_n(Step::Long, n)),
             'V' => steps.extend(std::iter::repeat_n(Step::Survivor, n)),
             'P' => steps.extend(std::iter::repeat_n(Step::Fifo, n)),
+            'C' if n == 1 && compact_before.last() != Some(&steps.len()) => {
+                compact_before.push(steps.len());
+            }
             _ => return None,
         }
     }
-    Some(steps)
+    Some(Plan {
+        steps,
+        compact_before,
+    })
+}
+
+/// How many compactions a plan asks for (`None`: it does not parse).
+pub fn compactions_in(plan: &str) -> Option<usize> {
+    parse_plan(plan).map(|p| p.compact_before.len())
 }
 
 /// Text blocks of a message (not tool results).
@@ -89,19 +115,55 @@ fn texts(message: &Value) -> Vec<&str> {
     }
 }
 
-/// The tag's key and plan in a text, the last one if several.
-pub fn find_tag(text: &str) -> Option<(String, String)> {
+/// The tag a summary carries: the agent's, and the step to resume at.
+fn resume_tag(key: &str, plan: &str, from: usize) -> String {
+    format!("[[torture key={key} plan={plan} from={from}]]")
+}
+
+/// A tag found in a text: key, plan, and the step a summary resumes at.
+struct Tag {
+    key: String,
+    plan: String,
+    from: Option<usize>,
+}
+
+fn parse_tag(text: &str) -> Option<Tag> {
     let start = text.rfind("[[torture key=")?;
     let rest = &text[start + "[[torture key=".len()..];
     let end = rest.find("]]")?;
     let (key, plan) = rest[..end].split_once(" plan=")?;
-    Some((key.to_string(), plan.to_string()))
+    let (plan, from) = match plan.split_once(" from=") {
+        Some((plan, from)) => (plan, Some(from.parse().ok()?)),
+        None => (plan, None),
+    };
+    Some(Tag {
+        key: key.to_string(),
+        plan: plan.to_string(),
+        from,
+    })
 }
+
+/// The tag's key and plan in a text, the last one if several.
+pub fn find_tag(text: &str) -> Option<(String, String)> {
+    parse_tag(text).map(|t| (t.key, t.plan))
+}
+
+/// Whether a request is the daemon's summary request (its last message
+/// asks for a continuation summary).
+pub fn is_summary_request(r: &RecordedRequest) -> bool {
+    r.json["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .is_some_and(|m| texts(m).iter().any(|t| t.contains(SUMMARY_ASK)))
+}
+
+/// A phrase of the daemon's summary request.
+const SUMMARY_ASK: &str = "Write a continuation summary";
 
 /// How the text of the assistant's answer at `step` begins (`None`: the
 /// plan does not parse).
 pub fn expected_text(key: &str, plan: &str, step: usize) -> Option<String> {
-    let steps = parse_plan(plan)?;
+    let steps = parse_plan(plan)?.steps;
     Some(match steps.get(step) {
         Some(Step::Bash | Step::Survivor | Step::Fifo) => {
             format!("Step {step} of {key}: recording it.")
@@ -117,7 +179,7 @@ pub fn expected_text(key: &str, plan: &str, step: usize) -> Option<String> {
 /// Answers a first run takes to end: through the first answer without a
 /// tool call (a long answer, or the final `done`).
 pub fn answers_to_finish(plan: &str) -> Option<usize> {
-    let steps = parse_plan(plan)?;
+    let steps = parse_plan(plan)?.steps;
     Some(
         steps
             .iter()
@@ -126,32 +188,72 @@ pub fn answers_to_finish(plan: &str) -> Option<usize> {
     )
 }
 
+/// Where a request stands: the agent's key and plan, its step, and the
+/// step the summary its conversation starts with resumed at (if any).
+struct At {
+    key: String,
+    plan: String,
+    step: usize,
+    resumed_at: Option<usize>,
+}
+
 /// Which agent sent a request and the step it is at.
-pub fn identify(r: &RecordedRequest) -> Option<(String, String, usize)> {
+fn identify(r: &RecordedRequest) -> Option<At> {
     let messages = r.json["messages"].as_array()?;
-    let (at, (key, plan)) = messages.iter().enumerate().rev().find_map(|(i, m)| {
+    let (at, tag) = messages.iter().enumerate().rev().find_map(|(i, m)| {
         if m["role"] != "user" {
             return None;
         }
         texts(m)
             .into_iter()
             .rev()
-            .find_map(find_tag)
+            .find_map(parse_tag)
             .map(|t| (i, t))
     })?;
-    let step = messages[at + 1..]
+    let answered = messages[at + 1..]
         .iter()
         .filter(|m| m["role"] == "assistant")
         .count();
-    Some((key, plan, step))
+    Some(At {
+        step: tag.from.unwrap_or(0) + answered,
+        resumed_at: tag.from,
+        key: tag.key,
+        plan: tag.plan,
+    })
 }
 
 /// The reply for a request of the workload (`None`: not one of ours).
 /// `survivor` names the processes `V` steps leave behind (unique to the
 /// run, so runs side by side do not see each other's).
 pub fn answer(r: &RecordedRequest, survivor: &str) -> Option<Reply> {
-    let (key, plan, step) = identify(r)?;
-    let steps = parse_plan(&plan)?;
+    let At {
+        key,
+        plan,
+        step,
+        resumed_at,
+    } = identify(r)?;
+    let Plan {
+        steps,
+        compact_before,
+    } = parse_plan(&plan)?;
+    if is_summary_request(r) {
+        // Slow: a kill lands inside the compaction now and then.
+        let summary = format!(
+            "Summary of {key}: steps before {step} are done. {}",
+            resume_tag(&key, &plan, step)
+        );
+        return Some(Reply::Message(
+            MockMessage::text(summary)
+                .delay_start(Duration::from_millis(150))
+                .slow(Duration::from_millis(20)),
+        ));
+    }
+    if compact_before.contains(&step) && resumed_at != Some(step) {
+        return Some(Reply::status(
+            400,
+            "prompt is too long: 212000 tokens > 200000 maximum",
+        ));
+    }
     let mut pace = Duration::from_millis(2);
     let message = match steps.get(step) {
         Some(Step::Long) => {
@@ -283,20 +385,94 @@ mod tests {
     #[test]
     fn plans_parse_and_garbage_does_not() {
         assert_eq!(
-            parse_plan("B2S1F3"),
+            parse_plan("B2S1F3").map(|p| p.steps),
             Some(vec![Step::Bash, Step::Bash, Step::Spawn(1), Step::Fork(3)])
         );
         assert_eq!(
-            parse_plan("V1P2"),
+            parse_plan("V1P2").map(|p| p.steps),
             Some(vec![Step::Survivor, Step::Fifo, Step::Fifo])
+        );
+        assert_eq!(
+            parse_plan("B1C1B2C1F2"),
+            Some(Plan {
+                steps: vec![Step::Bash, Step::Bash, Step::Bash, Step::Fork(2)],
+                compact_before: vec![1, 3],
+            })
         );
         assert_eq!(parse_plan("X1"), None);
         assert_eq!(parse_plan("B"), None);
+        assert_eq!(parse_plan("C2"), None);
+        assert_eq!(parse_plan("B1C1C1"), None);
     }
 
     #[test]
     fn the_newest_tag_names_the_agent() {
         let text = format!("{} and then {}", tag("a", "B1"), tag("a.f0", "B1"));
         assert_eq!(find_tag(&text), Some(("a.f0".into(), "B1".into())));
+        let summary = format!("done so far {}", resume_tag("a", "B1C1B1", 1));
+        let t = parse_tag(&summary).unwrap();
+        assert_eq!(
+            (t.key.as_str(), t.plan.as_str(), t.from),
+            ("a", "B1C1B1", Some(1))
+        );
+    }
+
+    fn request(messages: Value) -> RecordedRequest {
+        let json = json!({"model": "m", "messages": messages});
+        RecordedRequest {
+            api: crate::mock::Api::Anthropic,
+            method: "POST".into(),
+            path: "/v1/messages".into(),
+            headers: Vec::new(),
+            body: json.to_string().into_bytes(),
+            json,
+            cache: None,
+            output_tokens: None,
+            received_at: std::time::Instant::now(),
+            completed_at: None,
+            index: 0,
+        }
+    }
+
+    /// The text of a message the workload answers with.
+    fn text_of(reply: Option<Reply>) -> String {
+        match reply {
+            Some(Reply::Message(m)) => match m.content.first() {
+                Some(Block::Text(t)) => t.clone(),
+                other => panic!("a text first, not {other:?}"),
+            },
+            _ => panic!("a message"),
+        }
+    }
+
+    /// The compaction a plan asks for: the request at its step is refused
+    /// as too long, the summary request is answered with the step to
+    /// resume at, and the compacted conversation goes on from there.
+    #[test]
+    fn a_compaction_step_refuses_summarises_and_resumes() {
+        let task = format!("go {}", tag("k", "B1C1B1"));
+        let at_step_1 = request(json!([
+            {"role": "user", "content": task},
+            {"role": "assistant", "content": [{"type": "text", "text": "Step 0 of k: recording it."}]},
+            {"role": "user", "content": [{"type": "text", "text": "ok"}]},
+        ]));
+        assert!(matches!(
+            answer(&at_step_1, "s"),
+            Some(Reply::Status { code: 400, ref message, .. }) if message.starts_with("prompt is too long")
+        ));
+        let summary_request = request(json!([
+            {"role": "user", "content": task},
+            {"role": "assistant", "content": [{"type": "text", "text": "Step 0 of k: recording it."}]},
+            {"role": "user", "content": [{"type": "text", "text": "ok"}, {"type": "text", "text": "agentd: Write a continuation summary now"}]},
+        ]));
+        let text = text_of(answer(&summary_request, "s"));
+        assert!(text.contains(&resume_tag("k", "B1C1B1", 1)), "{text}");
+        let resumed =
+            request(json!([{"role": "user", "content": [{"type": "text", "text": text}]}]));
+        let next = text_of(answer(&resumed, "s"));
+        assert!(next.starts_with("Step 1 of k"), "{next}");
+        // Before the compaction, step 0 is answered as usual.
+        let first = request(json!([{"role": "user", "content": task}]));
+        assert!(text_of(answer(&first, "s")).starts_with("Step 0 of k"));
     }
 }

@@ -32,15 +32,19 @@ enum Kind {
     Tree,
     /// A Bash step, then a long answer streamed at full speed.
     Chatty,
+    /// Bash steps with the context outgrowing the window between them: a
+    /// compaction (DESIGN §17) a kill may land inside.
+    Compacting,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 6] = [
         Kind::Worker,
         Kind::Parent,
         Kind::Forker,
         Kind::Tree,
         Kind::Chatty,
+        Kind::Compacting,
     ];
 
     /// Its bit in `Ledger::kinds_made`.
@@ -311,11 +315,12 @@ impl Cycle {
         let kind = match missing {
             Some(i) => Kind::ALL[i],
             None => match rng.random_range(0..10) {
-                0..3 => Kind::Worker,
-                3..5 => Kind::Parent,
-                5..7 => Kind::Forker,
-                7..9 => Kind::Tree,
-                _ => Kind::Chatty,
+                0..2 => Kind::Worker,
+                2..4 => Kind::Parent,
+                4..6 => Kind::Forker,
+                6..8 => Kind::Tree,
+                8 => Kind::Chatty,
+                _ => Kind::Compacting,
             },
         };
         // Names must not be all hex digits.
@@ -332,9 +337,12 @@ impl Cycle {
         let plan = match kind {
             Kind::Worker => format!("{hostile}B{}", rng.random_range(2..6)),
             Kind::Parent => format!("S{}B1", rng.random_range(1..4)),
+            // Half of the fan-outs are of a compacted parent.
+            Kind::Forker if rng.random_bool(0.5) => format!("B1C1F{}", rng.random_range(2..4)),
             Kind::Forker => format!("B1F{}", rng.random_range(2..4)),
             Kind::Tree => format!("{hostile}B{}", rng.random_range(1..4)),
             Kind::Chatty => "B1L1".to_string(),
+            Kind::Compacting => format!("B{}C1B{}", rng.random_range(1..3), rng.random_range(1..4)),
         };
         let request = pb::CreateAgentRequest {
             prompt: format!("Work through the plan. {}", tag(&key, &plan)),
