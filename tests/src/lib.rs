@@ -13,6 +13,7 @@ pub mod compacting;
 pub mod disk;
 pub mod forking;
 pub mod gitrepo;
+pub mod mcp_fixtures;
 pub mod mock;
 pub mod parent;
 pub mod root;
