@@ -11,6 +11,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod logging;
+pub mod mcp;
 pub mod model;
 pub mod pricing;
 pub mod process;

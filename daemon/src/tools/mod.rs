@@ -26,6 +26,9 @@ use crate::domain::ToolName;
 pub use context::{ToolContext, ToolEnv, ToolOutput, ToolSpec};
 pub use tool_process::AgentProcesses;
 
+/// Bash's output cap, shared with MCP tool results.
+pub(crate) use bash::{MAX_OUTPUT_CHARS, truncate_middle};
+
 /// The declarations of the built-in tools, in the order they are sent.
 pub fn builtin_specs() -> Vec<ToolSpec> {
     vec![

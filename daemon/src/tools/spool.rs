@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::domain::AgentId;
 
 /// The most a spool file holds; later output is only counted.
-const MAX_SPOOL_BYTES: u64 = 1024 * 1024;
+pub const MAX_SPOOL_BYTES: u64 = 1024 * 1024;
 /// What is read back of a spool file: its start and its end.
 const SHOWN_BYTES: usize = 8 * 1024;
 

@@ -11,7 +11,7 @@ use tokio::process::{ChildStderr, ChildStdout};
 use super::super::spool::SpoolWriter;
 
 /// The most characters of output returned to the model.
-pub(super) const MAX_OUTPUT_CHARS: usize = 30_000;
+pub(crate) const MAX_OUTPUT_CHARS: usize = 30_000;
 /// Bytes kept from the start and from the end of each stream while the command
 /// runs; the middle of a longer stream is only counted. At least
 /// `MAX_OUTPUT_CHARS / 2` characters fit in either half, so whatever is dropped
@@ -163,7 +163,7 @@ impl Capture {
 /// Shortens `text` to `max_chars` by keeping its beginning and end, with a
 /// marker giving the number of characters left out (plus `already_omitted`,
 /// characters dropped earlier).
-pub(super) fn truncate_middle(text: &str, max_chars: usize, already_omitted: usize) -> String {
+pub(crate) fn truncate_middle(text: &str, max_chars: usize, already_omitted: usize) -> String {
     let total = text.chars().count();
     if total <= max_chars {
         if already_omitted == 0 {

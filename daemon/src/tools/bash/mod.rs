@@ -18,6 +18,9 @@ use crate::sandbox::Policy;
 use capture::Pipes;
 use process::{Outcome, spawn, supervise};
 
+/// MCP results are capped like Bash's output (`mcp::result`).
+pub(crate) use capture::{MAX_OUTPUT_CHARS, truncate_middle};
+
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
 /// After the shell exits, how long to wait for background processes it left
