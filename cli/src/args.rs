@@ -71,6 +71,8 @@ pub enum Command {
     Events(commands::events::Args),
     /// What agents cost: tokens, requests and USD, with what the prompt cache saved.
     Usage(commands::usage::Args),
+    /// The MCP servers agents get: `list` starts each and shows its tools.
+    Mcp(commands::mcp::Args),
     /// Show the daemon's version, socket, data directory, uptime and agent counts.
     Status(commands::status::Args),
     /// Check what this machine offers agentd: the daemon, Landlock (the tool sandbox), git.

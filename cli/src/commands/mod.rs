@@ -14,6 +14,7 @@ pub mod interrupt;
 pub mod list;
 pub mod log;
 pub mod man;
+pub mod mcp;
 pub mod merge;
 pub mod one_shot;
 pub mod pause;

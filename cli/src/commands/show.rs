@@ -32,6 +32,19 @@ struct ShowJson<'a> {
     instruction_notes: &'a [String],
     instructions_skipped: bool,
     compactions: u32,
+    /// Its MCP servers, as listed when it was made.
+    mcp_servers: Vec<McpServerJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct McpServerJson<'a> {
+    name: &'a str,
+    /// "stdio" or "http".
+    transport: &'static str,
+    tools: u32,
+    /// Why it offered no tools; null when it listed them.
+    error: Option<&'a str>,
+    sandboxed: bool,
 }
 
 #[derive(Serialize)]
@@ -94,7 +107,51 @@ fn print_json(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
         instruction_notes: &a.instruction_notes,
         instructions_skipped: a.instructions_skipped,
         compactions: a.compactions,
+        mcp_servers: a
+            .mcp_servers
+            .iter()
+            .map(|s| McpServerJson {
+                name: &s.name,
+                transport: transport_name(s.transport),
+                tools: s.tools,
+                error: (!s.error.is_empty()).then_some(s.error.as_str()),
+                sandboxed: s.sandboxed,
+            })
+            .collect(),
     });
+}
+
+fn transport_name(t: i32) -> &'static str {
+    match pb::McpTransport::try_from(t) {
+        Ok(pb::McpTransport::Stdio) => "stdio",
+        Ok(pb::McpTransport::Http) => "http",
+        _ => "unknown",
+    }
+}
+
+/// One line per MCP server: name, transport, tools or why none.
+fn mcp_line(a: &pb::Agent) -> String {
+    a.mcp_servers
+        .iter()
+        .map(|s| {
+            let what = if s.error.is_empty() {
+                format!("{} tools", s.tools)
+            } else {
+                format!("no tools: {}", s.error)
+            };
+            let unconfined = if !s.sandboxed && s.transport == pb::McpTransport::Stdio as i32 {
+                ", not sandboxed"
+            } else {
+                ""
+            };
+            format!(
+                "{} ({}{unconfined}) · {what}",
+                s.name,
+                transport_name(s.transport)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n               ")
 }
 
 /// One `key: value` line per field that has a value, then the plan, then
@@ -121,6 +178,7 @@ fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
         ("tool calls", a.tool_uses.to_string()),
         ("transcript", format!("{} entries", a.transcript_len)),
         ("instructions", instructions_line(a)),
+        ("mcp servers", mcp_line(a)),
         (
             "compactions",
             if a.compactions == 0 {

@@ -70,6 +70,7 @@ background agent reports back later as a <task-notification> user message.",
         system_json: json_bytes(&system_json),
         tools_json: json_bytes(&Value::Array(tools_json)),
         allowed_tools: allowed.cloned(),
+        mcp_json: Vec::new(),
     }
 }
 

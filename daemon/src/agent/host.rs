@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use super::permission::{Answer, PermissionAsk};
 use super::slot::SlotLease;
-use crate::domain::{AgentRecord, ToolName};
+use crate::domain::{AgentRecord, ToolName, ToolRef};
 use crate::model::MessageBytes;
 use crate::tools::ToolOutput;
 
@@ -36,7 +36,7 @@ pub trait AgentHost: Send + Sync + 'static {
     fn ask(
         &self,
         agent: &AgentRecord,
-        tool: ToolName,
+        tool: ToolRef,
         input: &Value,
         tool_use_id: &str,
     ) -> (PermissionAsk, oneshot::Receiver<Answer>);

@@ -8,7 +8,7 @@ use crate::domain::{AgentRecord, ToolName};
 use crate::tools::ToolOutput;
 
 /// A call that never started: a stop came first.
-pub fn not_run(tool: ToolName, stop: &RunEnd, while_asking: bool) -> ToolOutput {
+pub fn not_run(tool: impl std::fmt::Display, stop: &RunEnd, while_asking: bool) -> ToolOutput {
     let why = match stop {
         RunEnd::Paused => "the agent was paused",
         RunEnd::Interrupted => "agentd was shutting down",
@@ -27,7 +27,7 @@ pub fn not_run(tool: ToolName, stop: &RunEnd, while_asking: bool) -> ToolOutput 
 }
 
 /// A call a cancel or an interrupt cut short.
-pub fn cut_short(tool: ToolName, stop: &RunEnd) -> ToolOutput {
+pub fn cut_short(tool: impl std::fmt::Display, stop: &RunEnd) -> ToolOutput {
     let what = if *stop == RunEnd::Halted {
         "interrupted"
     } else {
@@ -35,6 +35,14 @@ pub fn cut_short(tool: ToolName, stop: &RunEnd) -> ToolOutput {
     };
     ToolOutput::error(format!(
         "The agent was {what} while this {tool} call ran; it was stopped and may have run partly."
+    ))
+}
+
+/// An MCP call whose result a daemon crash kept from being recorded.
+pub fn mcp_by_restart(tool: &str) -> ToolOutput {
+    ToolOutput::error(format!(
+        "Interrupted: agentd was restarted while this {tool} call was running, so its result was \
+never recorded. Its server may have carried it out partly or fully: check before you repeat it."
     ))
 }
 

@@ -15,6 +15,8 @@ pub mod hub;
 pub mod instructions;
 mod interrupted;
 pub mod lifecycle;
+mod mcp_call;
+pub(crate) mod mcp_servers;
 pub mod orchestration;
 pub mod permission;
 mod plan;

@@ -1,9 +1,13 @@
 //! What an agent's permission mode says about a tool call (DESIGN §8): in
 //! `default` mode Bash, Write and Edit ask; in `accept-edits` only Bash;
-//! `plan` refuses them; `bypass` never asks. Where an ask goes and who may
+//! `plan` refuses them; `bypass` never asks. An MCP tool (DESIGN §18) asks
+//! in `default` and `accept-edits` mode and is refused in `plan` mode
+//! unless its server marks it read-only. Where an ask goes and who may
 //! answer it is the supervisor's (`supervisor::asks`).
 
-use crate::domain::{AgentId, AgentRecord, PermissionMode, ShortId, ToolName};
+use crate::domain::{
+    AgentId, AgentRecord, McpToolName, PermissionMode, ShortId, ToolName, ToolRef,
+};
 
 /// What the mode says about one tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +23,7 @@ pub fn gate(record: &AgentRecord, tool: ToolName) -> Gate {
     if !edit && !shell {
         return Gate::Allow;
     }
-    if record.always_allowed.contains(&tool) {
+    if record.always_allowed.contains(&ToolRef::Builtin(tool)) {
         return Gate::Allow;
     }
     match record.permission_mode {
@@ -32,6 +36,21 @@ pub fn gate(record: &AgentRecord, tool: ToolName) -> Gate {
     }
 }
 
+/// What the mode says about a call of an MCP tool; `read_only`: the server
+/// annotated it `readOnlyHint`.
+pub fn gate_mcp(record: &AgentRecord, tool: &McpToolName, read_only: bool) -> Gate {
+    if read_only || record.always_allowed.contains(&ToolRef::Mcp(tool.clone())) {
+        return Gate::Allow;
+    }
+    match record.permission_mode {
+        PermissionMode::Bypass => Gate::Allow,
+        PermissionMode::AcceptEdits | PermissionMode::Default => Gate::Ask,
+        PermissionMode::Plan => Gate::Refuse(format!(
+            "{tool} is not available in plan mode: its server does not mark it read-only, and this agent may only read."
+        )),
+    }
+}
+
 /// An open question to the user: may this agent run this tool call?
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionAsk {
@@ -40,7 +59,7 @@ pub struct PermissionAsk {
     pub tool_use_id: String,
     pub agent: AgentId,
     pub agent_short: ShortId,
-    pub tool: ToolName,
+    pub tool: ToolRef,
     pub input_json: String,
     pub summary: String,
 }
@@ -85,8 +104,28 @@ mod tests {
             Gate::Allow
         );
         let mut always = with_mode(PermissionMode::Default);
-        always.always_allowed.push(ToolName::Bash);
+        always.always_allowed.push(ToolName::Bash.into());
         assert_eq!(gate(&always, ToolName::Bash), Gate::Allow);
         assert_eq!(gate(&always, ToolName::Write), Gate::Ask);
+    }
+
+    #[test]
+    fn mcp_tools_ask_unless_read_only_and_plan_mode_refuses_the_others() {
+        let tool = McpToolName::parse("mcp__fs__write").unwrap();
+        let d = with_mode(PermissionMode::Default);
+        assert_eq!(gate_mcp(&d, &tool, false), Gate::Ask);
+        assert_eq!(gate_mcp(&d, &tool, true), Gate::Allow);
+        let a = with_mode(PermissionMode::AcceptEdits);
+        assert_eq!(gate_mcp(&a, &tool, false), Gate::Ask);
+        let p = with_mode(PermissionMode::Plan);
+        assert!(matches!(gate_mcp(&p, &tool, false), Gate::Refuse(_)));
+        assert_eq!(gate_mcp(&p, &tool, true), Gate::Allow);
+        let b = with_mode(PermissionMode::Bypass);
+        assert_eq!(gate_mcp(&b, &tool, false), Gate::Allow);
+        let mut always = with_mode(PermissionMode::Default);
+        always.always_allowed.push(ToolRef::Mcp(tool.clone()));
+        assert_eq!(gate_mcp(&always, &tool, false), Gate::Allow);
+        let other = McpToolName::parse("mcp__fs__delete").unwrap();
+        assert_eq!(gate_mcp(&always, &other, false), Gate::Ask);
     }
 }

@@ -12,9 +12,10 @@ use serde_json::{Value, json};
 use super::host::OrchestrationCall;
 use super::hub::ToolEvent;
 use super::interrupted;
+use super::mcp_call::McpRoundEnd;
 use super::permission::{self, Answer, Gate};
 use super::turn_loop::{Halt, RunEnd, TurnLoop};
-use crate::domain::{AgentRecord, Role, Status, ToolName, json_bytes};
+use crate::domain::{AgentRecord, Role, Status, ToolName, ToolRef, json_bytes};
 use crate::store::StoreError;
 use crate::tools::{self, ToolContext, ToolOutput};
 
@@ -67,6 +68,25 @@ impl TurnLoop {
                 summary: summary.clone(),
                 is_error: false,
             });
+            if let Some(mcp) = self.mcp.tool(&call.name) {
+                let (result, is_error) = match self.run_mcp(seq, index, call, &mcp).await? {
+                    McpRoundEnd::Answered(result, is_error) => (result, is_error),
+                    McpRoundEnd::Stopped(result, stop) => {
+                        results.push(result);
+                        let rest = &calls[index + 1..];
+                        return Err(self.close_round(seq, rest, results, stop).await);
+                    }
+                };
+                self.hub.publish_tool(ToolEvent {
+                    tool_use_id: call.id.clone(),
+                    name: call.name.clone(),
+                    finished: true,
+                    summary,
+                    is_error,
+                });
+                results.push(result);
+                continue;
+            }
             let tool = ToolName::parse(&call.name);
             let output = match tool {
                 None => ToolOutput::error(format!(
@@ -77,7 +97,7 @@ impl TurnLoop {
                 // A tool the agent may not run is refused before anyone is
                 // asked: allowing it could not make it run.
                 Some(tool) if !self.may_run(tool) => self.not_allowed(tool),
-                Some(tool) => match self.permit(tool, call).await? {
+                Some(tool) => match self.permit(tool.into(), call).await? {
                     Err(stop) => {
                         let not_run = interrupted::not_run(tool, &stop, true);
                         results.push(tool_result(call, &not_run));
@@ -134,6 +154,9 @@ impl TurnLoop {
         for call in rest {
             let output = match ToolName::parse(&call.name) {
                 Some(tool) => interrupted::not_run(tool, &stop, false),
+                None if self.mcp.tool(&call.name).is_some() => {
+                    interrupted::not_run(&call.name, &stop, false)
+                }
                 None => {
                     ToolOutput::error(format!("No such tool: {}", crate::error::quote(&call.name)))
                 }
@@ -199,6 +222,11 @@ impl TurnLoop {
                     };
                     interrupted::by_restart(tool, self.spool.captured(seq, index), started)
                 }
+                // Even a read-only one: its server is not running now, and
+                // the model can call it again.
+                None if self.mcp.tool(&call.name).is_some() => {
+                    interrupted::mcp_by_restart(&call.name)
+                }
                 None => {
                     ToolOutput::error(format!("No such tool: {}", crate::error::quote(&call.name)))
                 }
@@ -231,15 +259,21 @@ impl TurnLoop {
     /// was stopped while it waited for an answer.
     pub(super) async fn permit(
         &mut self,
-        tool: ToolName,
+        tool: ToolRef,
         call: &Call,
     ) -> Result<Result<Option<ToolOutput>, RunEnd>, Halt> {
-        match permission::gate(&self.record, tool) {
+        let gate = match &tool {
+            ToolRef::Builtin(t) => permission::gate(&self.record, *t),
+            ToolRef::Mcp(m) => permission::gate_mcp(&self.record, m, self.mcp.is_read_only(m)),
+        };
+        match gate {
             Gate::Allow => return Ok(Ok(None)),
             Gate::Refuse(why) => return Ok(Ok(Some(ToolOutput::error(why)))),
             Gate::Ask => {}
         }
-        let (ask, rx) = self.host.ask(&self.record, tool, &call.input, &call.id);
+        let (ask, rx) = self
+            .host
+            .ask(&self.record, tool.clone(), &call.input, &call.id);
         if let Err(halt) = self.set_status(Status::Waiting).await {
             self.host.withdraw_ask(&ask.request_id);
             return Err(halt);
@@ -313,7 +347,14 @@ impl TurnLoop {
                 })
                 .await;
         }
-        let ctx = ToolContext {
+        let ctx = self.tool_context(spool);
+        tools::run_tool(tool, &call.input, &ctx).await
+    }
+
+    /// What a tool the agent runs gets from it; `spool` is where the call
+    /// keeps what it captures.
+    pub(super) fn tool_context(&self, spool: PathBuf) -> ToolContext {
+        ToolContext {
             cwd: self.record.cwd.clone(),
             cancel: self.stops.interrupt.child_token(),
             spool: Some(spool),
@@ -326,7 +367,6 @@ impl TurnLoop {
                 .filter(|w| w.owned)
                 .map(|w| (w.checkout.clone(), w.path.clone())),
             sandbox: crate::sandbox::Policy::for_agent(&self.record),
-        };
-        tools::run_tool(tool, &call.input, &ctx).await
+        }
     }
 }

@@ -22,12 +22,14 @@ use super::fanout::FanOutRole;
 use super::foreground::Foreground;
 use super::host::AgentHost;
 use super::hub::Hub;
+use super::mcp_servers::McpServers;
 use super::round::{Call, calls_of};
 use super::slot::SlotLease;
 use crate::domain::{
     AgentRecord, CompactTrigger, Outcome, PromptContext, Role, Status, StopReason, ToolName,
     TranscriptEntry, json_bytes, now_ms,
 };
+use crate::mcp::Setup;
 use crate::model::window::ContextLimits;
 use crate::model::{MessageBytes, ModelError, ModelRequest, ModelResponse, Provider};
 use crate::store::{Store, StoreError};
@@ -199,6 +201,8 @@ pub struct TurnLoop {
     pub(super) tool_env: Arc<ToolEnv>,
     /// This run's processes (its PID namespace); ended with the run.
     pub(super) processes: Arc<AgentProcesses>,
+    /// Its MCP servers (DESIGN §18), started as calls need them.
+    pub(super) mcp: Arc<McpServers>,
     pub(super) spool: Spool,
     /// The conversation as it is sent, with the seq of each entry.
     pub(super) messages: Vec<(u64, MessageBytes)>,
@@ -237,6 +241,7 @@ impl TurnLoop {
             stops: setup.stops,
             tool_env: setup.tool_env,
             processes: Arc::default(),
+            mcp: Arc::new(McpServers::new(&Setup::from_json(&setup.prompt.mcp_json))),
             spool: setup.spool,
             messages,
             next_seq,

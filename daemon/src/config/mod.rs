@@ -98,6 +98,10 @@ pub struct Config {
     /// the share of it past which the conversation is compacted (DESIGN
     /// §17); they override the built-in table.
     pub models: BTreeMap<String, ModelLimits>,
+    /// `[mcp_servers.NAME]`: the MCP servers every agent gets (DESIGN
+    /// §18), checked as the file is read.
+    #[serde(deserialize_with = "crate::mcp::deserialize_toml_servers")]
+    pub mcp_servers: Vec<crate::mcp::ServerDef>,
     /// The dotted keys the file set (`anthropic.base_url`, `prices`…):
     /// where a value came from, for `agentctl config`.
     #[serde(skip)]
@@ -184,6 +188,7 @@ impl Default for Config {
             retry: RetryPolicy::default(),
             prices: BTreeMap::new(),
             models: BTreeMap::new(),
+            mcp_servers: Vec::new(),
             file_keys: Default::default(),
             env_set: entries::env_set(),
         }
@@ -221,7 +226,9 @@ impl Config {
         let table: toml::Table = toml::from_str(&text).map_err(invalid)?;
         for (key, value) in &table {
             match value {
-                toml::Value::Table(inner) if key != "prices" && key != "models" => {
+                toml::Value::Table(inner)
+                    if key != "prices" && key != "models" && key != "mcp_servers" =>
+                {
                     config
                         .file_keys
                         .extend(inner.keys().map(|k| format!("{key}.{k}")));

@@ -1,10 +1,10 @@
 //! An agent's registry record and the closed sets of values it holds.
 
-use super::{AgentWorktree, InstructionsLoaded, SandboxMode};
+use super::{AgentWorktree, InstructionsLoaded, McpServerSummary, SandboxMode};
 use std::fmt;
 use std::path::PathBuf;
 
-use super::{AgentId, PlanItem, QuerySource, ShortId, ToolName};
+use super::{AgentId, PlanItem, QuerySource, ShortId, ToolRef};
 
 /// An agent's lifecycle state (DESIGN §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -258,8 +258,9 @@ pub struct AgentRecord {
     pub no_network: bool,
     /// 0 for agents a client started; a child is its parent's depth + 1.
     pub depth: u32,
-    /// Tools the user allowed "always" for this agent.
-    pub always_allowed: Vec<ToolName>,
+    /// Tools the user allowed "always" for this agent (an MCP tool by
+    /// its wire name).
+    pub always_allowed: Vec<ToolRef>,
     /// Entries in the transcript. Written with them, in the same
     /// transaction, by the transcript's only writer (the store keeps it no
     /// lower than the entries it is written with); `list` reads it here
@@ -270,6 +271,9 @@ pub struct AgentRecord {
     pub instructions: InstructionsLoaded,
     /// Times its context was compacted (DESIGN §17).
     pub compactions: u32,
+    /// Its MCP servers as listed at creation (DESIGN §18; a fork has its
+    /// parent's).
+    pub mcp_servers: Vec<McpServerSummary>,
     /// Its plan, as its latest successful `TodoWrite` call gave it (empty:
     /// none). Written by its turn loop only, durably before the call's
     /// result (`agent::plan`).
@@ -347,6 +351,7 @@ impl AgentRecord {
             transcript_len: 0,
             instructions: InstructionsLoaded::default(),
             compactions: 0,
+            mcp_servers: Vec::new(),
             plan: Vec::new(),
         }
     }

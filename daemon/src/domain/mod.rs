@@ -9,12 +9,14 @@ mod agent;
 mod fork;
 mod id;
 mod inbox;
+mod mcp;
 mod name;
 mod plan;
 mod prompt;
 mod sandbox;
 pub mod text;
 mod tool;
+mod tool_ref;
 mod transcript;
 mod worktree;
 
@@ -28,11 +30,13 @@ pub use fork::{
 };
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};
+pub use mcp::{McpServerSummary, McpTransport};
 pub use name::AgentName;
 pub use plan::{PlanItem, PlanStatus};
 pub use prompt::{InstructionFile, InstructionsLoaded, PromptContext};
 pub use sandbox::SandboxMode;
 pub use tool::ToolName;
+pub use tool_ref::{McpToolName, ToolRef};
 pub use transcript::{
     CompactBoundary, CompactTrigger, Role, StopReason, TranscriptEntry, json_bytes,
 };

@@ -13,6 +13,9 @@ pub struct PromptContext {
     pub tools_json: Vec<u8>,
     /// Tools the agent may run; None means every declared tool.
     pub allowed_tools: Option<Vec<ToolName>>,
+    /// Its MCP servers and their tools as listed at creation (DESIGN
+    /// §18), frozen with the tools array (JSON, `mcp::Setup`; empty: none).
+    pub mcp_json: Vec<u8>,
 }
 
 /// One instruction file (`AGENTS.md`, `CLAUDE.md`…) read into an agent's

@@ -47,7 +47,7 @@ impl ServerName {
         if chars == 0 || chars > MAX_NAME_CHARS {
             return Err(format!(
                 "MCP server name {:?} must have 1 to {MAX_NAME_CHARS} characters",
-                crate::error::quote(name)
+                crate::domain::text::quote(name)
             ));
         }
         if let Some(bad) = name
@@ -56,7 +56,7 @@ impl ServerName {
         {
             return Err(format!(
                 "MCP server name {:?} has {bad:?}; use only letters, digits, '_' and '-'",
-                crate::error::quote(name)
+                crate::domain::text::quote(name)
             ));
         }
         Ok(ServerName(name.to_string()))
@@ -218,7 +218,7 @@ fn check_stdio(
             return Err(format!(
                 "environment variable {:?} cannot be set: a name is non-empty, without '=' \
                  or NUL, and a value has no NUL",
-                crate::error::quote(name)
+                crate::domain::text::quote(name)
             ));
         }
     }
@@ -229,19 +229,23 @@ fn check_stdio(
 }
 
 fn check_http(url: &str, headers: &BTreeMap<String, String>) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| format!("`url` {:?} is not a URL: {e}", crate::error::quote(url)))?;
+    let parsed = reqwest::Url::parse(url).map_err(|e| {
+        format!(
+            "`url` {:?} is not a URL: {e}",
+            crate::domain::text::quote(url)
+        )
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
         return Err(format!(
             "`url` {:?} must start with http:// or https:// and name a host",
-            crate::error::quote(url)
+            crate::domain::text::quote(url)
         ));
     }
     for (name, value) in headers {
         let header = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
             format!(
                 "header name {:?} is not valid in HTTP",
-                crate::error::quote(name)
+                crate::domain::text::quote(name)
             )
         })?;
         if RESERVED_HEADERS.contains(&header.as_str()) {
@@ -275,7 +279,7 @@ impl SandboxChoice {
             "off" => Ok(SandboxChoice::Off),
             other => Err(format!(
                 "sandbox {:?} is not known; use \"agent\" (the default) or \"off\"",
-                crate::error::quote(other)
+                crate::domain::text::quote(other)
             )),
         }
     }

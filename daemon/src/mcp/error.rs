@@ -1,6 +1,6 @@
 //! What can go wrong with an MCP server, in words the model (or a person
 //! reading `agentctl mcp list`) can act on. Anything the server sent is
-//! quoted only as a short prefix ([`crate::error::quote`]): a server controls
+//! quoted only as a short prefix ([`crate::domain::text::quote`]): a server controls
 //! those bytes and their size.
 
 use std::time::Duration;
@@ -9,7 +9,7 @@ use rmcp::ServiceError;
 use rmcp::service::ClientInitializeError;
 
 use super::def::ServerName;
-use crate::error::quote;
+use crate::domain::text::quote;
 
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {

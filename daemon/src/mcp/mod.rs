@@ -11,12 +11,14 @@
 //!   startup and call timeouts and cancellation.
 //! - `result`: a call's result as `tool_result` content, capped like Bash's.
 //! - `error`: what can go wrong, in words a model can act on.
+//! - `setup`: an agent's servers and tools as frozen at its creation.
 
 pub mod def;
 pub mod error;
 pub mod naming;
 pub mod result;
 pub mod session;
+pub mod setup;
 pub mod sources;
 pub mod tool;
 
@@ -25,6 +27,7 @@ pub use error::McpError;
 pub use naming::{dedup, wire_name};
 pub use result::{CallOutput, cap};
 pub use session::Session;
+pub use setup::Setup;
 pub use sources::{
     deserialize_toml_servers, parse_mcp_json, parse_toml_server, parse_toml_servers,
 };

@@ -149,7 +149,7 @@ pub fn parse_mcp_json(text: &str) -> Result<Vec<ServerDef>, String> {
     if let Some(key) = top.keys().find(|k| *k != "mcpServers") {
         return Err(format!(
             ".mcp.json: unknown key {:?}; only \"mcpServers\" is read",
-            crate::error::quote(key)
+            crate::domain::text::quote(key)
         ));
     }
     let Some(servers) = top.get("mcpServers").and_then(|s| s.as_object()) else {
@@ -158,7 +158,7 @@ pub fn parse_mcp_json(text: &str) -> Result<Vec<ServerDef>, String> {
     servers
         .iter()
         .map(|(name, value)| {
-            let at = format!(".mcp.json: server {:?}", crate::error::quote(name));
+            let at = format!(".mcp.json: server {:?}", crate::domain::text::quote(name));
             let server = ServerName::parse(name).map_err(|e| format!("{at}: {e}"))?;
             let raw: JsonServer =
                 serde_json::from_value(value.clone()).map_err(|e| format!("{at}: {e}"))?;
@@ -215,7 +215,7 @@ fn json_transport(raw: JsonServer) -> Result<Transport, String> {
         Some(other) => {
             return Err(format!(
                 "transport type {:?} is not known; use \"stdio\" or \"http\"",
-                crate::error::quote(other)
+                crate::domain::text::quote(other)
             ));
         }
     };

@@ -368,6 +368,17 @@ impl AgentService for AgentApi {
         Ok(Response::new(convert::usage_report(report)))
     }
 
+    async fn list_mcp_servers(
+        &self,
+        req: Request<pb::ListMcpServersRequest>,
+    ) -> Result<Response<pb::ListMcpServersResponse>, Status> {
+        let cwd = std::path::PathBuf::from(req.into_inner().cwd);
+        let reports = self.sup.mcp_report(&cwd).await?;
+        Ok(Response::new(pb::ListMcpServersResponse {
+            servers: reports.iter().map(convert::mcp::server_report).collect(),
+        }))
+    }
+
     async fn get_config(
         &self,
         _req: Request<pb::GetConfigRequest>,

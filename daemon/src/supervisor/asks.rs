@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::Supervisor;
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::permission::{Answer, PermissionAsk};
-use crate::domain::{AgentId, AgentRecord, ToolName, now_ms};
+use crate::domain::{AgentId, AgentRecord, ToolRef, now_ms};
 use crate::error::{AgentdError, quote};
 
 struct Open {
@@ -57,7 +57,7 @@ impl Supervisor {
     pub(super) fn open_ask(
         &self,
         record: &AgentRecord,
-        tool: ToolName,
+        tool: ToolRef,
         input: &serde_json::Value,
         tool_use_id: &str,
     ) -> (PermissionAsk, oneshot::Receiver<Answer>) {
@@ -66,9 +66,9 @@ impl Supervisor {
             tool_use_id: tool_use_id.to_string(),
             agent: record.id,
             agent_short: record.short_id.clone(),
+            summary: crate::tools::summarize(tool.as_str(), input),
             tool,
             input_json: input.to_string(),
-            summary: crate::tools::summarize(tool.as_str(), input),
         };
         let audience = self.lineage(record);
         let (tx, rx) = oneshot::channel();

@@ -73,6 +73,9 @@ pub(super) struct Prepared {
     pub(super) fan_out: FanOutRole,
     /// The worktree to make before the agent is stored.
     pub(super) worktree: Option<worktree::Plan>,
+    /// Its MCP servers are still to be listed into its tools (a fork has
+    /// its parent's).
+    pub(super) mcp_pending: bool,
 }
 
 /// Where a new agent works, before its worktree (if any) is planned.
@@ -143,6 +146,7 @@ impl Supervisor {
             provider,
             fan_out: FanOutRole::Alone,
             worktree: plan,
+            mcp_pending: true,
         })
     }
 
@@ -229,7 +233,15 @@ impl Supervisor {
 
     /// Stores an agent that waits for its first message.
     async fn store_idle(&self, prepared: Prepared) -> Result<AgentRecord, AgentdError> {
-        let Prepared { record, prompt, .. } = prepared;
+        let Prepared {
+            mut record,
+            mut prompt,
+            mcp_pending,
+            ..
+        } = prepared;
+        if mcp_pending {
+            self.freeze_mcp(&mut record, &mut prompt).await;
+        }
         self.store
             .append_durable(
                 record.id,
@@ -259,11 +271,12 @@ impl Supervisor {
     ) -> Result<AgentRecord, AgentdError> {
         let Prepared {
             mut record,
-            prompt,
+            mut prompt,
             provider,
             entries,
             fan_out,
             worktree,
+            mcp_pending,
         } = prepared;
         let id = record.id;
         record.transcript_len = entries.len() as u64;
@@ -271,6 +284,10 @@ impl Supervisor {
             Some(plan) => Some(self.make_worktree(plan, &record).await?),
             None => None,
         };
+        // Listed where it works: a worktree of its own exists by now.
+        if mcp_pending {
+            self.freeze_mcp(&mut record, &mut prompt).await;
+        }
         let stored = self
             .store
             .append_durable(

@@ -140,6 +140,8 @@ impl Supervisor {
             system_json: parent_prompt.system_json,
             tools_json: parent_prompt.tools_json,
             allowed_tools: allowed_tools(parent_prompt.allowed_tools.as_deref(), asked),
+            // The parent's servers and tools, as its tools array declares them.
+            mcp_json: parent_prompt.mcp_json,
         };
 
         let (id, short_id) = self.store.issue_agent_id()?;
@@ -166,6 +168,7 @@ impl Supervisor {
         let entries = fork_entries(&note, conversation, &record, now);
         tracing::info!(parent = %parent.id, fork = %id, inherited = kept.len(), "forking");
         Ok(Prepared {
+            mcp_pending: false,
             record,
             prompt,
             provider,
@@ -209,6 +212,8 @@ fn inherit(record: &mut AgentRecord, parent: &AgentRecord, req: &ForkRequest, or
     record.depth = parent.depth + 1;
     record.sandbox = parent.sandbox;
     record.no_network = parent.no_network;
+    // Its tools array is its parent's, MCP tools included.
+    record.mcp_servers = parent.mcp_servers.clone();
 }
 
 /// A fork's transcript: the note of where it came from, the inherited

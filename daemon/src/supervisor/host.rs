@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use super::Supervisor;
 use crate::agent::permission::{Answer, PermissionAsk};
 use crate::agent::{AgentHost, BoxFuture, OrchestrationCall};
-use crate::domain::{AgentRecord, ToolName};
+use crate::domain::{AgentRecord, ToolRef};
 use crate::tools::ToolOutput;
 
 pub(super) struct SupervisorHost(pub(super) Arc<Supervisor>);
@@ -17,7 +17,7 @@ impl AgentHost for SupervisorHost {
     fn ask(
         &self,
         agent: &AgentRecord,
-        tool: ToolName,
+        tool: ToolRef,
         input: &Value,
         tool_use_id: &str,
     ) -> (PermissionAsk, oneshot::Receiver<Answer>) {

@@ -14,6 +14,7 @@ mod grep;
 pub mod paths;
 mod read;
 
+pub mod server_process;
 pub mod spool;
 pub mod todo_write;
 mod tool_process;
@@ -25,6 +26,7 @@ use crate::domain::ToolName;
 
 pub use context::{ToolContext, ToolEnv, ToolOutput, ToolSpec};
 pub use tool_process::AgentProcesses;
+pub(crate) use tool_process::ToolProcess;
 
 /// Bash's output cap, shared with MCP tool results.
 pub(crate) use bash::{MAX_OUTPUT_CHARS, truncate_middle};

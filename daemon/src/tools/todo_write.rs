@@ -112,7 +112,7 @@ fn item_of(i: usize, item: &Map<String, Value>) -> Result<PlanItem, String> {
         Some(Value::String(s)) => PlanStatus::parse(s).ok_or_else(|| {
             format!(
                 "todos[{i}].status is \"{}\"; it must be one of pending, in_progress, completed",
-                crate::error::quote(s)
+                crate::domain::text::quote(s)
             )
         })?,
         Some(other) => {

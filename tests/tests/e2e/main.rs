@@ -27,6 +27,7 @@ mod hostile_repo;
 mod instructions;
 mod interop;
 mod interrupt;
+mod mcp;
 mod merge_kill;
 mod moved_checkout;
 mod permissions;

@@ -3,6 +3,7 @@
 //! here: an unknown number is INVALID_ARGUMENT, never a default.
 
 mod compact;
+pub mod mcp;
 mod plan;
 mod requests;
 
@@ -241,6 +242,7 @@ pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
         instructions_skipped: r.instructions.skipped,
         compactions: r.compactions,
         plan: plan::plan_items(&r.plan),
+        mcp_servers: r.mcp_servers.iter().map(mcp::agent_server).collect(),
     }
 }
 

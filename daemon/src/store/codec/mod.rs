@@ -11,13 +11,15 @@ use std::path::PathBuf;
 
 use prost::Message;
 
+mod mcp;
 mod plan;
 use crate::domain::SandboxMode;
 use crate::domain::{
     AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, InstructionFile, InstructionsLoaded,
     Outcome, PermissionMode, PromptContext, QuerySource, ResumeBlocked, ResumeBlockedReason,
-    ShortId, Status, ToolName, Usage, WorkSummary, WorktreeState,
+    ShortId, Status, ToolName, ToolRef, Usage, WorkSummary, WorktreeState,
 };
+use mcp::{StoredMcpServer, mcp_of, stored_mcp};
 use plan::{StoredPlanItem, plan_of, stored_plan};
 
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
@@ -118,6 +120,9 @@ struct StoredAgent {
     instruction_notes: Vec<String>,
     #[prost(bool, tag = "38")]
     instructions_skipped: bool,
+    /// Its MCP servers (`codec::mcp`); empty in records from before them.
+    #[prost(message, repeated, tag = "39")]
+    mcp_servers: Vec<StoredMcpServer>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -235,6 +240,9 @@ struct StoredPrompt {
     /// The list is an allowlist even when empty (no tool at all).
     #[prost(bool, tag = "4")]
     restricted: bool,
+    /// The MCP servers and tools frozen at creation (`mcp::Setup` JSON).
+    #[prost(bytes = "vec", tag = "5")]
+    mcp_json: Vec<u8>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -377,7 +385,11 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
         compactions: r.compactions,
         depth: r.depth,
         started_at_ms: r.started_at_ms,
-        always_allowed: tool_names(&r.always_allowed),
+        always_allowed: r
+            .always_allowed
+            .iter()
+            .map(|t| t.as_str().to_string())
+            .collect(),
         short_id: r.short_id.as_str().to_string(),
         parent_tool_use_id: r.parent_tool_use_id.clone(),
         transcript_len: r.transcript_len,
@@ -387,6 +399,7 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
             QuerySource::Fork => 3,
         },
         plan: stored_plan(&r.plan),
+        mcp_servers: stored_mcp(&r.mcp_servers),
     }
     .encode_to_vec()
 }
@@ -467,9 +480,14 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         },
         compactions: s.compactions,
         depth: s.depth,
-        always_allowed: tools_of(&s.always_allowed),
+        always_allowed: s
+            .always_allowed
+            .iter()
+            .filter_map(|n| ToolRef::parse(n))
+            .collect(),
         transcript_len: s.transcript_len,
         plan: plan_of(s.plan)?,
+        mcp_servers: mcp_of(s.mcp_servers)?,
         query_source: match (s.query_source, &parent) {
             (0, None) | (1, _) => QuerySource::Client,
             (0, Some(_)) | (2, _) => QuerySource::Subagent,
@@ -490,6 +508,7 @@ pub fn encode_prompt(p: &PromptContext) -> Vec<u8> {
             .map(tool_names)
             .unwrap_or_default(),
         restricted: p.allowed_tools.is_some(),
+        mcp_json: p.mcp_json.clone(),
     }
     .encode_to_vec()
 }
@@ -501,10 +520,14 @@ pub fn decode_prompt(bytes: &[u8]) -> Result<PromptContext, Corrupt> {
     } else {
         Some(tools_of(&s.allowed_tools))
     };
+    if !s.mcp_json.is_empty() && crate::mcp::Setup::parse(&s.mcp_json).is_err() {
+        return Err(Corrupt::Field("mcp servers"));
+    }
     Ok(PromptContext {
         system_json: s.system_json,
         tools_json: s.tools_json,
         allowed_tools,
+        mcp_json: s.mcp_json,
     })
 }
 
@@ -566,7 +589,7 @@ mod tests {
         r.parent = Some(AgentId::random());
         r.status = Status::Waiting;
         r.permission_mode = PermissionMode::Plan;
-        r.always_allowed = vec![ToolName::Bash];
+        r.always_allowed = vec![ToolName::Bash.into()];
         r.resume_blocked = Some(ResumeBlocked {
             reason: ResumeBlockedReason::CwdMissing,
             detail: "its working directory /x is gone".into(),
@@ -677,10 +700,16 @@ mod tests {
     fn version_one_bypass_reads_as_bypass_and_unknown_tools_allow_less() {
         let mut s = StoredAgent::decode(encode_agent(&sample()).as_slice()).unwrap();
         s.permission_mode = 0;
-        s.always_allowed = vec!["Bash".into(), "Teleport".into()];
+        s.always_allowed = vec!["Bash".into(), "Teleport".into(), "mcp__gh__list".into()];
         let r = decode_agent(&s.encode_to_vec()).unwrap();
         assert_eq!(r.permission_mode, PermissionMode::Bypass);
-        assert_eq!(r.always_allowed, vec![ToolName::Bash]);
+        assert_eq!(
+            r.always_allowed,
+            vec![
+                ToolRef::Builtin(ToolName::Bash),
+                ToolRef::parse("mcp__gh__list").unwrap()
+            ]
+        );
     }
 
     #[test]
@@ -726,6 +755,7 @@ mod tests {
             system_json: b"[1]".to_vec(),
             tools_json: b"[2]".to_vec(),
             allowed_tools: Some(vec![ToolName::Read, ToolName::Grep]),
+            mcp_json: Vec::new(),
         };
         assert_eq!(decode_prompt(&encode_prompt(&p)).unwrap(), p);
         let none_allowed = PromptContext {

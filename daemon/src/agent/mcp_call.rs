@@ -1,0 +1,70 @@
+//! One call of an MCP tool in a round (DESIGN §18): the agent's allowlist
+//! and permission mode apply as to any tool, then its server answers
+//! (`mcp_servers`); an interrupt or cancel tells the server to cancel.
+
+use serde_json::{Value, json};
+
+use super::interrupted;
+use super::mcp_servers::McpCallEnd;
+use super::round::{Call, tool_result};
+use super::turn_loop::{Halt, RunEnd, TurnLoop};
+use crate::domain::{McpToolName, ToolRef};
+use crate::tools::ToolOutput;
+
+/// How an MCP call of a round ended: its result (and whether it is an
+/// error), or its result and the stop that ends the run.
+pub(super) enum McpRoundEnd {
+    Answered(Value, bool),
+    Stopped(Value, RunEnd),
+}
+
+impl TurnLoop {
+    pub(super) async fn run_mcp(
+        &mut self,
+        seq: u64,
+        index: usize,
+        call: &Call,
+        tool: &McpToolName,
+    ) -> Result<McpRoundEnd, Halt> {
+        if !self.may_run_mcp() {
+            let out = ToolOutput::error(format!(
+                "{tool} is not available to this agent: its tools are limited to a list without MCP tools"
+            ));
+            return Ok(McpRoundEnd::Answered(tool_result(call, &out), true));
+        }
+        match self.permit(ToolRef::Mcp(tool.clone()), call).await? {
+            Err(stop) => {
+                let out = interrupted::not_run(tool, &stop, true);
+                return Ok(McpRoundEnd::Stopped(tool_result(call, &out), stop));
+            }
+            Ok(Some(refusal)) => {
+                return Ok(McpRoundEnd::Answered(tool_result(call, &refusal), true));
+            }
+            Ok(None) => {}
+        }
+        let spool = self.spool.path(seq, index);
+        let ctx = self.tool_context(spool.clone());
+        let cancel = self.stops.interrupt.child_token();
+        match self.mcp.call(tool, &call.input, &ctx, cancel, &spool).await {
+            McpCallEnd::Done { content, is_error } => {
+                let mut result =
+                    json!({"type": "tool_result", "tool_use_id": call.id, "content": content});
+                if is_error {
+                    result["is_error"] = json!(true);
+                }
+                Ok(McpRoundEnd::Answered(result, is_error))
+            }
+            McpCallEnd::Cancelled => {
+                let stop = self.stops.aborted();
+                let cut = interrupted::cut_short(tool, &stop);
+                Ok(McpRoundEnd::Stopped(tool_result(call, &cut), stop))
+            }
+        }
+    }
+
+    /// Whether the agent may call MCP tools: not when its tools are limited
+    /// to a list (a typed subagent, a fork's `fork_tools`).
+    fn may_run_mcp(&self) -> bool {
+        self.allowed_tools.is_none()
+    }
+}

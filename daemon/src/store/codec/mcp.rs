@@ -1,0 +1,89 @@
+//! How an agent's MCP servers are summarised on disk, inside its record
+//! (`codec`, `StoredAgent` tag 39). Transport numbers are on-disk format:
+//! never reuse or renumber them; one this agentd does not know is corrupt.
+
+use super::Corrupt;
+use crate::domain::{McpServerSummary, McpTransport};
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct StoredMcpServer {
+    #[prost(string, tag = "1")]
+    name: String,
+    /// 1 stdio, 2 streamable HTTP.
+    #[prost(int32, tag = "2")]
+    transport: i32,
+    #[prost(uint32, tag = "3")]
+    tools: u32,
+    #[prost(string, optional, tag = "4")]
+    error: Option<String>,
+    #[prost(bool, tag = "5")]
+    sandboxed: bool,
+}
+
+fn transport_number(t: McpTransport) -> i32 {
+    match t {
+        McpTransport::Stdio => 1,
+        McpTransport::Http => 2,
+    }
+}
+
+pub(super) fn stored_mcp(servers: &[McpServerSummary]) -> Vec<StoredMcpServer> {
+    servers
+        .iter()
+        .map(|s| StoredMcpServer {
+            name: s.name.clone(),
+            transport: transport_number(s.transport),
+            tools: s.tools,
+            error: s.error.clone(),
+            sandboxed: s.sandboxed,
+        })
+        .collect()
+}
+
+pub(super) fn mcp_of(stored: Vec<StoredMcpServer>) -> Result<Vec<McpServerSummary>, Corrupt> {
+    stored
+        .into_iter()
+        .map(|s| {
+            let transport = [McpTransport::Stdio, McpTransport::Http]
+                .into_iter()
+                .find(|t| transport_number(*t) == s.transport)
+                .ok_or(Corrupt::Field("mcp transport"))?;
+            Ok(McpServerSummary {
+                name: s.name,
+                transport,
+                tools: s.tools,
+                error: s.error,
+                sandboxed: s.sandboxed,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_round_trip_and_an_unknown_transport_is_corrupt() {
+        let servers = vec![
+            McpServerSummary {
+                name: "fx".into(),
+                transport: McpTransport::Stdio,
+                tools: 8,
+                error: None,
+                sandboxed: true,
+            },
+            McpServerSummary {
+                name: "web".into(),
+                transport: McpTransport::Http,
+                tools: 0,
+                error: Some("connection refused".into()),
+                sandboxed: false,
+            },
+        ];
+        assert_eq!(mcp_of(stored_mcp(&servers)).unwrap(), servers);
+        let mut bad = stored_mcp(&servers);
+        bad[0].transport = 7;
+        assert!(matches!(mcp_of(bad), Err(Corrupt::Field("mcp transport"))));
+    }
+}

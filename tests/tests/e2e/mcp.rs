@@ -1,0 +1,417 @@
+//! MCP servers (DESIGN §18): the servers in config.toml are listed into a
+//! new agent's frozen tools array and called when the model asks — real
+//! servers no one here wrote (the Python SDK's, server-everything from
+//! npm) over stdio and streamable HTTP, the real daemon and agentctl,
+//! the mock model; assertions on what the model was sent.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::path::Path;
+
+use agentd_e2e::mcp_fixtures::{self, KillOnDrop, McpFixtures};
+use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, RecordedRequest, Reply};
+use agentd_e2e::{Env, tool_results};
+use serde_json::{Value, json};
+
+fn fixtures() -> McpFixtures {
+    mcp_fixtures::setup().unwrap_or_else(|e| panic!("the MCP fixtures cannot be set up: {e}"))
+}
+
+/// A TOML string.
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// `[mcp_servers.NAME]` for a stdio command, with `extra` lines.
+fn stdio_server(name: &str, (command, args): (String, Vec<String>), extra: &str) -> String {
+    let args: Vec<String> = args.iter().map(|a| quoted(a)).collect();
+    format!(
+        "[mcp_servers.{name}]\ncommand = {}\nargs = [{}]\n{extra}\n",
+        quoted(&command),
+        args.join(", ")
+    )
+}
+
+/// The tool_result blocks of the request's last message.
+fn last_results(r: &RecordedRequest) -> Vec<Value> {
+    r.messages()
+        .last()
+        .and_then(|m| m["content"].as_array())
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .cloned()
+        .collect()
+}
+
+fn call(id: &str, tool: &str, input: Value) -> Reply {
+    Reply::Message(MockMessage::text(format!("calling {tool}")).with(Block::tool(id, tool, input)))
+}
+
+fn starts(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .map(|t| t.lines().filter(|l| l.starts_with("started")).count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_stdio_servers_tools_are_offered_frozen_and_their_results_reach_the_model() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), ""));
+    let _daemon = env.start_daemon();
+    mock.enqueue_all([
+        call("c1", "mcp__fx__echo", json!({"text": "hello from mcp"})),
+        call("c2", "mcp__fx__image", json!({})),
+        call("c3", "mcp__fx__env", json!({"name": "ANTHROPIC_API_KEY"})),
+        call("c4", "mcp__fx__link", json!({})),
+        Reply::text("all done"),
+    ]);
+    let out = env.ctl(&["run", "--model", MODEL, "--name", "m", "use the tools"]);
+    out.expect_code(0);
+    assert_eq!(
+        out.stdout.lines().last(),
+        Some("all done"),
+        "{}",
+        out.stdout
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5);
+
+    // Offered after the built-in tools, with the server's description
+    // and schema, and the array is the same bytes in every request.
+    let tools = requests[0].json["tools"].as_array().unwrap().clone();
+    let names = requests[0].tool_names();
+    let first_mcp = names.iter().position(|n| n.starts_with("mcp__")).unwrap();
+    assert!(
+        names[..first_mcp].contains(&"Bash".to_string()),
+        "{names:?}"
+    );
+    for wanted in [
+        "mcp__fx__echo",
+        "mcp__fx__write_file",
+        "mcp__fx__crash",
+        "mcp__fx__image",
+    ] {
+        assert!(names.contains(&wanted.to_string()), "{names:?}");
+    }
+    let echo = tools.iter().find(|t| t["name"] == "mcp__fx__echo").unwrap();
+    assert!(
+        echo["description"].as_str().unwrap().contains("unchanged"),
+        "{echo}"
+    );
+    assert_eq!(
+        echo["input_schema"]["properties"]["text"]["type"], "string",
+        "{echo}"
+    );
+    for r in &requests[1..] {
+        assert_eq!(
+            r.json["tools"], requests[0].json["tools"],
+            "the tools array is frozen"
+        );
+    }
+
+    let (is_error, echoed) = tool_results(requests[1].messages()).pop().unwrap();
+    assert_eq!((is_error, echoed.as_str()), (false, "hello from mcp"));
+    let image = last_results(&requests[2]);
+    let blocks = image[0]["content"].as_array().unwrap();
+    let img = blocks
+        .iter()
+        .find(|b| b["type"] == "image")
+        .expect("an image block");
+    assert_eq!(img["source"]["type"], "base64");
+    assert_eq!(img["source"]["media_type"], "image/png");
+    assert!(
+        img["source"]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBORw0KGgo"),
+        "{img}"
+    );
+    assert!(
+        blocks.iter().any(|b| b["text"] == "a 1x1 red PNG"),
+        "{blocks:?}"
+    );
+    // No provider key in a server's environment.
+    let (_, key) = tool_results(requests[3].messages()).pop().unwrap();
+    assert_eq!(key, "<unset>");
+    let (is_error, link) = tool_results(requests[4].messages()).pop().unwrap();
+    assert!(!is_error && link.contains("file:///tmp/x.txt"), "{link}");
+
+    // `show` lists the agent's server and how many tools it gave.
+    let shown = env.show("m");
+    let servers = shown["mcp_servers"]
+        .as_array()
+        .expect("mcp_servers in show --json");
+    assert_eq!(servers.len(), 1, "{shown}");
+    assert_eq!(servers[0]["name"], "fx");
+    assert!(servers[0]["tools"].as_u64().unwrap() >= 8, "{shown}");
+    let text = env.ctl(&["show", "m"]).expect_code(0).stdout.clone();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("mcp servers:"))
+        .expect(&text);
+    assert!(
+        line.contains("fx (stdio)") && line.contains("tools"),
+        "{text}"
+    );
+
+    // `mcp list` starts the server now and shows its tools.
+    let listed = env.ctl(&["mcp", "list", "--json"]).expect_code(0).json();
+    let fx = &listed[0];
+    assert_eq!(
+        (fx["name"].as_str(), fx["state"].as_str()),
+        (Some("fx"), Some("ready")),
+        "{listed}"
+    );
+    assert_eq!(fx["source"], "config");
+    assert_eq!(fx["sandboxed"], true);
+    let tools: Vec<&str> = fx["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(tools.contains(&"mcp__fx__echo"), "{listed}");
+}
+
+#[test]
+fn a_server_that_dies_mid_call_gives_an_error_result_and_is_started_again() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    // In the workspace: the sandboxed server may write only there.
+    let log = env.project().join("starts.log");
+    let extra = format!(
+        "env = {{ MCP_FIXTURE_LOG = {} }}",
+        quoted(&log.display().to_string())
+    );
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
+    let _daemon = env.start_daemon();
+    mock.enqueue_all([
+        call("c1", "mcp__fx__crash", json!({})),
+        call("c2", "mcp__fx__echo", json!({"text": "back"})),
+        Reply::text("survived"),
+    ]);
+    let out = env.ctl(&["run", "--model", MODEL, "--name", "crasher", "crash it"]);
+    out.expect_code(0);
+    assert_eq!(
+        out.stdout.lines().last(),
+        Some("survived"),
+        "{}",
+        out.stdout
+    );
+    let requests = mock.requests();
+    let (is_error, text) = tool_results(requests[1].messages()).pop().unwrap();
+    assert!(is_error, "{text}");
+    assert!(text.contains("MCP server fx"), "{text}");
+    let (is_error, text) = tool_results(requests[2].messages()).pop().unwrap();
+    assert_eq!((is_error, text.as_str()), (false, "back"));
+    // Listed at creation, started for the crash, and again after it.
+    assert_eq!(starts(&log), 3, "{:?}", std::fs::read_to_string(&log));
+    assert_eq!(env.show("crasher")["status"], "completed");
+}
+
+#[test]
+fn a_stdio_server_runs_in_its_agents_sandbox_unless_its_definition_says_off() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let outside = env.root.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let config = stdio_server("fx", fx.python_stdio_command(), "")
+        + &stdio_server("free", fx.python_stdio_command(), "sandbox = \"off\"");
+    env.write_config(&config);
+    let _daemon = env.start_daemon();
+    let inside = env.project().join("inside.txt");
+    let escaped = outside.join("escaped.txt");
+    let freed = outside.join("freed.txt");
+    let write = |id: &str, server: &str, path: &Path| {
+        call(
+            id,
+            &format!("mcp__{server}__write_file"),
+            json!({"path": path.display().to_string(), "content": "x"}),
+        )
+    };
+    mock.enqueue_all([
+        write("w1", "fx", &inside),
+        write("w2", "fx", &escaped),
+        write("w3", "free", &freed),
+        Reply::text("wrote"),
+    ]);
+    env.ctl(&["run", "--model", MODEL, "--name", "s", "write"])
+        .expect_code(0);
+    let requests = mock.requests();
+    let result = |i: usize| tool_results(requests[i].messages()).pop().unwrap();
+    assert!(!result(1).0, "{:?}", result(1));
+    assert!(inside.exists(), "the workspace is writable");
+    let (is_error, text) = result(2);
+    assert!(is_error, "{text}");
+    assert!(
+        !escaped.exists(),
+        "the sandbox kept the server from writing outside"
+    );
+    assert!(!result(3).0, "{:?}", result(3));
+    assert!(freed.exists(), "sandbox = \"off\" is honoured");
+}
+
+#[test]
+fn default_mode_asks_before_an_mcp_tool_unless_its_server_marks_it_read_only() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), ""));
+    let _daemon = env.start_daemon();
+    mock.enqueue_all([
+        call("c1", "mcp__fx__echo", json!({"text": "no ask"})),
+        call(
+            "c2",
+            "mcp__fx__write_file",
+            json!({"path": "f.txt", "content": "x"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let id = env.start_agent(&[
+        "--model",
+        MODEL,
+        "--name",
+        "asker",
+        "--permission-mode",
+        "default",
+        "go",
+    ]);
+    let waiting = env.wait_for_agent(&id, "waiting for permission", |a| a["status"] == "waiting");
+    let why = waiting["waiting_for"].as_str().unwrap();
+    assert!(
+        why.starts_with("permission to run mcp__fx__write_file"),
+        "{why}"
+    );
+    // The read-only call ran without asking.
+    let (is_error, text) = tool_results(mock.requests()[1].messages()).pop().unwrap();
+    assert_eq!((is_error, text.as_str()), (false, "no ask"));
+    assert!(
+        !env.project().join("f.txt").exists(),
+        "nothing ran before the answer"
+    );
+    env.ctl(&["stop", &id]).expect_code(0);
+}
+
+#[test]
+fn a_streamable_http_server_and_server_everything_are_called_alike() {
+    let fx = fixtures();
+    let port = mcp_fixtures::free_port();
+    let _http = KillOnDrop(fx.spawn_python_http(port));
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let config = format!(
+        "[mcp_servers.web]\nurl = {}\n\n{}",
+        quoted(&mcp_fixtures::mcp_url(port)),
+        stdio_server("everything", fx.everything_stdio_command(), "")
+    );
+    env.write_config(&config);
+    let _daemon = env.start_daemon();
+    mock.enqueue_all([
+        call("h1", "mcp__web__echo", json!({"text": "over http"})),
+        call(
+            "e1",
+            "mcp__everything__echo",
+            json!({"message": "from everything"}),
+        ),
+        Reply::text("both"),
+    ]);
+    env.ctl(&["run", "--model", MODEL, "--name", "h", "call both"])
+        .expect_code(0);
+    let requests = mock.requests();
+    let names = requests[0].tool_names();
+    assert!(names.contains(&"mcp__web__echo".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"mcp__everything__echo".to_string()),
+        "{names:?}"
+    );
+    let (is_error, text) = tool_results(requests[1].messages()).pop().unwrap();
+    assert_eq!((is_error, text.as_str()), (false, "over http"));
+    let (is_error, text) = tool_results(requests[2].messages()).pop().unwrap();
+    assert!(!is_error && text.contains("from everything"), "{text}");
+}
+
+#[test]
+fn a_server_that_cannot_start_offers_nothing_and_fails_no_agent() {
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    env.write_config(
+        "[mcp_servers.gone]\ncommand = \"/nonexistent/agentd-mcp-server\"\nstartup_timeout_secs = 5\n",
+    );
+    let _daemon = env.start_daemon();
+    mock.enqueue_all([
+        call("g1", "mcp__gone__anything", json!({})),
+        Reply::text("carried on"),
+    ]);
+    let out = env.ctl(&["run", "--model", MODEL, "--name", "g", "try"]);
+    out.expect_code(0);
+    let requests = mock.requests();
+    assert!(
+        !requests[0]
+            .tool_names()
+            .iter()
+            .any(|n| n.starts_with("mcp__"))
+    );
+    let (is_error, text) = tool_results(requests[1].messages()).pop().unwrap();
+    assert!(is_error && text.contains("No such tool"), "{text}");
+    let shown = env.show("g");
+    let server = &shown["mcp_servers"][0];
+    assert_eq!(server["name"], "gone");
+    assert!(
+        server["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not be started"),
+        "{shown}"
+    );
+    let listed = env.ctl(&["mcp", "list"]).expect_code(0).stdout.clone();
+    assert!(
+        listed.contains("gone (config, stdio): /nonexistent/agentd-mcp-server"),
+        "{listed}"
+    );
+    assert!(listed.contains("failed · "), "{listed}");
+}
+
+#[test]
+fn a_call_cut_by_a_daemon_sigkill_is_answered_and_the_server_runs_again_after_the_restart() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    // In the workspace: the sandboxed server may write only there.
+    let log = env.project().join("starts.log");
+    let extra = format!(
+        "env = {{ MCP_FIXTURE_LOG = {} }}",
+        quoted(&log.display().to_string())
+    );
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
+    let daemon = env.start_daemon();
+    mock.enqueue_all([
+        call("s1", "mcp__fx__sleep", json!({"seconds": 60})),
+        call("e1", "mcp__fx__echo", json!({"text": "after the restart"})),
+        Reply::text("resumed"),
+    ]);
+    let id = env.run_background(MODEL, "k", "sleep then echo");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while starts(&log) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never started for the call"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    daemon.kill9();
+    let _daemon = env.start_daemon();
+    let done = env.wait_for_agent(&id, "completed", |a| a["status"] == "completed");
+    assert_eq!(done["result"], "resumed");
+    let requests = mock.requests();
+    let (is_error, text) = tool_results(requests[1].messages()).pop().unwrap();
+    assert!(is_error && text.contains("agentd was restarted"), "{text}");
+    let (is_error, text) = tool_results(requests[2].messages()).pop().unwrap();
+    assert_eq!((is_error, text.as_str()), (false, "after the restart"));
+    assert_eq!(starts(&log), 3, "listed, the sleep, then after the restart");
+}
