@@ -57,7 +57,7 @@ background agent reports back later as a <task-notification> user message.",
     let tools_json: Vec<Value> = tools::builtin_specs()
         .into_iter()
         .chain(orchestration::specs())
-        .filter(|t| allowed.is_none_or(|a| a.iter().any(|n| n.as_str() == t.name)))
+        .filter(|t| allowed.is_none_or(|a| a.tools().iter().any(|n| n.as_str() == t.name)))
         .map(|t| {
             json!({
                 "name": t.name,

@@ -9,7 +9,6 @@ use super::mcp_servers::McpCallEnd;
 use super::round::{Call, tool_result};
 use super::turn_loop::{Halt, RunEnd, TurnLoop};
 use crate::domain::{McpToolName, ToolRef};
-use crate::tools::ToolOutput;
 
 /// How an MCP call of a round ended: its result (and whether it is an
 /// error), or its result and the stop that ends the run.
@@ -26,10 +25,8 @@ impl TurnLoop {
         call: &Call,
         tool: &McpToolName,
     ) -> Result<McpRoundEnd, Halt> {
-        if !self.may_run_mcp() {
-            let out = ToolOutput::error(format!(
-                "{tool} is not available to this agent: its tools are limited to a list without MCP tools"
-            ));
+        if !self.may_run_mcp(tool) {
+            let out = self.not_allowed(tool);
             return Ok(McpRoundEnd::Answered(tool_result(call, &out), true));
         }
         match self.permit(ToolRef::Mcp(tool.clone()), call).await? {
@@ -62,9 +59,12 @@ impl TurnLoop {
         }
     }
 
-    /// Whether the agent may call MCP tools: not when its tools are limited
-    /// to a list (a typed subagent, a fork's `fork_tools`).
-    fn may_run_mcp(&self) -> bool {
-        self.allowed_tools.is_none()
+    /// Whether the agent may call `tool`: always, unless its tools are
+    /// limited to a list (a typed subagent, a fork's `fork_tools`) that
+    /// does not name it.
+    fn may_run_mcp(&self, tool: &McpToolName) -> bool {
+        self.allowed_tools
+            .as_ref()
+            .is_none_or(|allowed| allowed.allows_mcp(tool))
     }
 }

@@ -310,22 +310,22 @@ impl TurnLoop {
     pub(super) fn may_run(&self, tool: ToolName) -> bool {
         self.allowed_tools
             .as_ref()
-            .is_none_or(|allowed| allowed.contains(&tool))
+            .is_none_or(|allowed| allowed.allows(tool))
     }
 
     /// The refusal of a tool outside the agent's allowlist.
-    fn not_allowed(&self, tool: ToolName) -> ToolOutput {
-        let allowed = self.allowed_tools.as_deref().unwrap_or_default();
+    pub(super) fn not_allowed(&self, tool: impl std::fmt::Display) -> ToolOutput {
+        let allowed = self
+            .allowed_tools
+            .as_ref()
+            .map(|a| a.names())
+            .unwrap_or_default();
         ToolOutput::error(if allowed.is_empty() {
             format!("{tool} is not available to this agent; it may use no tools")
         } else {
             format!(
                 "{tool} is not available to this agent; it may use: {}",
-                allowed
-                    .iter()
-                    .map(|t| t.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                allowed.join(", ")
             )
         })
     }

@@ -26,7 +26,7 @@ use super::mcp_servers::McpServers;
 use super::round::{Call, calls_of};
 use super::slot::SlotLease;
 use crate::domain::{
-    AgentRecord, CompactTrigger, Outcome, PromptContext, Role, Status, StopReason, ToolName,
+    AgentRecord, CompactTrigger, Outcome, PromptContext, Role, Status, StopReason, ToolAllowlist,
     TranscriptEntry, json_bytes, now_ms,
 };
 use crate::mcp::Setup;
@@ -195,7 +195,7 @@ pub struct TurnLoop {
     pub(super) system_json: Arc<[u8]>,
     pub(super) tools_json: Arc<[u8]>,
     /// Tools this agent may run (its type's); others get a tool error.
-    pub(super) allowed_tools: Option<Vec<ToolName>>,
+    pub(super) allowed_tools: Option<ToolAllowlist>,
     pub(super) provider: Provider,
     pub(super) stops: StopSignals,
     pub(super) tool_env: Arc<ToolEnv>,

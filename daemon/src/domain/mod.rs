@@ -6,6 +6,7 @@
 //! standing for a closed set of values.
 
 mod agent;
+mod allowlist;
 mod fork;
 mod id;
 mod inbox;
@@ -24,10 +25,8 @@ pub use agent::{
     AgentRecord, Isolation, Outcome, PermissionMode, ReleaseReason, ResumeBlocked,
     ResumeBlockedReason, Status, Usage,
 };
-pub use fork::{
-    FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, QuerySource, ToolAllowlist,
-    parse_tool_allowlist,
-};
+pub use allowlist::{McpPattern, ToolAllowlist};
+pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, QuerySource};
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};
 pub use mcp::{McpServerSummary, McpTransport};

@@ -1,6 +1,6 @@
 //! The frozen parts of an agent's requests.
 
-use super::ToolName;
+use super::ToolAllowlist;
 
 /// Rendered once at creation and stored (DESIGN §6): the system prompt and
 /// the tools array, as sent. Later requests, revivals and forks reuse these
@@ -12,7 +12,7 @@ pub struct PromptContext {
     /// JSON of the `tools` array.
     pub tools_json: Vec<u8>,
     /// Tools the agent may run; None means every declared tool.
-    pub allowed_tools: Option<Vec<ToolName>>,
+    pub allowed_tools: Option<ToolAllowlist>,
     /// Its MCP servers and their tools as listed at creation (DESIGN
     /// §18), frozen with the tools array (JSON, `mcp::Setup`; empty: none).
     pub mcp_json: Vec<u8>,

@@ -15,7 +15,7 @@ use super::create::{Prepared, describe};
 use crate::agent::{fork, fork_profile, turn_loop, worktree_notice};
 use crate::domain::{
     AgentName, AgentRecord, FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, Isolation,
-    PromptContext, QuerySource, Role, ToolName, TranscriptEntry, json_bytes, now_ms,
+    PromptContext, QuerySource, Role, ToolAllowlist, TranscriptEntry, json_bytes, now_ms,
 };
 use crate::error::AgentdError;
 use crate::model::{MessageBytes, ModelSpec, Provider};
@@ -53,15 +53,13 @@ pub(super) enum Origin<'a> {
 /// What a fork may run: its parent's tools narrowed by `fork_tools` or a
 /// profile (a fork never gains a tool its parent could not run).
 fn allowed_tools(
-    parent: Option<&[ToolName]>,
-    asked: Option<Vec<ToolName>>,
-) -> Option<Vec<ToolName>> {
+    parent: Option<&ToolAllowlist>,
+    asked: Option<ToolAllowlist>,
+) -> Option<ToolAllowlist> {
     match (parent, asked) {
         (None, asked) => asked,
-        (Some(parent), None) => Some(parent.to_vec()),
-        (Some(parent), Some(asked)) => {
-            Some(asked.into_iter().filter(|t| parent.contains(t)).collect())
-        }
+        (Some(parent), None) => Some(parent.clone()),
+        (Some(parent), Some(asked)) => Some(parent.and(&asked)),
     }
 }
 
@@ -133,13 +131,13 @@ impl Supervisor {
         }
         let asked = match &req.tools {
             ForkTools::Parent => None,
-            ForkTools::Only(list) => Some(list.tools().to_vec()),
+            ForkTools::Only(list) => Some(list.clone()),
             ForkTools::Profile(_) => profile.as_ref().map(|p| p.tools.clone()),
         };
         let prompt = PromptContext {
             system_json: parent_prompt.system_json,
             tools_json: parent_prompt.tools_json,
-            allowed_tools: allowed_tools(parent_prompt.allowed_tools.as_deref(), asked),
+            allowed_tools: allowed_tools(parent_prompt.allowed_tools.as_ref(), asked),
             // The parent's servers and tools, as its tools array declares them.
             mcp_json: parent_prompt.mcp_json,
         };
@@ -163,7 +161,7 @@ impl Supervisor {
             "fork_turns": req.fork_turns.to_string(),
             "inherited": kept.len(),
             "fork_profile": profile.as_ref().map(|p| p.name.as_str()),
-            "allowed_tools": prompt.allowed_tools.as_ref().map(|t| t.iter().map(|t| t.as_str()).collect::<Vec<_>>()),
+            "allowed_tools": prompt.allowed_tools.as_ref().map(ToolAllowlist::names),
         }]);
         let entries = fork_entries(&note, conversation, &record, now);
         tracing::info!(parent = %parent.id, fork = %id, inherited = kept.len(), "forking");
@@ -261,17 +259,29 @@ mod tests {
 
     #[test]
     fn a_fork_never_gains_a_tool_its_parent_could_not_run() {
-        use ToolName::*;
+        use crate::domain::ToolName::{self, *};
+        let only = |t: &[ToolName]| ToolAllowlist::only(t);
         assert_eq!(allowed_tools(None, None), None);
-        assert_eq!(allowed_tools(None, Some(vec![Read])), Some(vec![Read]));
         assert_eq!(
-            allowed_tools(Some(&[Read, Grep]), None),
-            Some(vec![Read, Grep])
+            allowed_tools(None, Some(only(&[Read]))),
+            Some(only(&[Read]))
         );
         assert_eq!(
-            allowed_tools(Some(&[Read, Grep]), Some(vec![Grep, Bash])),
-            Some(vec![Grep])
+            allowed_tools(Some(&only(&[Read, Grep])), None),
+            Some(only(&[Read, Grep]))
         );
-        assert_eq!(allowed_tools(Some(&[Read]), Some(vec![])), Some(vec![]));
+        assert_eq!(
+            allowed_tools(Some(&only(&[Read, Grep])), Some(only(&[Grep, Bash]))),
+            Some(only(&[Grep]))
+        );
+        assert_eq!(
+            allowed_tools(Some(&only(&[Read])), Some(only(&[]))),
+            Some(only(&[]))
+        );
+        // A parent limited to built-in tools cannot hand its fork an MCP
+        // tool.
+        let asked = ToolAllowlist::parse(&["Read".into(), "mcp__gh__*".into()]).unwrap();
+        let fork = allowed_tools(Some(&only(&[Read])), Some(asked)).unwrap();
+        assert!(!fork.has_mcp());
     }
 }

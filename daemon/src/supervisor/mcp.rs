@@ -11,16 +11,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::Supervisor;
 use crate::agent::mcp_servers::list_tools;
-use crate::domain::{AgentId, AgentRecord, PromptContext, SHORT_ID_LEN, now_ms};
+use crate::domain::{AgentId, AgentRecord, McpToolName, PromptContext, SHORT_ID_LEN, now_ms};
 use crate::error::AgentdError;
 use crate::mcp::{ServerDef, Setup};
 use crate::tools::{AgentProcesses, ToolContext};
 
 impl Supervisor {
     /// Lists the tools of the servers `record` gets into `prompt`. An agent
-    /// whose tools are limited to a list (a typed subagent) gets none.
+    /// whose tools are limited to a list (a typed subagent) gets only the
+    /// MCP tools the list names.
     pub(super) async fn freeze_mcp(&self, record: &mut AgentRecord, prompt: &mut PromptContext) {
-        if prompt.allowed_tools.is_some() {
+        if prompt.allowed_tools.as_ref().is_some_and(|a| !a.has_mcp()) {
             return;
         }
         let defs: Vec<_> = self
@@ -44,6 +45,14 @@ impl Supervisor {
             processes: Arc::new(AgentProcesses::default()),
         };
         let listed = futures::future::join_all(defs.iter().map(|d| list_tools(d, &ctx))).await;
+        let allowed = |t: &crate::mcp::ToolDecl| {
+            prompt.allowed_tools.as_ref().is_none_or(|a| {
+                McpToolName::parse(&t.wire_name).is_some_and(|name| a.allows_mcp(&name))
+            })
+        };
+        let listed = listed
+            .into_iter()
+            .map(|r| r.map(|tools| tools.into_iter().filter(allowed).collect()));
         let setup = Setup::build(defs.into_iter().zip(listed).collect());
         for s in &setup.servers {
             match &s.listed {

@@ -80,8 +80,8 @@ fn bad_fork_arguments_are_tool_errors_the_model_reads_and_start_nothing() {
             "h".repeat(201)
         ),
     );
-    let tools =
-        "Bash, Read, Write, Edit, Glob, Grep, Agent, SendMessage, ListAgents, TaskStop, TodoWrite";
+    let tools = "Bash, Read, Write, Edit, Glob, Grep, Agent, SendMessage, ListAgents, TaskStop, \
+TodoWrite and MCP tools (mcp__<server>__<tool>)";
     let wildcards = "the only wildcards are 'mcp__*' and 'mcp__<server>__*'";
     let cases: Vec<(Value, String)> = vec![
         (json!({"fork_tools": ["*"]}), format!("fork_tools[0] '*' is not allowed: {wildcards}")),

@@ -415,3 +415,47 @@ fn a_call_cut_by_a_daemon_sigkill_is_answered_and_the_server_runs_again_after_th
     assert_eq!((is_error, text.as_str()), (false, "after the restart"));
     assert_eq!(starts(&log), 3, "listed, the sleep, then after the restart");
 }
+
+#[test]
+fn a_fork_keeps_its_parents_mcp_tools_byte_for_byte_and_its_allowlist_narrows_them() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), ""));
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::text("parent done"));
+    env.ctl(&["run", "--model", MODEL, "--name", "parent", "hello"])
+        .expect_code(0);
+    mock.enqueue_all([
+        call("f1", "mcp__fx__echo", json!({"text": "allowed"})),
+        call(
+            "f2",
+            "mcp__fx__write_file",
+            json!({"path": "no.txt", "content": "x"}),
+        ),
+        Reply::text("fork done"),
+    ]);
+    env.ctl(&[
+        "fork",
+        "parent",
+        "use what you may",
+        "--tools",
+        "Read,mcp__fx__echo",
+    ])
+    .expect_code(0);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(
+        requests[1].json["tools"], requests[0].json["tools"],
+        "the fork's tools array is its parent's, MCP tools included"
+    );
+    let (is_error, text) = tool_results(requests[2].messages()).pop().unwrap();
+    assert_eq!((is_error, text.as_str()), (false, "allowed"));
+    let (is_error, text) = tool_results(requests[3].messages()).pop().unwrap();
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("mcp__fx__write_file is not available to this agent"),
+        "{text}"
+    );
+    assert!(!env.project().join("no.txt").exists());
+}

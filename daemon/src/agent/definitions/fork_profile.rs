@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{FrontMatterError, Split, repo_root, split};
-use crate::domain::{ToolName, parse_tool_allowlist};
+use crate::domain::ToolAllowlist;
 use crate::error::quote;
 
 /// Largest profile file.
@@ -21,7 +21,7 @@ const MAX_HINT_CHARS: usize = 200;
 pub struct ForkProfile {
     pub name: String,
     /// The tools the fork may run.
-    pub tools: Vec<ToolName>,
+    pub tools: ToolAllowlist,
     pub hint: Option<String>,
 }
 
@@ -111,7 +111,7 @@ pub fn parse(name: &str, path: &Path, text: &str) -> Result<ForkProfile, String>
             quote(&fm.name)
         ));
     }
-    let tools = parse_tool_allowlist(&fm.tools).map_err(|e| {
+    let tools = ToolAllowlist::parse(&fm.tools).map_err(|e| {
         format!(
             "fork profile {shown}: {}",
             e.replacen("fork_tools", "tools", 1)
@@ -137,6 +137,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::domain::ToolName;
 
     fn repo() -> (tempfile::TempDir, PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
@@ -161,8 +162,8 @@ mod tests {
         );
         let p = load("reader", &repo.join("src")).unwrap();
         assert_eq!(
-            p.tools,
-            vec![ToolName::Read, ToolName::Grep, ToolName::Glob]
+            p.tools.tools(),
+            [ToolName::Read, ToolName::Grep, ToolName::Glob]
         );
         assert_eq!(p.hint.as_deref(), Some("look, do not touch"));
     }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{FrontMatterError, Split, repo_root, split};
-use crate::domain::{Isolation, PermissionMode, SandboxMode, ToolName};
+use crate::domain::{Isolation, PermissionMode, SandboxMode, ToolAllowlist, ToolName};
 
 /// The type used when `subagent_type` is omitted.
 pub const DEFAULT_TYPE: &str = "general-purpose";
@@ -33,7 +33,7 @@ pub struct AgentType {
     pub name: String,
     pub description: String,
     /// Tools the type may use; `None` means all.
-    pub tools: Option<Vec<ToolName>>,
+    pub tools: Option<ToolAllowlist>,
     pub model: Option<String>,
     pub background: bool,
     /// Overrides the parent's permission mode for agents of this type.
@@ -69,7 +69,7 @@ report of what you did and found: your final message is all the delegating agent
             description: "Explores a codebase quickly: finds files, searches code, answers \
 questions; never changes anything"
                 .into(),
-            tools: Some(READ_ONLY_TOOLS.to_vec()),
+            tools: Some(ToolAllowlist::only(&READ_ONLY_TOOLS)),
             model: None,
             background: false,
             permission_mode: None,
@@ -223,17 +223,8 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
                 .collect(),
         };
         // Tools agentd does not have (another product's) are left out:
-        // the type gets less, never more.
-        names
-            .iter()
-            .filter_map(|n| {
-                let tool = ToolName::parse(n);
-                if tool.is_none() {
-                    tracing::debug!(file = %where_, tool = %n, "a tool agentd does not have is left out");
-                }
-                tool
-            })
-            .collect::<Vec<_>>()
+        // the type gets less, never more. MCP tools and patterns are kept.
+        ToolAllowlist::lenient(names.iter().map(String::as_str))
     });
     Ok(AgentType {
         name: fm.name,
@@ -382,7 +373,8 @@ mod tests {
             resolve("Explore", &repo.join("sub"), &cfg)
                 .unwrap()
                 .tools
-                .unwrap()[0],
+                .unwrap()
+                .tools()[0],
             ToolName::Read
         );
         std::fs::create_dir_all(repo.join(".agentd/agents")).unwrap();
@@ -392,7 +384,10 @@ mod tests {
         )
         .unwrap();
         let t = resolve("reviewer", &repo.join("sub"), &cfg).unwrap();
-        assert_eq!(t.tools, Some(vec![ToolName::Read, ToolName::Grep]));
+        assert_eq!(
+            t.tools,
+            Some(ToolAllowlist::only(&[ToolName::Read, ToolName::Grep]))
+        );
         assert_eq!(t.model.as_deref(), Some("anthropic:claude-x"));
         assert_eq!(t.instructions, "You review code.");
         assert_eq!(t.permission_mode, Some(PermissionMode::Plan));
@@ -421,12 +416,12 @@ WebFetch\nmodel: sonnet\ncolor: purple\n---\n\nYou are a senior code reviewer.\n
         // WebFetch is not agentd's: left out, never more.
         assert_eq!(
             t.tools,
-            Some(vec![
+            Some(ToolAllowlist::only(&[
                 ToolName::Read,
                 ToolName::Grep,
                 ToolName::Glob,
                 ToolName::Bash
-            ])
+            ]))
         );
         assert_eq!(t.model.as_deref(), Some("sonnet"));
         assert_eq!(t.instructions, "You are a senior code reviewer.");

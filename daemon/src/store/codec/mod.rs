@@ -17,7 +17,7 @@ use crate::domain::SandboxMode;
 use crate::domain::{
     AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, InstructionFile, InstructionsLoaded,
     Outcome, PermissionMode, PromptContext, QuerySource, ResumeBlocked, ResumeBlockedReason,
-    ShortId, Status, ToolName, ToolRef, Usage, WorkSummary, WorktreeState,
+    ShortId, Status, ToolAllowlist, ToolRef, Usage, WorkSummary, WorktreeState,
 };
 use mcp::{StoredMcpServer, mcp_of, stored_mcp};
 use plan::{StoredPlanItem, plan_of, stored_plan};
@@ -325,14 +325,6 @@ fn mode_of(n: i32) -> Option<PermissionMode> {
 
 /// Known tool names; names this agentd does not know are dropped, which
 /// allows less, never more.
-fn tools_of(names: &[String]) -> Vec<ToolName> {
-    names.iter().filter_map(|n| ToolName::parse(n)).collect()
-}
-
-fn tool_names(tools: &[ToolName]) -> Vec<String> {
-    tools.iter().map(|t| t.as_str().to_string()).collect()
-}
-
 pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
     StoredAgent {
         id: r.id.as_bytes().to_vec(),
@@ -504,8 +496,8 @@ pub fn encode_prompt(p: &PromptContext) -> Vec<u8> {
         tools_json: p.tools_json.clone(),
         allowed_tools: p
             .allowed_tools
-            .as_deref()
-            .map(tool_names)
+            .as_ref()
+            .map(ToolAllowlist::names)
             .unwrap_or_default(),
         restricted: p.allowed_tools.is_some(),
         mcp_json: p.mcp_json.clone(),
@@ -518,7 +510,10 @@ pub fn decode_prompt(bytes: &[u8]) -> Result<PromptContext, Corrupt> {
     let allowed_tools = if s.allowed_tools.is_empty() && !s.restricted {
         None
     } else {
-        Some(tools_of(&s.allowed_tools))
+        // An entry this agentd does not know is left out: less, never more.
+        Some(ToolAllowlist::lenient(
+            s.allowed_tools.iter().map(String::as_str),
+        ))
     };
     if !s.mcp_json.is_empty() && crate::mcp::Setup::parse(&s.mcp_json).is_err() {
         return Err(Corrupt::Field("mcp servers"));
@@ -580,7 +575,7 @@ fn outcome_of(result: String, error: String) -> Option<Outcome> {
 mod tests {
     use super::*;
     use crate::domain::{CompactBoundary, CompactTrigger, Role, StopReason, TranscriptEntry};
-    use crate::domain::{PlanItem, PlanStatus};
+    use crate::domain::{PlanItem, PlanStatus, ToolName};
 
     fn sample() -> AgentRecord {
         let id = AgentId::random();
@@ -754,12 +749,12 @@ mod tests {
         let p = PromptContext {
             system_json: b"[1]".to_vec(),
             tools_json: b"[2]".to_vec(),
-            allowed_tools: Some(vec![ToolName::Read, ToolName::Grep]),
+            allowed_tools: Some(ToolAllowlist::lenient(["Read", "Grep", "mcp__gh__*"])),
             mcp_json: Vec::new(),
         };
         assert_eq!(decode_prompt(&encode_prompt(&p)).unwrap(), p);
         let none_allowed = PromptContext {
-            allowed_tools: Some(Vec::new()),
+            allowed_tools: Some(ToolAllowlist::default()),
             ..p.clone()
         };
         assert_eq!(
