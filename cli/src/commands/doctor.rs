@@ -167,6 +167,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     checks.push(git_check(git.as_deref()));
     if let Some(s) = &status {
         checks.push(landlock_check(s));
+        mcp_checks(target, &mut checks).await;
     }
     checks.push(units_check());
     let failed = checks.iter().any(|c| c.level == Level::Fail);
@@ -177,6 +178,55 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         print_text(&checks);
     }
     Ok(if failed { FAILURE } else { SUCCESS })
+}
+
+/// Each enabled MCP server (DESIGN §18): started and asked for its tools,
+/// as for an agent working here; one outside the sandbox is pointed out.
+async fn mcp_checks(target: &Target, checks: &mut Vec<Check>) {
+    let Ok(mut client) = target.client().await else {
+        return;
+    };
+    let cwd = crate::commands::worktrees::client_dir();
+    let servers = match client
+        .list_mcp_servers(pb::ListMcpServersRequest { cwd })
+        .await
+    {
+        Ok(r) => r.into_inner().servers,
+        Err(status) => {
+            checks.push(check(
+                "mcp servers",
+                Level::Warn,
+                format!("could not be checked: {}", status.message()),
+                "agentctl mcp list shows them",
+            ));
+            return;
+        }
+    };
+    for s in servers {
+        let state = pb::McpServerState::try_from(s.state).unwrap_or_default();
+        let stdio = s.transport == pb::McpTransport::Stdio as i32;
+        checks.push(match state {
+            pb::McpServerState::Disabled => continue,
+            pb::McpServerState::Ready if stdio && !s.sandboxed => check(
+                "mcp server",
+                Level::Warn,
+                format!("{}: {} tools, but it runs outside the sandbox (sandbox = \"off\")", s.name, s.tools.len()),
+                "remove sandbox = \"off\" from its [mcp_servers] entry unless it must write outside the workspace",
+            ),
+            pb::McpServerState::Ready => check(
+                "mcp server",
+                Level::Ok,
+                format!("{}: {} tools", s.name, s.tools.len()),
+                "",
+            ),
+            _ => check(
+                "mcp server",
+                Level::Warn,
+                format!("{}: {}", s.name, s.error),
+                "fix its [mcp_servers] entry in config.toml (agentctl mcp list shows what runs), or set enabled = false",
+            ),
+        });
+    }
 }
 
 /// The socket, its directory and the data directory: the daemon's if it

@@ -2,6 +2,8 @@
 //! and permission mode apply as to any tool, then its server answers
 //! (`mcp_servers`); an interrupt or cancel tells the server to cancel.
 
+use std::path::PathBuf;
+
 use serde_json::{Value, json};
 
 use super::interrupted;
@@ -39,10 +41,14 @@ impl TurnLoop {
             }
             Ok(None) => {}
         }
-        let spool = self.spool.path(seq, index);
-        let ctx = self.tool_context(spool.clone());
+        let ctx = self.tool_context(self.spool.path(seq, index));
+        let full_text = self.full_output_path(&call.id);
         let cancel = self.stops.interrupt.child_token();
-        match self.mcp.call(tool, &call.input, &ctx, cancel, &spool).await {
+        match self
+            .mcp
+            .call(tool, &call.input, &ctx, cancel, &full_text)
+            .await
+        {
             McpCallEnd::Done { content, is_error } => {
                 let mut result =
                     json!({"type": "tool_result", "tool_use_id": call.id, "content": content});
@@ -56,6 +62,27 @@ impl TurnLoop {
                 let cut = interrupted::cut_short(tool, &stop);
                 Ok(McpRoundEnd::Stopped(tool_result(call, &cut), stop))
             }
+        }
+    }
+
+    /// Where the full text of a result too long for the model is kept: the
+    /// agent's private temp dir (its Bash can read it there; it goes with
+    /// the agent), else the round's spool.
+    fn full_output_path(&self, call_id: &str) -> PathBuf {
+        let name: String = call_id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(80)
+            .collect();
+        match crate::sandbox::tmpdir(&crate::sandbox::tmp_root(), self.record.short_id.as_str()) {
+            Ok(dir) => dir.join(format!("mcp-output-{name}.txt")),
+            Err(_) => self.spool.path(self.next_seq, 0),
         }
     }
 

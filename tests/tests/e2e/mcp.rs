@@ -374,6 +374,18 @@ fn a_server_that_cannot_start_offers_nothing_and_fails_no_agent() {
         "{listed}"
     );
     assert!(listed.contains("failed · "), "{listed}");
+    // `doctor` checks it too (a warning: agents work without it).
+    let doctor = env.ctl(&["doctor", "--json"]).json();
+    let checks = doctor["checks"].as_array().expect("checks");
+    let mcp = checks
+        .iter()
+        .find(|c| c["check"] == "mcp server")
+        .unwrap_or_else(|| panic!("{doctor}"));
+    assert_eq!(mcp["level"], "warn", "{mcp}");
+    assert!(
+        mcp["detail"].as_str().unwrap().starts_with("gone: "),
+        "{mcp}"
+    );
 }
 
 #[test]
@@ -458,4 +470,42 @@ fn a_fork_keeps_its_parents_mcp_tools_byte_for_byte_and_its_allowlist_narrows_th
         "{text}"
     );
     assert!(!env.project().join("no.txt").exists());
+}
+
+#[test]
+fn a_long_result_is_shortened_like_bashs_and_the_full_text_kept_where_the_agent_can_read_it() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), ""));
+    let _daemon = env.start_daemon();
+    let long: String = (0..20_000).map(|i| format!("{i:05}")).collect();
+    mock.enqueue(call("l1", "mcp__fx__echo", json!({"text": long})));
+    // While the agent runs, the file the note names holds the whole text.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let kept = seen.clone();
+    mock.respond_with(move |r| {
+        let (_, text) = tool_results(r.messages()).pop()?;
+        let path = text
+            .split(" is in ")
+            .nth(1)?
+            .trim_end_matches(']')
+            .trim()
+            .to_string();
+        *kept.lock().unwrap() = Some((text.chars().count(), std::fs::read_to_string(path).ok()));
+        Some(Reply::text("read it"))
+    });
+    env.ctl(&["run", "--model", MODEL, "--name", "longer", "echo a lot"])
+        .expect_code(0);
+    let (shown, full) = seen
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the result named a file");
+    assert!(shown < 40_000, "the model was shown {shown} characters");
+    assert_eq!(
+        full.as_deref(),
+        Some(long.as_str()),
+        "the file holds the whole text"
+    );
 }
