@@ -23,6 +23,11 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// End a server's session in every running agent that has it; each starts it again at its next call.
+    Restart {
+        /// The server's name.
+        name: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -42,8 +47,19 @@ struct ServerJson<'a> {
 }
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
-    let Action::List { json } = args.action;
     let mut client = target.client().await?;
+    let json = match args.action {
+        Action::List { json } => json,
+        Action::Restart { name } => {
+            let ended = client
+                .restart_mcp_server(pb::RestartMcpServerRequest { name: name.clone() })
+                .await?
+                .into_inner()
+                .ended;
+            println!("{name}: ended in {ended} running agent(s); started again at their next call");
+            return Ok(SUCCESS);
+        }
+    };
     let resp = client
         .list_mcp_servers(pb::ListMcpServersRequest { cwd: client_dir() })
         .await?

@@ -46,7 +46,7 @@ pub(super) enum McpCallEnd {
 }
 
 #[derive(Default)]
-pub(super) struct McpServers {
+pub struct McpServers {
     defs: HashMap<ServerName, ServerDef>,
     tools: HashMap<McpToolName, ToolDecl>,
     live: tokio::sync::Mutex<HashMap<ServerName, Live>>,
@@ -54,7 +54,7 @@ pub(super) struct McpServers {
 }
 
 impl McpServers {
-    pub(super) fn new(setup: &Setup) -> McpServers {
+    pub fn new(setup: &Setup) -> McpServers {
         McpServers {
             defs: setup
                 .servers
@@ -79,6 +79,29 @@ impl McpServers {
     /// Whether its server marks the tool read-only.
     pub(super) fn is_read_only(&self, tool: &McpToolName) -> bool {
         self.tools.get(tool).is_some_and(|t| t.read_only)
+    }
+
+    /// Ends the session of the server `name` (killing a stdio server) and
+    /// forgets its failed starts: the next call starts it afresh. Whether
+    /// one was live.
+    pub async fn restart(&self, name: &ServerName) -> bool {
+        self.failures_mut().remove(name);
+        let ended = self.live.lock().await.remove(name);
+        match ended {
+            Some(Live { session, _process }) => {
+                if let Ok(session) = Arc::try_unwrap(session) {
+                    session.close().await;
+                }
+                drop(_process);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `name` is one of its servers.
+    pub fn has_server(&self, name: &ServerName) -> bool {
+        self.defs.contains_key(name)
     }
 
     /// Calls `tool` with `input`; every failure is an error result the

@@ -29,7 +29,6 @@ use crate::domain::{
     AgentRecord, CompactTrigger, Outcome, PromptContext, Role, Status, StopReason, ToolAllowlist,
     TranscriptEntry, json_bytes, now_ms,
 };
-use crate::mcp::Setup;
 use crate::model::window::ContextLimits;
 use crate::model::{MessageBytes, ModelError, ModelRequest, ModelResponse, Provider};
 use crate::store::{Store, StoreError};
@@ -183,6 +182,8 @@ pub struct LoopSetup {
     pub limits: ContextLimits,
     /// Compactions asked for by hand while it runs.
     pub compaction: Arc<CompactQueue>,
+    /// Its MCP servers' sessions, ended with the run.
+    pub mcp: Arc<McpServers>,
 }
 
 pub struct TurnLoop {
@@ -241,7 +242,7 @@ impl TurnLoop {
             stops: setup.stops,
             tool_env: setup.tool_env,
             processes: Arc::default(),
-            mcp: Arc::new(McpServers::new(&Setup::from_json(&setup.prompt.mcp_json))),
+            mcp: setup.mcp,
             spool: setup.spool,
             messages,
             next_seq,

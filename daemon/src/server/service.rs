@@ -379,6 +379,14 @@ impl AgentService for AgentApi {
         }))
     }
 
+    async fn restart_mcp_server(
+        &self,
+        req: Request<pb::RestartMcpServerRequest>,
+    ) -> Result<Response<pb::RestartMcpServerResponse>, Status> {
+        let ended = self.sup.restart_mcp(&req.into_inner().name).await?;
+        Ok(Response::new(pb::RestartMcpServerResponse { ended }))
+    }
+
     async fn get_config(
         &self,
         _req: Request<pb::GetConfigRequest>,

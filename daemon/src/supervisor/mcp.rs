@@ -13,7 +13,7 @@ use super::Supervisor;
 use crate::agent::mcp_servers::list_tools;
 use crate::domain::{AgentId, AgentRecord, McpToolName, PromptContext, SHORT_ID_LEN, now_ms};
 use crate::error::AgentdError;
-use crate::mcp::{ServerDef, Setup};
+use crate::mcp::{ServerDef, ServerName, Setup};
 use crate::tools::{AgentProcesses, ToolContext};
 
 impl Supervisor {
@@ -122,5 +122,35 @@ impl Supervisor {
             .zip(listed)
             .map(|(def, listed)| McpReport { def, listed })
             .collect())
+    }
+}
+
+impl Supervisor {
+    /// `mcp restart NAME`: ends the server's session in every running
+    /// agent that has it (a stdio server is killed); each starts it afresh
+    /// at its next call. How many sessions were ended.
+    pub async fn restart_mcp(&self, name: &str) -> Result<u32, AgentdError> {
+        let name = ServerName::parse(name).map_err(AgentdError::invalid)?;
+        let configured = self.config().mcp_servers.iter().any(|d| d.name == name);
+        let runs: Vec<_> = self
+            .registry
+            .handles()
+            .into_iter()
+            .filter_map(|(_, h)| h.run().as_ref().map(|r| r.mcp.clone()))
+            .filter(|m| m.has_server(&name))
+            .collect();
+        if !configured && runs.is_empty() {
+            return Err(AgentdError::NotFound(format!(
+                "no MCP server named {name}: none is configured and no running agent has one"
+            )));
+        }
+        let mut ended = 0;
+        for servers in runs {
+            if servers.restart(&name).await {
+                ended += 1;
+            }
+        }
+        tracing::info!(server = %name, ended, "MCP server restarted");
+        Ok(ended)
     }
 }

@@ -3,6 +3,7 @@
 //! swept (`housekeeping`); one is made again on next use.
 
 use crate::agent::compaction::CompactQueue;
+use crate::agent::mcp_servers::McpServers;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -26,6 +27,8 @@ pub(super) struct RunControl {
     pub(super) foreground: Arc<Foreground>,
     /// Compactions asked of it, done at its next turn boundary.
     pub(super) compaction: Arc<CompactQueue>,
+    /// Its MCP servers' sessions (`mcp restart` ends them).
+    pub(super) mcp: Arc<McpServers>,
 }
 
 /// The supervisor's view of one agent.

@@ -12,6 +12,7 @@ use super::{Supervisor, notification, short};
 use crate::agent::compaction::CompactQueue;
 use crate::agent::hub::StatusSnapshot;
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
+use crate::agent::mcp_servers::McpServers;
 use crate::agent::slot::SlotLease;
 use crate::agent::{
     EndRoute, FanOutRole, Finished, Foreground, LoopSetup, RunEnd, StopSignals, TurnLoop, WaitEnd,
@@ -20,6 +21,7 @@ use crate::domain::{
     AgentRecord, Outcome, PromptContext, ResumeBlocked, ResumeBlockedReason, Status, now_ms,
 };
 use crate::error::AgentdError;
+use crate::mcp::Setup;
 use crate::model::window::ContextLimits;
 use crate::model::{ModelSpec, Provider};
 use crate::tools::spool::Spool;
@@ -58,6 +60,7 @@ impl Supervisor {
         compaction: Arc<CompactQueue>,
     ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
+        let mcp = Arc::new(McpServers::new(&Setup::from_json(&prompt.mcp_json)));
         let stops = StopSignals::new(self.runs.shutdown_token().clone());
         let kill = CancellationToken::new();
         let foreground = Arc::new(foreground);
@@ -71,6 +74,7 @@ impl Supervisor {
                 kill: kill.clone(),
                 foreground: foreground.clone(),
                 compaction: compaction.clone(),
+                mcp: mcp.clone(),
             });
         }
         handle.hub.publish_status(StatusSnapshot {
@@ -101,6 +105,7 @@ impl Supervisor {
                         compact_at: crate::model::window::DEFAULT_COMPACT_AT,
                     }),
                 compaction,
+                mcp,
             };
             let finished = tokio::select! {
                 biased;

@@ -509,3 +509,72 @@ fn a_long_result_is_shortened_like_bashs_and_the_full_text_kept_where_the_agent_
         "the file holds the whole text"
     );
 }
+
+/// The pids the fixture's start log names, in order.
+fn started_pids(log: &Path) -> Vec<i32> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("started pid=")?.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn mcp_restart_ends_a_running_agents_server_and_its_next_call_starts_it_again() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let log = env.project().join("starts.log");
+    let extra = format!(
+        "env = {{ MCP_FIXTURE_LOG = {} }}",
+        quoted(&log.display().to_string())
+    );
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
+    let _daemon = env.start_daemon();
+    mock.enqueue_all([
+        call("r1", "mcp__fx__echo", json!({"text": "first"})),
+        Reply::tool(
+            "w",
+            "Bash",
+            json!({"command": "while [ ! -e go ]; do sleep 0.05; done"}),
+        ),
+        call("r2", "mcp__fx__echo", json!({"text": "second"})),
+        Reply::text("restarted"),
+    ]);
+    let id = env.run_background(MODEL, "restarter", "echo twice");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while mock.requests().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first call never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pids = started_pids(&log);
+    assert_eq!(
+        pids.len(),
+        2,
+        "listed at creation, then started for the call"
+    );
+    let out = env.ctl(&["mcp", "restart", "fx"]);
+    out.expect_code(0);
+    assert!(
+        out.stdout.contains("ended in 1 running agent"),
+        "{}",
+        out.stdout
+    );
+    std::fs::write(env.project().join("go"), "").unwrap();
+    let done = env.wait_for_agent(&id, "completed", |a| a["status"] == "completed");
+    assert_eq!(done["result"], "restarted");
+    let (is_error, text) = tool_results(mock.requests()[3].messages()).pop().unwrap();
+    assert_eq!((is_error, text.as_str()), (false, "second"));
+    assert_eq!(
+        started_pids(&log).len(),
+        3,
+        "started again for the next call"
+    );
+    // Bad names: the right exit codes.
+    env.ctl(&["mcp", "restart", "nosuch"]).expect_code(1);
+    let bad = env.ctl(&["mcp", "restart", "a b"]);
+    assert_ne!(bad.code, 0);
+}
