@@ -71,7 +71,7 @@ pub enum Command {
     Events(commands::events::Args),
     /// What agents cost: tokens, requests and USD, with what the prompt cache saved.
     Usage(commands::usage::Args),
-    /// The MCP servers agents get: `list` starts each and shows its tools.
+    /// The MCP servers agents get: `list` starts each and shows its tools; `approve` lets a repository's .mcp.json servers run.
     Mcp(commands::mcp::Args),
     /// Show the daemon's version, socket, data directory, uptime and agent counts.
     Status(commands::status::Args),

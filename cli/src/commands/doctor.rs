@@ -207,6 +207,12 @@ async fn mcp_checks(target: &Target, checks: &mut Vec<Check>) {
         let stdio = s.transport == pb::McpTransport::Stdio as i32;
         checks.push(match state {
             pb::McpServerState::Disabled => continue,
+            pb::McpServerState::Unapproved => check(
+                "mcp server",
+                Level::Warn,
+                format!("{}: the repository's .mcp.json server is not approved (not started): {}", s.name, s.target),
+                "agentctl mcp approve NAME, if you trust what it runs",
+            ),
             pb::McpServerState::Ready if stdio && !s.sandboxed => check(
                 "mcp server",
                 Level::Warn,

@@ -1,11 +1,13 @@
-//! `agentctl mcp list [--json]`: the MCP servers a new agent here would
-//! get, each started and asked for its tools now (DESIGN §18).
+//! `agentctl mcp list|approve|revoke`: the MCP servers a new agent here
+//! would get, each started and asked for its tools now; and the approval
+//! a repository's `.mcp.json` servers need before they run (DESIGN §18).
+
+use std::path::PathBuf;
 
 use agentd_shared::proto as pb;
 use serde::Serialize;
 
 use crate::autostart::Target;
-use crate::commands::worktrees::client_dir;
 use crate::exit::{Failure, SUCCESS};
 use crate::view::render;
 
@@ -17,28 +19,51 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Action {
-    /// Each server (from config.toml): where it comes from, how it is reached, whether it starts, and its tools.
+    /// Each server (config.toml's, then the repository's .mcp.json): where it comes from, how it is reached, whether it starts, and its tools. A repository's server is not started until approved.
     List {
-        /// Print JSON.
+        /// Print JSON (notes go to stderr).
         #[arg(long)]
         json: bool,
+        /// The directory agents would work in [default: the current directory].
+        #[arg(long)]
+        cwd: Option<PathBuf>,
     },
     /// End a server's session in every running agent that has it; each starts it again at its next call.
     Restart {
         /// The server's name.
         name: String,
     },
+    /// Approve servers of the repository's .mcp.json, as defined now, for agents made from now on; a changed definition needs approving again.
+    Approve(Selection),
+    /// Forget approvals of the repository's servers (agents made before keep theirs).
+    Revoke(Selection),
+}
+
+#[derive(Debug, clap::Args)]
+struct Selection {
+    /// Server names.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    names: Vec<String>,
+    /// Every server.
+    #[arg(long)]
+    all: bool,
+    /// A directory in the repository [default: the current directory].
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Serialize)]
 struct ServerJson<'a> {
     name: &'a str,
-    /// "config".
+    /// "config" or "repository".
     source: &'static str,
     /// "stdio" or "http".
     transport: &'static str,
     target: &'a str,
-    /// "ready", "failed" or "disabled".
+    /// "ready", "failed", "disabled" or "unapproved".
     state: &'static str,
     tools: &'a [String],
     /// Why it failed; null otherwise.
@@ -46,51 +71,206 @@ struct ServerJson<'a> {
     sandboxed: bool,
 }
 
+#[derive(Serialize)]
+struct ApprovedJson<'a> {
+    repository: &'a str,
+    servers: Vec<ApprovedServerJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct ApprovedServerJson<'a> {
+    name: &'a str,
+    transport: &'static str,
+    target: &'a str,
+    fingerprint: &'a str,
+    /// It was approved already, as defined now.
+    already: bool,
+}
+
+#[derive(Serialize)]
+struct RevokedJson<'a> {
+    repository: &'a str,
+    names: &'a [String],
+}
+
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
+    match args.action {
+        Action::List { json, cwd } => list(target, json, cwd).await,
+        Action::Approve(s) => approve(target, s).await,
+        Action::Revoke(s) => revoke(target, s).await,
+        Action::Restart { name } => restart(target, name).await,
+    }
+}
+
+async fn restart(target: &Target, name: String) -> Result<u8, Failure> {
     let mut client = target.client().await?;
-    let json = match args.action {
-        Action::List { json } => json,
-        Action::Restart { name } => {
-            let ended = client
-                .restart_mcp_server(pb::RestartMcpServerRequest { name: name.clone() })
-                .await?
-                .into_inner()
-                .ended;
-            println!("{name}: ended in {ended} running agent(s); started again at their next call");
-            return Ok(SUCCESS);
-        }
+    let ended = client
+        .restart_mcp_server(pb::RestartMcpServerRequest { name: name.clone() })
+        .await?
+        .into_inner()
+        .ended;
+    println!("{name}: ended in {ended} running agent(s); started again at their next call");
+    Ok(SUCCESS)
+}
+
+/// `dir` (else the current directory), absolute.
+fn client_dir(dir: Option<PathBuf>) -> Result<String, Failure> {
+    let dir = match dir {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .map_err(|e| Failure::failed(format!("cannot read the current directory: {e}")))?,
     };
+    let dir = std::path::absolute(&dir)
+        .map_err(|e| Failure::failed(format!("cannot resolve {}: {e}", dir.display())))?;
+    Ok(dir.display().to_string())
+}
+
+async fn list(target: &Target, json: bool, cwd: Option<PathBuf>) -> Result<u8, Failure> {
+    let cwd = client_dir(cwd)?;
+    let mut client = target.client().await?;
     let resp = client
-        .list_mcp_servers(pb::ListMcpServersRequest { cwd: client_dir() })
+        .list_mcp_servers(pb::ListMcpServersRequest { cwd })
         .await?
         .into_inner();
     if json {
         let servers: Vec<ServerJson<'_>> = resp.servers.iter().map(server_json).collect();
         render::print_json(&servers);
+        for note in &resp.notes {
+            eprintln!("agentctl: note: {note}");
+        }
         return Ok(SUCCESS);
     }
     if resp.servers.is_empty() {
-        println!("no MCP servers: add one as [mcp_servers.NAME] in config.toml");
-        return Ok(SUCCESS);
+        println!(
+            "no MCP servers: add one as [mcp_servers.NAME] in config.toml, or in a repository's .mcp.json"
+        );
     }
     for s in &resp.servers {
-        let j = server_json(s);
-        let confinement = if j.transport == "stdio" && !j.sandboxed {
-            " · NOT SANDBOXED (sandbox = \"off\")"
-        } else {
-            ""
-        };
+        print_server(s);
+    }
+    if resp
+        .servers
+        .iter()
+        .any(|s| s.state == pb::McpServerState::Unapproved as i32)
+    {
         println!(
-            "{} ({}, {}{confinement}): {}",
-            j.name, j.source, j.transport, j.target
+            "A repository's servers run only once approved, as defined now: \
+             `agentctl mcp approve NAME` (or --all) in {}.",
+            resp.repository
         );
-        match (j.state, j.error) {
-            ("ready", _) => println!("  ready · {} tools: {}", j.tools.len(), j.tools.join(", ")),
-            (_, Some(why)) => println!("  {} · {why}", j.state),
-            (state, None) => println!("  {state}"),
-        }
+    }
+    for note in &resp.notes {
+        println!("note: {note}");
     }
     Ok(SUCCESS)
+}
+
+fn print_server(s: &pb::McpServerReport) {
+    let j = server_json(s);
+    let confinement = if j.transport == "stdio" && !j.sandboxed {
+        " · NOT SANDBOXED (sandbox = \"off\")"
+    } else {
+        ""
+    };
+    println!(
+        "{} ({}, {}{confinement}): {}",
+        j.name, j.source, j.transport, j.target
+    );
+    match (j.state, j.error) {
+        ("ready", _) => println!("  ready · {} tools: {}", j.tools.len(), j.tools.join(", ")),
+        ("unapproved", _) => println!(
+            "  unapproved · not started; `agentctl mcp approve {}` approves it",
+            j.name
+        ),
+        (_, Some(why)) => println!("  {} · {why}", j.state),
+        (state, None) => println!("  {state}"),
+    }
+}
+
+async fn approve(target: &Target, s: Selection) -> Result<u8, Failure> {
+    let cwd = client_dir(s.cwd)?;
+    let mut client = target.client().await?;
+    let resp = client
+        .approve_mcp_servers(pb::ApproveMcpServersRequest {
+            cwd,
+            names: s.names,
+            all: s.all,
+        })
+        .await?
+        .into_inner();
+    if s.json {
+        render::print_json(&ApprovedJson {
+            repository: &resp.repository,
+            servers: resp
+                .servers
+                .iter()
+                .map(|a| ApprovedServerJson {
+                    name: &a.name,
+                    transport: transport_name(a.transport),
+                    target: &a.target,
+                    fingerprint: &a.fingerprint,
+                    already: a.already,
+                })
+                .collect(),
+        });
+        return Ok(SUCCESS);
+    }
+    for a in &resp.servers {
+        let what = if a.already {
+            "approved already"
+        } else {
+            "approved"
+        };
+        println!(
+            "{} ({}): {what}: {}",
+            a.name,
+            transport_name(a.transport),
+            a.target
+        );
+    }
+    println!(
+        "New agents in {} get these servers; a changed definition needs approving again.",
+        resp.repository
+    );
+    Ok(SUCCESS)
+}
+
+async fn revoke(target: &Target, s: Selection) -> Result<u8, Failure> {
+    let cwd = client_dir(s.cwd)?;
+    let mut client = target.client().await?;
+    let resp = client
+        .revoke_mcp_servers(pb::RevokeMcpServersRequest {
+            cwd,
+            names: s.names,
+            all: s.all,
+        })
+        .await?
+        .into_inner();
+    if s.json {
+        render::print_json(&RevokedJson {
+            repository: &resp.repository,
+            names: &resp.names,
+        });
+        return Ok(SUCCESS);
+    }
+    if resp.names.is_empty() {
+        println!("no server is approved for {}", resp.repository);
+    } else {
+        println!(
+            "revoked for {}: {} (agents made before keep theirs)",
+            resp.repository,
+            resp.names.join(", ")
+        );
+    }
+    Ok(SUCCESS)
+}
+
+fn transport_name(t: i32) -> &'static str {
+    match pb::McpTransport::try_from(t) {
+        Ok(pb::McpTransport::Stdio) => "stdio",
+        Ok(pb::McpTransport::Http) => "http",
+        _ => "unknown",
+    }
 }
 
 fn server_json(s: &pb::McpServerReport) -> ServerJson<'_> {
@@ -98,18 +278,16 @@ fn server_json(s: &pb::McpServerReport) -> ServerJson<'_> {
         name: &s.name,
         source: match pb::McpSource::try_from(s.source) {
             Ok(pb::McpSource::Config) => "config",
+            Ok(pb::McpSource::Repository) => "repository",
             _ => "unknown",
         },
-        transport: match pb::McpTransport::try_from(s.transport) {
-            Ok(pb::McpTransport::Stdio) => "stdio",
-            Ok(pb::McpTransport::Http) => "http",
-            _ => "unknown",
-        },
+        transport: transport_name(s.transport),
         target: &s.target,
         state: match pb::McpServerState::try_from(s.state) {
             Ok(pb::McpServerState::Ready) => "ready",
             Ok(pb::McpServerState::Failed) => "failed",
             Ok(pb::McpServerState::Disabled) => "disabled",
+            Ok(pb::McpServerState::Unapproved) => "unapproved",
             _ => "unknown",
         },
         tools: &s.tools,

@@ -34,6 +34,9 @@ struct ShowJson<'a> {
     compactions: u32,
     /// Its MCP servers, as listed when it was made.
     mcp_servers: Vec<McpServerJson<'a>>,
+    /// What it was not given of its MCP servers and why (a repository's
+    /// server not approved, a `.mcp.json` that could not be read).
+    mcp_notes: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -118,6 +121,7 @@ fn print_json(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
                 sandboxed: s.sandboxed,
             })
             .collect(),
+        mcp_notes: &a.mcp_notes,
     });
 }
 
@@ -129,7 +133,8 @@ fn transport_name(t: i32) -> &'static str {
     }
 }
 
-/// One line per MCP server: name, transport, tools or why none.
+/// One line per MCP server: name, transport, tools or why none; then
+/// what it was not given.
 fn mcp_line(a: &pb::Agent) -> String {
     a.mcp_servers
         .iter()
@@ -150,6 +155,7 @@ fn mcp_line(a: &pb::Agent) -> String {
                 transport_name(s.transport)
             )
         })
+        .chain(a.mcp_notes.iter().map(|n| format!("note: {n}")))
         .collect::<Vec<_>>()
         .join("\n               ")
 }

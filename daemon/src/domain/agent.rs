@@ -274,6 +274,10 @@ pub struct AgentRecord {
     /// Its MCP servers as listed at creation (DESIGN §18; a fork has its
     /// parent's).
     pub mcp_servers: Vec<McpServerSummary>,
+    /// What it was not given of its MCP servers and why: a repository's
+    /// server not approved, a `.mcp.json` that could not be read (a fork
+    /// has its parent's).
+    pub mcp_notes: Vec<String>,
     /// Its plan, as its latest successful `TodoWrite` call gave it (empty:
     /// none). Written by its turn loop only, durably before the call's
     /// result (`agent::plan`).
@@ -352,6 +356,7 @@ impl AgentRecord {
             instructions: InstructionsLoaded::default(),
             compactions: 0,
             mcp_servers: Vec::new(),
+            mcp_notes: Vec::new(),
             plan: Vec::new(),
         }
     }

@@ -5,6 +5,8 @@
 //! - `def`: a server definition, checked, stored with an agent as JSON and
 //!   fingerprinted for approvals; `sources` reads them from config.toml's
 //!   `[mcp_servers.NAME]` and a repository's `.mcp.json`.
+//! - `repository`: finding a repository's `.mcp.json` and reading it as a
+//!   file a stranger may have written (its servers run only once approved).
 //! - `naming`: the wire names `mcp__<server>__<tool>` the model sees.
 //! - `tool`: a listed tool as an entry of the Anthropic tools array.
 //! - `session`: one live connection (stdio pipes or streamable HTTP), with
@@ -16,6 +18,7 @@
 pub mod def;
 pub mod error;
 pub mod naming;
+pub mod repository;
 pub mod result;
 pub mod session;
 pub mod setup;
@@ -25,10 +28,12 @@ pub mod tool;
 pub use def::{SandboxChoice, ServerDef, ServerName, Transport};
 pub use error::McpError;
 pub use naming::{dedup, wire_name};
+pub use repository::RepoServers;
 pub use result::{CallOutput, cap};
 pub use session::Session;
 pub use setup::Setup;
 pub use sources::{
-    deserialize_toml_servers, parse_mcp_json, parse_toml_server, parse_toml_servers,
+    deserialize_toml_servers, parse_mcp_json, parse_mcp_json_each, parse_toml_server,
+    parse_toml_servers,
 };
 pub use tool::{ToolDecl, dedup_wire_names};

@@ -141,6 +141,14 @@ struct JsonServer {
 /// "headers"?}`. Every server gets the defaults of [`ServerDef::new`]: the
 /// file has no way to turn the sandbox off.
 pub fn parse_mcp_json(text: &str) -> Result<Vec<ServerDef>, String> {
+    parse_mcp_json_each(text)?.into_iter().collect()
+}
+
+/// A `.mcp.json` file read as [`parse_mcp_json`] reads it, but each server
+/// on its own: Err only when the file as a whole is not one (not JSON, no
+/// `"mcpServers"` object); a server that is not valid is its own Err, with
+/// its name in the message, and the others are still read.
+pub fn parse_mcp_json_each(text: &str) -> Result<Vec<Result<ServerDef, String>>, String> {
     let file: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!(".mcp.json is not valid JSON: {e}"))?;
     let Some(top) = file.as_object() else {
@@ -155,7 +163,7 @@ pub fn parse_mcp_json(text: &str) -> Result<Vec<ServerDef>, String> {
     let Some(servers) = top.get("mcpServers").and_then(|s| s.as_object()) else {
         return Err(".mcp.json: \"mcpServers\" must be an object of servers by name".to_string());
     };
-    servers
+    Ok(servers
         .iter()
         .map(|(name, value)| {
             let at = format!(".mcp.json: server {:?}", crate::domain::text::quote(name));
@@ -166,7 +174,7 @@ pub fn parse_mcp_json(text: &str) -> Result<Vec<ServerDef>, String> {
                 .map(|transport| ServerDef::new(server, transport))
                 .map_err(|e| format!("{at}: {e}"))
         })
-        .collect()
+        .collect())
 }
 
 fn json_transport(raw: JsonServer) -> Result<Transport, String> {
@@ -393,5 +401,18 @@ mod tests {
             assert!(err.contains(expect), "{text}: {err}");
         }
         assert_eq!(parse_mcp_json(r#"{"mcpServers": {}}"#).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn one_bad_server_in_mcp_json_leaves_the_others_readable() {
+        let each = parse_mcp_json_each(
+            r#"{"mcpServers": {"good": {"command": "srv"}, "bad": {"command": "x", "cwd": "/"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(each.len(), 2);
+        assert_eq!(each[0].as_ref().unwrap().name.as_str(), "good");
+        let err = each[1].as_ref().unwrap_err();
+        assert!(err.contains("\"bad\"") && err.contains("cwd"), "{err}");
+        assert!(parse_mcp_json_each("{").is_err());
     }
 }

@@ -373,9 +373,46 @@ impl AgentService for AgentApi {
         req: Request<pb::ListMcpServersRequest>,
     ) -> Result<Response<pb::ListMcpServersResponse>, Status> {
         let cwd = std::path::PathBuf::from(req.into_inner().cwd);
-        let reports = self.sup.mcp_report(&cwd).await?;
+        let listing = self.sup.mcp_report(&cwd).await?;
         Ok(Response::new(pb::ListMcpServersResponse {
-            servers: reports.iter().map(convert::mcp::server_report).collect(),
+            servers: listing
+                .servers
+                .iter()
+                .map(convert::mcp::server_report)
+                .collect(),
+            repository: listing
+                .repository
+                .map(|r| r.display().to_string())
+                .unwrap_or_default(),
+            notes: listing.notes,
+        }))
+    }
+
+    async fn approve_mcp_servers(
+        &self,
+        req: Request<pb::ApproveMcpServersRequest>,
+    ) -> Result<Response<pb::ApproveMcpServersResponse>, Status> {
+        let r = req.into_inner();
+        let which = convert::mcp::selection(&r.names, r.all)?;
+        let cwd = std::path::PathBuf::from(r.cwd);
+        let (root, approved) = self.sup.approve_mcp(&cwd, &which).await?;
+        Ok(Response::new(pb::ApproveMcpServersResponse {
+            repository: root.display().to_string(),
+            servers: approved.iter().map(convert::mcp::approved_server).collect(),
+        }))
+    }
+
+    async fn revoke_mcp_servers(
+        &self,
+        req: Request<pb::RevokeMcpServersRequest>,
+    ) -> Result<Response<pb::RevokeMcpServersResponse>, Status> {
+        let r = req.into_inner();
+        let which = convert::mcp::selection(&r.names, r.all)?;
+        let cwd = std::path::PathBuf::from(r.cwd);
+        let (root, names) = self.sup.revoke_mcp(&cwd, &which).await?;
+        Ok(Response::new(pb::RevokeMcpServersResponse {
+            repository: root.display().to_string(),
+            names,
         }))
     }
 

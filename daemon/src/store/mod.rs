@@ -16,6 +16,9 @@
 //!   (`repos`)
 //! - `v1/merges`: key → a merge in progress, written before a merge touches
 //!   the person's checkout and removed after (`merges`)
+//! - `v1/mcp_approvals`: repository root ++ 0x00 ++ server name → the
+//!   fingerprint of the `.mcp.json` server the person approved there
+//!   (`mcp_approvals`)
 //! - `meta`: `schema_version` → u32 big-endian (`migrate`)
 //!
 //! Durability (DESIGN §3): "acknowledged means durable". Every method named
@@ -37,6 +40,7 @@ mod error;
 mod healer;
 mod health;
 mod inbox;
+mod mcp_approvals;
 mod merges;
 mod migrate;
 mod record_index;
@@ -54,6 +58,7 @@ use std::time::Duration;
 pub use error::StoreError;
 pub use health::StoreOptions;
 pub use inbox::InboxKey;
+pub use mcp_approvals::McpApproval;
 pub use transcript::Append;
 pub(crate) use trees_slot::TreesHandle;
 pub use unconfirmed::Unconfirmed;
@@ -112,6 +117,7 @@ pub(crate) struct Trees {
     short_ids: sled::Tree,
     worktree_repos: sled::Tree,
     merges: sled::Tree,
+    mcp_approvals: sled::Tree,
 }
 
 /// Removes the snapshot files sled did not finish writing
@@ -205,6 +211,7 @@ impl Trees {
             short_ids: db.open_tree("v1/short_ids")?,
             worktree_repos: db.open_tree("v1/worktree_repos")?,
             merges: db.open_tree("v1/merges")?,
+            mcp_approvals: db.open_tree("v1/mcp_approvals")?,
             db,
         })
     }

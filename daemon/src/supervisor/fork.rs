@@ -212,6 +212,7 @@ fn inherit(record: &mut AgentRecord, parent: &AgentRecord, req: &ForkRequest, or
     record.no_network = parent.no_network;
     // Its tools array is its parent's, MCP tools included.
     record.mcp_servers = parent.mcp_servers.clone();
+    record.mcp_notes = parent.mcp_notes.clone();
 }
 
 /// A fork's transcript: the note of where it came from, the inherited

@@ -2,14 +2,18 @@
 //! for it (as it would run for the agent: in its sandbox, in its working
 //! directory), its tools listed, and the server ended again. The tools join
 //! the agent's frozen tools array, so the prompt cache holds; a server that
-//! does not start is recorded with the reason and offers nothing.
+//! does not start is recorded with the reason and offers nothing. Which
+//! servers those are — config.toml's, and the repository's `.mcp.json`
+//! ones the person approved — is `mcp_sources`' to say; a server not
+//! approved is never started here, only named in a note.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use super::Supervisor;
+use super::mcp_sources::{self, McpOrigin};
 use crate::agent::mcp_servers::list_tools;
 use crate::domain::{AgentId, AgentRecord, McpToolName, PromptContext, SHORT_ID_LEN, now_ms};
 use crate::error::AgentdError;
@@ -24,13 +28,12 @@ impl Supervisor {
         if prompt.allowed_tools.as_ref().is_some_and(|a| !a.has_mcp()) {
             return;
         }
-        let defs: Vec<_> = self
-            .config()
-            .mcp_servers
-            .iter()
-            .filter(|d| d.enabled)
-            .cloned()
-            .collect();
+        let candidates = self.mcp_candidates(Self::mcp_source_dir(record));
+        record.mcp_notes = candidates.agent_notes();
+        for note in &record.mcp_notes {
+            tracing::warn!(agent = %record.id, "MCP: {note}");
+        }
+        let defs = candidates.to_start();
         if defs.is_empty() {
             return;
         }
@@ -70,29 +73,45 @@ impl Supervisor {
     }
 }
 
-/// One configured server, as `mcp list` reports it.
+/// What `mcp list` says of a server.
+#[derive(Clone, Debug)]
+pub enum ReportState {
+    /// `enabled = false`: not started.
+    Disabled,
+    /// A repository's server the person has not approved (as defined now):
+    /// not started.
+    Unapproved,
+    /// Started: the tools it listed (wire names), or why it did not.
+    Listed(Result<Vec<String>, String>),
+}
+
+/// One server, as `mcp list` reports it.
 pub struct McpReport {
     pub def: ServerDef,
-    /// The tools it listed (wire names), or why it did not; None when it is
-    /// disabled (not started).
-    pub listed: Option<Result<Vec<String>, String>>,
+    pub origin: McpOrigin,
+    pub state: ReportState,
+}
+
+/// Every server a new agent in a directory would get, and the notes on
+/// what was left out.
+pub struct McpListing {
+    pub servers: Vec<McpReport>,
+    /// The root of the repository whose `.mcp.json` was looked for.
+    pub repository: Option<PathBuf>,
+    pub notes: Vec<String>,
 }
 
 impl Supervisor {
-    /// Starts each configured server as it would run for an agent working
-    /// in `cwd` (under the default sandbox), lists its tools and ends it.
-    pub async fn mcp_report(&self, cwd: &Path) -> Result<Vec<McpReport>, AgentdError> {
-        if !cwd.is_absolute() || !cwd.is_dir() {
-            return Err(AgentdError::invalid(format!(
-                "cwd {} is not an absolute path to a directory",
-                crate::error::quote(&cwd.display().to_string())
-            )));
-        }
-        let defs = self.config().mcp_servers.clone();
+    /// Starts each server a new agent working in `cwd` would get (under the
+    /// default sandbox), lists its tools and ends it. A disabled server, or
+    /// a repository's server not approved, is reported without starting.
+    pub async fn mcp_report(&self, cwd: &Path) -> Result<McpListing, AgentdError> {
+        let cwd = mcp_sources::client_dir(cwd)?;
+        let candidates = self.mcp_candidates(&cwd);
         // A stand-in for an agent working there, for its sandbox policy.
         let id = AgentId::random();
         let mut probe = AgentRecord::new(id, id.short_prefix(SHORT_ID_LEN), now_ms());
-        probe.cwd = cwd.to_path_buf();
+        probe.cwd = cwd;
         probe.sandbox = self.config().sandbox;
         probe.no_network = !self.config().network;
         let ctx = ToolContext {
@@ -104,12 +123,15 @@ impl Supervisor {
             sandbox: crate::sandbox::Policy::for_agent(&probe),
             processes: Arc::new(AgentProcesses::default()),
         };
-        let listed = futures::future::join_all(defs.iter().map(async |d| {
-            if !d.enabled {
-                return None;
+        let states = futures::future::join_all(candidates.servers.iter().map(async |c| {
+            if !c.approved {
+                return ReportState::Unapproved;
             }
-            Some(
-                list_tools(d, &ctx)
+            if !c.def.enabled {
+                return ReportState::Disabled;
+            }
+            ReportState::Listed(
+                list_tools(&c.def, &ctx)
                     .await
                     .map(|tools| tools.into_iter().map(|t| t.wire_name).collect()),
             )
@@ -117,11 +139,20 @@ impl Supervisor {
         .await;
         drop(ctx);
         crate::sandbox::remove_tmpdir(probe.short_id.as_str());
-        Ok(defs
-            .into_iter()
-            .zip(listed)
-            .map(|(def, listed)| McpReport { def, listed })
-            .collect())
+        Ok(McpListing {
+            servers: candidates
+                .servers
+                .into_iter()
+                .zip(states)
+                .map(|(c, state)| McpReport {
+                    def: c.def,
+                    origin: c.origin,
+                    state,
+                })
+                .collect(),
+            repository: candidates.repository,
+            notes: candidates.notes,
+        })
     }
 }
 

@@ -21,6 +21,8 @@
 //!   slots, tasks and shutdown; who may touch worktrees — each its own
 //!   state behind a narrow interface, composed by `Supervisor`
 //! - `usage`: what agents cost
+//! - `mcp_sources`: which MCP servers an agent gets, and the approval of a
+//!   repository's; `mcp`: listing their tools into a new agent
 //! - `worktrees`: agents' git worktrees through their lives, and
 //!   `worktree_admin`: listing, pruning, diff, merge and `rm` of trees
 
@@ -35,6 +37,7 @@ mod fork;
 mod host;
 mod housekeeping;
 mod mcp;
+mod mcp_sources;
 mod moved_checkouts;
 mod notification;
 mod queries;
@@ -70,7 +73,8 @@ pub use admission::MAX_PROMPT_BYTES;
 pub use control::MAX_MESSAGE_BYTES;
 pub use create::NewAgent;
 pub use fork::ForkRequest;
-pub use mcp::McpReport;
+pub use mcp::{McpListing, McpReport, ReportState};
+pub use mcp_sources::{ApprovedServer, McpOrigin, McpSelection};
 pub use registry::AgentHandle;
 pub use reload::ReloadReport;
 pub use usage::{AgentUsage, UsageReport};

@@ -274,6 +274,46 @@ fn random_calls_with_malformed_fields_get_documented_errors_and_leave_a_sound_st
                 );
             }
         }
+        // Approvals of a repository's MCP servers, with malformed names and
+        // directories (after the mixed calls, so their sequence is kept).
+        for n in 0..40 {
+            let names: Vec<String> = (0..rng.random_range(0..3))
+                .map(|_| random_string(&mut rng))
+                .collect();
+            let dir = if rng.random_bool(0.5) {
+                cwd.clone()
+            } else {
+                random_string(&mut rng)
+            };
+            let all = rng.random_bool(0.3);
+            let outcome = if rng.random_bool(0.7) {
+                client
+                    .approve_mcp_servers(pb::ApproveMcpServersRequest {
+                        cwd: dir,
+                        names,
+                        all,
+                    })
+                    .await
+                    .map(drop)
+            } else {
+                client
+                    .revoke_mcp_servers(pb::RevokeMcpServersRequest {
+                        cwd: dir,
+                        names,
+                        all,
+                    })
+                    .await
+                    .map(drop)
+            };
+            if let Err(status) = outcome {
+                assert!(
+                    DOCUMENTED.contains(&status.code()) && status.message().len() < 2_000,
+                    "approval call {n}: {:?}: {} bytes; seed {seed}",
+                    status.code(),
+                    status.message().len()
+                );
+            }
+        }
         // Still serving.
         client.get_status(pb::GetStatusRequest {}).await.unwrap();
     });

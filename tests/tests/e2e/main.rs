@@ -28,6 +28,7 @@ mod instructions;
 mod interop;
 mod interrupt;
 mod mcp;
+mod mcp_trust;
 mod merge_kill;
 mod moved_checkout;
 mod permissions;

@@ -1,11 +1,12 @@
-//! MCP servers on the wire (DESIGN §18): an agent's, and `ListMcpServers`'
-//! reports.
+//! MCP servers on the wire (DESIGN §18): an agent's, `ListMcpServers`'
+//! reports, and what `ApproveMcpServers` approved.
 
 use agentd_shared::proto as pb;
 
 use crate::domain::{McpServerSummary, McpTransport};
-use crate::mcp::{SandboxChoice, Transport};
-use crate::supervisor::McpReport;
+use crate::error::AgentdError;
+use crate::mcp::{SandboxChoice, ServerDef, ServerName, Transport};
+use crate::supervisor::{ApprovedServer, McpOrigin, McpReport, McpSelection, ReportState};
 
 pub fn agent_server(s: &McpServerSummary) -> pb::McpServerStatus {
     pb::McpServerStatus {
@@ -24,28 +25,74 @@ fn transport(t: McpTransport) -> pb::McpTransport {
     }
 }
 
-pub fn server_report(r: &McpReport) -> pb::McpServerReport {
-    let (kind, target, stdio) = match &r.def.transport {
+/// How a server is reached, and the command line (stdio) or URL (HTTP)
+/// listings show: what the person approves.
+fn reached_by(def: &ServerDef) -> (pb::McpTransport, String) {
+    match &def.transport {
         Transport::Stdio { command, args, .. } => {
             let mut line = vec![command.clone()];
             line.extend(args.iter().cloned());
-            (McpTransport::Stdio, line.join(" "), true)
+            (pb::McpTransport::Stdio, line.join(" "))
         }
-        Transport::Http { url, .. } => (McpTransport::Http, url.clone(), false),
-    };
-    let (state, tools, error) = match &r.listed {
-        None => (pb::McpServerState::Disabled, Vec::new(), String::new()),
-        Some(Ok(tools)) => (pb::McpServerState::Ready, tools.clone(), String::new()),
-        Some(Err(why)) => (pb::McpServerState::Failed, Vec::new(), why.clone()),
+        Transport::Http { url, .. } => (pb::McpTransport::Http, url.clone()),
+    }
+}
+
+pub fn server_report(r: &McpReport) -> pb::McpServerReport {
+    let (kind, target) = reached_by(&r.def);
+    let (state, tools, error) = match &r.state {
+        ReportState::Disabled => (pb::McpServerState::Disabled, Vec::new(), String::new()),
+        ReportState::Unapproved => (pb::McpServerState::Unapproved, Vec::new(), String::new()),
+        ReportState::Listed(Ok(tools)) => (pb::McpServerState::Ready, tools.clone(), String::new()),
+        ReportState::Listed(Err(why)) => (pb::McpServerState::Failed, Vec::new(), why.clone()),
     };
     pb::McpServerReport {
         name: r.def.name.as_str().to_string(),
-        source: pb::McpSource::Config as i32,
-        transport: transport(kind) as i32,
+        source: match r.origin {
+            McpOrigin::Config => pb::McpSource::Config,
+            McpOrigin::Repository => pb::McpSource::Repository,
+        } as i32,
+        transport: kind as i32,
         target,
         state: state as i32,
         tools,
         error,
-        sandboxed: stdio && r.def.sandbox == SandboxChoice::Agent,
+        sandboxed: kind == pb::McpTransport::Stdio && r.def.sandbox == SandboxChoice::Agent,
     }
+}
+
+pub fn approved_server(a: &ApprovedServer) -> pb::ApprovedMcpServer {
+    let (kind, target) = reached_by(&a.def);
+    pb::ApprovedMcpServer {
+        name: a.def.name.as_str().to_string(),
+        transport: kind as i32,
+        target,
+        fingerprint: a.def.fingerprint(),
+        already: a.already,
+    }
+}
+
+/// The servers an approve or revoke request names: exactly one of `names`
+/// (each a valid server name, none repeated) and `all`.
+pub fn selection(names: &[String], all: bool) -> Result<McpSelection, AgentdError> {
+    match (names.is_empty(), all) {
+        (true, true) => return Ok(McpSelection::All),
+        (false, true) => {
+            return Err(AgentdError::invalid("give server names or `all`, not both"));
+        }
+        (true, false) => {
+            return Err(AgentdError::invalid(
+                "name the servers (or ask for `all` of them)",
+            ));
+        }
+        (false, false) => {}
+    }
+    let mut parsed: Vec<ServerName> = Vec::with_capacity(names.len());
+    for name in names {
+        let name = ServerName::parse(name).map_err(AgentdError::invalid)?;
+        if !parsed.contains(&name) {
+            parsed.push(name);
+        }
+    }
+    Ok(McpSelection::Names(parsed))
 }

@@ -243,6 +243,7 @@ pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
         compactions: r.compactions,
         plan: plan::plan_items(&r.plan),
         mcp_servers: r.mcp_servers.iter().map(mcp::agent_server).collect(),
+        mcp_notes: r.mcp_notes.clone(),
     }
 }
 

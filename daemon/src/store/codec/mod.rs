@@ -123,6 +123,8 @@ struct StoredAgent {
     /// Its MCP servers (`codec::mcp`); empty in records from before them.
     #[prost(message, repeated, tag = "39")]
     mcp_servers: Vec<StoredMcpServer>,
+    #[prost(string, repeated, tag = "40")]
+    mcp_notes: Vec<String>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -392,6 +394,7 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
         },
         plan: stored_plan(&r.plan),
         mcp_servers: stored_mcp(&r.mcp_servers),
+        mcp_notes: r.mcp_notes.clone(),
     }
     .encode_to_vec()
 }
@@ -480,6 +483,7 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         transcript_len: s.transcript_len,
         plan: plan_of(s.plan)?,
         mcp_servers: mcp_of(s.mcp_servers)?,
+        mcp_notes: s.mcp_notes,
         query_source: match (s.query_source, &parent) {
             (0, None) | (1, _) => QuerySource::Client,
             (0, Some(_)) | (2, _) => QuerySource::Subagent,
@@ -637,6 +641,7 @@ mod tests {
             skipped: false,
         };
         r.compactions = 2;
+        r.mcp_notes = vec![".mcp.json server \"x\" (stdio) was not started".into()];
         r
     }
 
