@@ -28,7 +28,7 @@ enum Action {
 #[derive(Serialize)]
 struct ServerJson<'a> {
     name: &'a str,
-    /// "config".
+    /// "config" (the only source `mcp list` reports now).
     source: &'static str,
     /// "stdio" or "http".
     transport: &'static str,
@@ -77,13 +77,19 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     Ok(SUCCESS)
 }
 
+/// How `show` and `mcp list` name where a server was defined.
+pub(crate) fn source_name(source: i32) -> &'static str {
+    match pb::McpSource::try_from(source) {
+        Ok(pb::McpSource::Config) => "config",
+        Ok(pb::McpSource::Editor) => "editor",
+        _ => "unknown",
+    }
+}
+
 fn server_json(s: &pb::McpServerReport) -> ServerJson<'_> {
     ServerJson {
         name: &s.name,
-        source: match pb::McpSource::try_from(s.source) {
-            Ok(pb::McpSource::Config) => "config",
-            _ => "unknown",
-        },
+        source: source_name(s.source),
         transport: match pb::McpTransport::try_from(s.transport) {
             Ok(pb::McpTransport::Stdio) => "stdio",
             Ok(pb::McpTransport::Http) => "http",

@@ -30,7 +30,7 @@ pub use fork::{
 };
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};
-pub use mcp::{McpServerSummary, McpTransport};
+pub use mcp::{McpServerSummary, McpSource, McpTransport};
 pub use name::AgentName;
 pub use plan::{PlanItem, PlanStatus};
 pub use prompt::{InstructionFile, InstructionsLoaded, PromptContext};
