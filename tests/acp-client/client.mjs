@@ -5,6 +5,8 @@
 //   node client.mjs <agentctl> second <cwd> <id>     list, load (the replay)
 //   node client.mjs <agentctl> third  <cwd> <id>     resume, one more prompt
 //   node client.mjs <agentctl> plan   <cwd>          new, one prompt, load (tests/tests/e2e/plans.rs)
+//   node client.mjs <agentctl> mcp    <cwd> <json>   new with the mcpServers <json>, one prompt, then
+//                                                    sessions whose servers are refused (tests/tests/e2e/acp_mcp.rs)
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -105,6 +107,25 @@ await app.connectWith(stream, async (agent) => {
     await prompt(agent, sessionId, "TASK-FOUR: once more");
     await agent.request(acp.methods.agent.session.close, { sessionId });
     out("closed", {});
+  } else if (step === "mcp") {
+    const mcpServers = JSON.parse(sessionId);
+    const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers });
+    const id = created.sessionId;
+    out("new", { sessionId: id });
+    await prompt(agent, id, "TASK-MCP: call the editor's servers");
+    const refused = [
+      { type: "sse", name: "old", url: "http://127.0.0.1:9/sse", headers: [] },
+      { name: "nocommand", args: [], env: [] },
+      { name: "bad name", command: "/bin/true", args: [], env: [] },
+    ];
+    for (const server of refused) {
+      try {
+        const r = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [server] });
+        out("accepted", { server: server.name, sessionId: r.sessionId });
+      } catch (e) {
+        out("refused", { server: server.name, code: e.code, message: e.message });
+      }
+    }
   } else if (step === "plan") {
     const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
     const id = created.sessionId;

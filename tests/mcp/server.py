@@ -5,7 +5,9 @@
 
 Each tool exists to check one thing the daemon must get right (see README.md).
 When MCP_FIXTURE_LOG names a file, the server appends `started pid=<pid>` to it
-at start-up, so a test can count how many times the daemon started it.
+at start-up, so a test can count how many times the daemon started it, and
+`cancelled request=<id> reason=<reason>` for each `notifications/cancelled` it
+receives, so a test can see that a call cut short was cancelled on the wire.
 """
 
 import argparse
@@ -24,7 +26,26 @@ from pydantic import BaseModel
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
-server = MCPServer(name="agentd-mcp-fixture", version="1.0.0")
+
+
+def log(line: str) -> None:
+    """Appends `line` to the file MCP_FIXTURE_LOG names, if any."""
+    path = os.environ.get("MCP_FIXTURE_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+async def log_cancellations(ctx, call_next):
+    """Middleware: records each `notifications/cancelled` (the SDK itself
+    cancels the request's handler), then lets it through."""
+    if ctx.method == "notifications/cancelled":
+        params = ctx.params or {}
+        log(f"cancelled request={params.get('requestId')} reason={params.get('reason')}")
+    return await call_next(ctx)
+
+
+server = MCPServer(name="agentd-mcp-fixture", version="1.0.0", middleware=[log_cancellations])
 
 
 def tiny_png() -> bytes:
@@ -107,10 +128,7 @@ def structured() -> Answer:
 
 
 def log_start() -> None:
-    path = os.environ.get("MCP_FIXTURE_LOG")
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(f"started pid={os.getpid()}\n")
+    log(f"started pid={os.getpid()}")
 
 
 def main() -> None:

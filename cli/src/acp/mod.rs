@@ -7,6 +7,7 @@
 //! stdout carries only protocol messages; logs go to stderr (`RUST_LOG`).
 
 mod lines;
+mod mcp;
 mod modes;
 mod peer;
 mod permission;
@@ -218,11 +219,13 @@ impl Bridge {
             "session/new" => self.new_session(&params).await,
             "session/load" => {
                 let agent = self.agent(str_param(&params, "sessionId")?).await?;
+                keeps_its_servers(&agent, &params);
                 self.open(&agent, Start::Replay).await?;
                 Ok(modes::state(&agent))
             }
             "session/resume" => {
                 let agent = self.agent(str_param(&params, "sessionId")?).await?;
+                keeps_its_servers(&agent, &params);
                 self.open(&agent, Start::Live).await?;
                 Ok(modes::state(&agent))
             }
@@ -296,6 +299,7 @@ impl Bridge {
         if !std::path::Path::new(cwd).is_absolute() {
             return Err(RpcError::invalid_params("`cwd` must be an absolute path"));
         }
+        let mcp_servers = mcp::requested(params).map_err(RpcError::invalid_params)?;
         let agent = self
             .client
             .clone()
@@ -305,6 +309,7 @@ impl Bridge {
                 model: self.args.model.clone().unwrap_or_default(),
                 permission_mode: self.args.permission_mode.wire() as i32,
                 description: "editor session".to_string(),
+                mcp_servers,
                 ..Default::default()
             })
             .await?
@@ -360,15 +365,30 @@ impl Bridge {
     }
 }
 
+/// A loaded or resumed session keeps the MCP servers it was created with
+/// (its tools are frozen); servers the editor names now that it lacks are
+/// logged, not started.
+fn keeps_its_servers(agent: &pb::Agent, params: &Value) {
+    let missing = mcp::not_in_session(agent, params);
+    if !missing.is_empty() {
+        tracing::warn!(
+            session = %agent.id,
+            servers = ?missing,
+            "the session keeps the MCP servers it was created with; these are not started (open a new session to use them)"
+        );
+    }
+}
+
 /// `initialize`: version 1 whatever the editor asks (it disconnects if it
-/// cannot speak it), and what the bridge does.
+/// cannot speak it), and what the bridge does. MCP servers: stdio (always,
+/// in ACP) and streamable HTTP; not the older HTTP+SSE transport.
 fn initialize(_params: &Value) -> Value {
     json!({
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": true,
             "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
-            "mcpCapabilities": {"http": false, "sse": false},
+            "mcpCapabilities": {"http": true, "sse": false},
             "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
         },
         "agentInfo": {"name": "agentd", "title": "agentd", "version": agentd_shared::VERSION},

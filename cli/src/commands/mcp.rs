@@ -58,7 +58,7 @@ struct Selection {
 #[derive(Serialize)]
 struct ServerJson<'a> {
     name: &'a str,
-    /// "config" or "repository".
+    /// "config", "repository" or "editor".
     source: &'static str,
     /// "stdio" or "http".
     transport: &'static str,
@@ -273,14 +273,20 @@ fn transport_name(t: i32) -> &'static str {
     }
 }
 
+/// How `show` and `mcp list` name where a server was defined.
+pub(crate) fn source_name(source: i32) -> &'static str {
+    match pb::McpSource::try_from(source) {
+        Ok(pb::McpSource::Config) => "config",
+        Ok(pb::McpSource::Repository) => "repository",
+        Ok(pb::McpSource::Editor) => "editor",
+        _ => "unknown",
+    }
+}
+
 fn server_json(s: &pb::McpServerReport) -> ServerJson<'_> {
     ServerJson {
         name: &s.name,
-        source: match pb::McpSource::try_from(s.source) {
-            Ok(pb::McpSource::Config) => "config",
-            Ok(pb::McpSource::Repository) => "repository",
-            _ => "unknown",
-        },
+        source: source_name(s.source),
         transport: transport_name(s.transport),
         target: &s.target,
         state: match pb::McpServerState::try_from(s.state) {

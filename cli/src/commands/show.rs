@@ -48,6 +48,8 @@ struct McpServerJson<'a> {
     /// Why it offered no tools; null when it listed them.
     error: Option<&'a str>,
     sandboxed: bool,
+    /// "config" (config.toml) or "editor" (passed when the agent was made).
+    source: &'static str,
 }
 
 #[derive(Serialize)]
@@ -119,6 +121,7 @@ fn print_json(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
                 tools: s.tools,
                 error: (!s.error.is_empty()).then_some(s.error.as_str()),
                 sandboxed: s.sandboxed,
+                source: crate::commands::mcp::source_name(s.source),
             })
             .collect(),
         mcp_notes: &a.mcp_notes,
@@ -149,8 +152,12 @@ fn mcp_line(a: &pb::Agent) -> String {
             } else {
                 ""
             };
+            let from = match crate::commands::mcp::source_name(s.source) {
+                "config" => String::new(),
+                other => format!(", {other}"),
+            };
             format!(
-                "{} ({}{unconfined}) · {what}",
+                "{} ({}{unconfined}{from}) · {what}",
                 s.name,
                 transport_name(s.transport)
             )

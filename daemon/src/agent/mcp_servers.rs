@@ -3,6 +3,12 @@
 //! ended with the run (a stdio server is a process of the run, in its
 //! sandbox and namespace). A session whose server died is started again at
 //! the next call, after a pause that grows with each failed start.
+//!
+//! Ending a server is MCP's stdio shutdown, in the background so the run's
+//! end does not wait: its stdin is closed, it has [`END_GRACE`] to exit, then
+//! it is killed. The grace is what lets a server read what it was sent last
+//! — the `notifications/cancelled` of a call an interrupt cut short — rather
+//! than die with it unread; the run's process namespace is kept until then.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -16,18 +22,47 @@ use crate::domain::McpToolName;
 use crate::mcp::{
     McpError, SandboxChoice, ServerDef, ServerName, Session, Setup, ToolDecl, Transport,
 };
-use crate::tools::ToolContext;
 use crate::tools::ToolProcess;
 use crate::tools::server_process::{self, ServerCommand};
+use crate::tools::{AgentProcesses, ToolContext};
 
 /// The longest pause before a failed server is started again.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long an ended stdio server has to exit on its own once its stdin is
+/// closed, before it is killed.
+const END_GRACE: Duration = Duration::from_secs(2);
 
 /// A live connection and, for stdio, the process behind it.
 struct Live {
     session: Arc<Session>,
     /// Killed with its group when dropped.
-    _process: Option<ToolProcess>,
+    process: Option<ToolProcess>,
+    /// The run's process namespace the server runs in, kept while it ends.
+    _processes: Arc<AgentProcesses>,
+}
+
+impl Live {
+    /// Closes the session (a stdio server's stdin) and gives the server
+    /// [`END_GRACE`] to exit before it is killed.
+    async fn end(self) {
+        let Live {
+            session,
+            process,
+            _processes,
+        } = self;
+        let deadline = tokio::time::Instant::now() + END_GRACE;
+        if let Ok(session) = Arc::try_unwrap(session) {
+            let _ = tokio::time::timeout_at(deadline, session.close()).await;
+        }
+        if let Some(mut process) = process
+            && tokio::time::timeout_at(deadline, process.wait())
+                .await
+                .is_err()
+        {
+            process.kill();
+            process.reap().await;
+        }
+    }
 }
 
 /// Failed starts of one server in a row, and when the last was.
@@ -66,7 +101,8 @@ impl McpServers {
                 .iter()
                 .filter_map(|t| Some((McpToolName::parse(&t.wire_name)?, t.clone())))
                 .collect(),
-            ..McpServers::default()
+            live: tokio::sync::Mutex::default(),
+            failures: std::sync::Mutex::default(),
         }
     }
 
@@ -88,11 +124,8 @@ impl McpServers {
         self.failures_mut().remove(name);
         let ended = self.live.lock().await.remove(name);
         match ended {
-            Some(Live { session, _process }) => {
-                if let Ok(session) = Arc::try_unwrap(session) {
-                    session.close().await;
-                }
-                drop(_process);
+            Some(live) => {
+                live.end().await;
                 true
             }
             None => false,
@@ -209,6 +242,25 @@ impl McpServers {
     }
 }
 
+impl Drop for McpServers {
+    /// The run is over: its servers end in the background (`Live::end`).
+    fn drop(&mut self) {
+        let live: Vec<Live> = self.live.get_mut().drain().map(|(_, l)| l).collect();
+        if live.is_empty() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                for l in live {
+                    runtime.spawn(l.end());
+                }
+            }
+            // No runtime to end them in: killed now, as they are dropped.
+            Err(_) => drop(live),
+        }
+    }
+}
+
 /// Starts `def`'s server for the agent of `ctx`, lists its tools and
 /// ends it (at an agent's creation, DESIGN §18).
 pub(crate) async fn list_tools(
@@ -217,11 +269,14 @@ pub(crate) async fn list_tools(
 ) -> Result<Vec<ToolDecl>, String> {
     let live = start(def, ctx).await?;
     let listed = tokio::time::timeout(def.startup_timeout, live.session.list_tools()).await;
-    let Live { session, _process } = live;
+    // Nothing is pending on it: closed and killed at once, not waited for.
+    let Live {
+        session, process, ..
+    } = live;
     if let Ok(session) = Arc::try_unwrap(session) {
         session.close().await;
     }
-    drop(_process);
+    drop(process);
     match listed {
         Ok(Ok(tools)) => Ok(tools),
         Ok(Err(e)) => Err(format!(
@@ -242,7 +297,8 @@ async fn start(def: &ServerDef, ctx: &ToolContext) -> Result<Live, String> {
             .await
             .map(|session| Live {
                 session: Arc::new(session),
-                _process: None,
+                process: None,
+                _processes: ctx.processes.clone(),
             })
             .map_err(|e| format!("MCP server {} could not be reached: {e}", def.name)),
         Transport::Stdio {
@@ -272,7 +328,8 @@ async fn start(def: &ServerDef, ctx: &ToolContext) -> Result<Live, String> {
             match Session::over_stdio(def.name.clone(), stdout, stdin, def.startup_timeout).await {
                 Ok(session) => Ok(Live {
                     session: Arc::new(session),
-                    _process: Some(process),
+                    process: Some(process),
+                    _processes: ctx.processes.clone(),
                 }),
                 Err(e) => {
                     process.kill();

@@ -9,6 +9,23 @@ pub enum McpTransport {
     Http,
 }
 
+/// Where an agent's MCP server was defined (DESIGN §18). An agent gets
+/// config.toml's servers, then those passed with its creation request (an
+/// editor's ACP `session/new`), which replace a config server of the same
+/// name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum McpSource {
+    /// `[mcp_servers.NAME]` in config.toml.
+    #[default]
+    Config,
+    /// Passed with the request that created the agent (`CreateAgentRequest`
+    /// `mcp_servers`; an editor's `mcpServers`), or inherited from a parent
+    /// that was given it so.
+    Editor,
+    /// The repository's `.mcp.json`, approved by the person.
+    Repository,
+}
+
 /// One of an agent's MCP servers, as listed at its creation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McpServerSummary {
@@ -21,4 +38,5 @@ pub struct McpServerSummary {
     /// It runs under the agent's sandbox (its definition did not say
     /// `sandbox = "off"`).
     pub sandboxed: bool,
+    pub source: McpSource,
 }

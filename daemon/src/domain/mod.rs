@@ -29,7 +29,7 @@ pub use allowlist::{McpPattern, ToolAllowlist};
 pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, QuerySource};
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};
-pub use mcp::{McpServerSummary, McpTransport};
+pub use mcp::{McpServerSummary, McpSource, McpTransport};
 pub use name::AgentName;
 pub use plan::{PlanItem, PlanStatus};
 pub use prompt::{InstructionFile, InstructionsLoaded, PromptContext};

@@ -13,7 +13,8 @@
 //!   startup and call timeouts and cancellation.
 //! - `result`: a call's result as `tool_result` content, capped like Bash's.
 //! - `error`: what can go wrong, in words a model can act on.
-//! - `setup`: an agent's servers and tools as frozen at its creation.
+//! - `setup`: which servers an agent gets (config.toml's, then its creation
+//!   request's) and their tools, as frozen at its creation.
 
 pub mod def;
 pub mod error;

@@ -9,17 +9,26 @@
 //! the session: a call in flight returns [`McpError::Closed`], not a hang.
 //!
 //! A call is a `tools/call` request raced against its timeout and the
-//! caller's cancellation token. When either wins, the request's future is
-//! dropped, and rmcp sends `notifications/cancelled` for it as it is dropped
-//! (its guard for abandoned requests): the server is told to stop, and the
-//! session stays usable for the next call.
+//! caller's cancellation token. When either wins, the server is sent
+//! `notifications/cancelled` for the request, and the call returns once
+//! that notification is written (at most [`CANCEL_SEND_LIMIT`] later): an
+//! agent's run may end right after, and a notification still queued when
+//! the server is stopped would never reach it. The session stays usable for
+//! the next call. A call whose future is dropped before it ends (the run
+//! aborted) sends the notification in the background, as best it can.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    RequestId, ServerResult,
+};
+use rmcp::service::{
+    Peer, PeerRequestOptions, RequestHandle, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::IntoTransport;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -34,6 +43,9 @@ use super::tool::{ToolDecl, dedup_wire_names};
 
 /// How long closing waits for rmcp to wind the connection down.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// How long a cancelled call waits for its `notifications/cancelled` to be
+/// written (a server that stopped reading its stdin must not hold it up).
+pub const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(1);
 
 /// A connected server: handshake done, ready for `tools/list` and
 /// `tools/call`. Dropping it closes the connection too (in the background).
@@ -168,8 +180,8 @@ impl Session {
     /// Calls `tool` (the server's own name) with `arguments` (an object,
     /// or null for none). The result is converted for the model, not
     /// capped (see `result::cap`). Cancelling `cancel`, or `timeout`
-    /// passing, returns [`McpError::Cancelled`] or [`McpError::Timeout`] at
-    /// once, and the server is sent `notifications/cancelled`.
+    /// passing, returns [`McpError::Cancelled`] or [`McpError::Timeout`]
+    /// once the server has been sent `notifications/cancelled`.
     pub async fn call(
         &self,
         tool: &str,
@@ -191,17 +203,42 @@ impl Session {
         if cancel.is_cancelled() {
             return Err(McpError::Cancelled);
         }
-        // Dropping this future before it completes (a lost race below)
-        // makes rmcp send `notifications/cancelled` for the request.
-        let request = self.service.call_tool(params);
-        tokio::select! {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = self
+            .service
+            .peer()
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| McpError::from_service(&self.server, "tools/call", e))?;
+        let mut pending = PendingCall::new(handle);
+        let answer = tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(McpError::Cancelled),
-            answer = tokio::time::timeout(timeout, request) => match answer {
-                Err(_) => Err(McpError::Timeout(timeout)),
-                Ok(Ok(result)) => Ok(CallOutput::from(result)),
-                Ok(Err(e)) => Err(McpError::from_service(&self.server, "tools/call", e)),
-            },
+            () = cancel.cancelled() => None,
+            answer = tokio::time::timeout(timeout, pending.answer()) => Some(answer),
+        };
+        match answer {
+            None => {
+                pending
+                    .cancel("the agent was interrupted or cancelled")
+                    .await;
+                Err(McpError::Cancelled)
+            }
+            Some(Err(_)) => {
+                pending.cancel("the call timed out").await;
+                Err(McpError::Timeout(timeout))
+            }
+            Some(Ok(answer)) => {
+                pending.disarm();
+                match answer {
+                    Ok(result) => tool_result(result).map(CallOutput::from).ok_or_else(|| {
+                        McpError::Protocol(format!(
+                            "MCP server `{}` answered tools/call with something other than a tool result",
+                            self.server
+                        ))
+                    }),
+                    Err(e) => Err(McpError::from_service(&self.server, "tools/call", e)),
+                }
+            }
         }
     }
 
@@ -218,6 +255,85 @@ impl Session {
         if let Err(e) = service.close_with_timeout(CLOSE_GRACE).await {
             tracing::debug!(server = %self.server, error = %e, "MCP session did not close cleanly");
         }
+    }
+}
+
+/// A `tools/call` in flight: its answer to come, and the request to cancel
+/// on the server if the caller stops waiting for it. Dropped armed (the
+/// call's future dropped), it sends the cancellation in the background.
+struct PendingCall {
+    answer: tokio::sync::oneshot::Receiver<Result<ServerResult, ServiceError>>,
+    /// Who to tell and which request; None once answered or cancelled.
+    armed: Option<(Peer<RoleClient>, RequestId)>,
+}
+
+impl PendingCall {
+    fn new(handle: RequestHandle<RoleClient>) -> PendingCall {
+        let RequestHandle { rx, peer, id, .. } = handle;
+        PendingCall {
+            answer: rx,
+            armed: Some((peer, id)),
+        }
+    }
+
+    /// The server's answer; a closed connection is one too.
+    async fn answer(&mut self) -> Result<ServerResult, ServiceError> {
+        (&mut self.answer)
+            .await
+            .unwrap_or(Err(ServiceError::TransportClosed))
+    }
+
+    fn disarm(&mut self) {
+        self.armed = None;
+    }
+
+    /// Sends `notifications/cancelled` and waits (bounded) until it is
+    /// written.
+    async fn cancel(&mut self, reason: &str) {
+        if let Some((peer, id)) = self.armed.take() {
+            let sent = tokio::time::timeout(CANCEL_SEND_LIMIT, send_cancel(&peer, id, reason));
+            if !matches!(sent.await, Ok(Ok(()))) {
+                tracing::debug!(reason, "notifications/cancelled could not be sent");
+            }
+        }
+    }
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.armed.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = tokio::time::timeout(
+                    CANCEL_SEND_LIMIT,
+                    send_cancel(&peer, id, "the call was abandoned"),
+                )
+                .await;
+            });
+        }
+    }
+}
+
+async fn send_cancel(
+    peer: &Peer<RoleClient>,
+    id: RequestId,
+    reason: &str,
+) -> Result<(), ServiceError> {
+    let params = CancelledNotificationParam::new(Some(id), Some(reason.to_string()));
+    peer.send_notification(CancelledNotification::new(params).into())
+        .await
+}
+
+/// A `tools/call` answer as a tool result. An empty answer (`{}`, which
+/// some servers send for a tool with nothing to say) is a result with no
+/// content, as rmcp's own `call_tool` reads it.
+fn tool_result(answer: ServerResult) -> Option<CallToolResult> {
+    match answer {
+        ServerResult::CallToolResult(result) => Some(result),
+        ServerResult::EmptyResult(_) => Some(CallToolResult::default()),
+        _ => None,
     }
 }
 

@@ -138,6 +138,7 @@ impl Supervisor {
             parent_tool_use_id: call.tool_use_id.to_string(),
             isolation,
             working_dir: non_blank(&working_dir),
+            mcp_servers: self.requested_servers_of(caller),
             ..Default::default()
         };
         let prepared = self

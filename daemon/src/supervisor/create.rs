@@ -19,6 +19,7 @@ use crate::domain::{
     PromptContext, QuerySource, Role, SandboxMode, TranscriptEntry, json_bytes, now_ms,
 };
 use crate::error::{AgentdError, quote};
+use crate::mcp::ServerDef;
 use crate::model::{ModelSpec, Provider};
 use crate::store::Append;
 use crate::worktree;
@@ -59,6 +60,11 @@ pub struct NewAgent {
     /// Leave the project instructions (AGENTS.md, CLAUDE.md) out of its
     /// system prompt (a child of such an agent leaves them out too).
     pub no_instructions: bool,
+    /// MCP servers besides config.toml's, checked, names unique: a client's
+    /// (an editor's `mcpServers`), or for a subagent those its parent was
+    /// given. Listed after config's; one replaces a config server of its
+    /// name (`mcp::setup::chosen`).
+    pub mcp_servers: Vec<ServerDef>,
 }
 
 /// A validated new agent, not yet stored.
@@ -73,9 +79,9 @@ pub(super) struct Prepared {
     pub(super) fan_out: FanOutRole,
     /// The worktree to make before the agent is stored.
     pub(super) worktree: Option<worktree::Plan>,
-    /// Its MCP servers are still to be listed into its tools (a fork has
-    /// its parent's).
-    pub(super) mcp_pending: bool,
+    /// Its MCP servers are still to be listed into its tools: config's and
+    /// these. None: a fork, which has its parent's.
+    pub(super) mcp_pending: Option<Vec<ServerDef>>,
 }
 
 /// Where a new agent works, before its worktree (if any) is planned.
@@ -146,7 +152,7 @@ impl Supervisor {
             provider,
             fan_out: FanOutRole::Alone,
             worktree: plan,
-            mcp_pending: true,
+            mcp_pending: Some(req.mcp_servers.clone()),
         })
     }
 
@@ -239,8 +245,8 @@ impl Supervisor {
             mcp_pending,
             ..
         } = prepared;
-        if mcp_pending {
-            self.freeze_mcp(&mut record, &mut prompt).await;
+        if let Some(requested) = mcp_pending {
+            self.freeze_mcp(&mut record, &mut prompt, &requested).await;
         }
         self.store
             .append_durable(
@@ -285,8 +291,8 @@ impl Supervisor {
             None => None,
         };
         // Listed where it works: a worktree of its own exists by now.
-        if mcp_pending {
-            self.freeze_mcp(&mut record, &mut prompt).await;
+        if let Some(requested) = mcp_pending {
+            self.freeze_mcp(&mut record, &mut prompt, &requested).await;
         }
         let stored = self
             .store

@@ -166,7 +166,7 @@ impl Supervisor {
         let entries = fork_entries(&note, conversation, &record, now);
         tracing::info!(parent = %parent.id, fork = %id, inherited = kept.len(), "forking");
         Ok(Prepared {
-            mcp_pending: false,
+            mcp_pending: None,
             record,
             prompt,
             provider,

@@ -1,4 +1,6 @@
-//! A new agent's MCP servers (DESIGN §18): each enabled server is started
+//! A new agent's MCP servers (DESIGN §18): config.toml's enabled servers,
+//! the repository's `.mcp.json` ones the person approved, and those its
+//! creation request passed (an editor's, which win a name) are each started
 //! for it (as it would run for the agent: in its sandbox, in its working
 //! directory), its tools listed, and the server ended again. The tools join
 //! the agent's frozen tools array, so the prompt cache holds; a server that
@@ -15,16 +17,24 @@ use tokio_util::sync::CancellationToken;
 use super::Supervisor;
 use super::mcp_sources::{self, McpOrigin};
 use crate::agent::mcp_servers::list_tools;
-use crate::domain::{AgentId, AgentRecord, McpToolName, PromptContext, SHORT_ID_LEN, now_ms};
+use crate::domain::{
+    AgentId, AgentRecord, McpSource, McpToolName, PromptContext, SHORT_ID_LEN, now_ms,
+};
 use crate::error::AgentdError;
+use crate::mcp::setup::chosen;
 use crate::mcp::{ServerDef, ServerName, Setup};
 use crate::tools::{AgentProcesses, ToolContext};
 
 impl Supervisor {
-    /// Lists the tools of the servers `record` gets into `prompt`. An agent
-    /// whose tools are limited to a list (a typed subagent) gets only the
-    /// MCP tools the list names.
-    pub(super) async fn freeze_mcp(&self, record: &mut AgentRecord, prompt: &mut PromptContext) {
+    /// Lists the tools of the servers `record` gets into `prompt`, and
+    /// `requested`'s (`chosen`). An agent whose tools are limited to a list
+    /// (a typed subagent) gets only the MCP tools the list names.
+    pub(super) async fn freeze_mcp(
+        &self,
+        record: &mut AgentRecord,
+        prompt: &mut PromptContext,
+        requested: &[ServerDef],
+    ) {
         if prompt.allowed_tools.as_ref().is_some_and(|a| !a.has_mcp()) {
             return;
         }
@@ -33,7 +43,7 @@ impl Supervisor {
         for note in &record.mcp_notes {
             tracing::warn!(agent = %record.id, "MCP: {note}");
         }
-        let defs = candidates.to_start();
+        let defs = chosen(&candidates.to_start(), requested);
         if defs.is_empty() {
             return;
         }
@@ -47,7 +57,7 @@ impl Supervisor {
             // Its own namespace, killed (with the servers) when dropped.
             processes: Arc::new(AgentProcesses::default()),
         };
-        let listed = futures::future::join_all(defs.iter().map(|d| list_tools(d, &ctx))).await;
+        let listed = futures::future::join_all(defs.iter().map(|(d, _)| list_tools(d, &ctx))).await;
         let allowed = |t: &crate::mcp::ToolDecl| {
             prompt.allowed_tools.as_ref().is_none_or(|a| {
                 McpToolName::parse(&t.wire_name).is_some_and(|name| a.allows_mcp(&name))
@@ -56,7 +66,12 @@ impl Supervisor {
         let listed = listed
             .into_iter()
             .map(|r| r.map(|tools| tools.into_iter().filter(allowed).collect()));
-        let setup = Setup::build(defs.into_iter().zip(listed).collect());
+        let setup = Setup::build(
+            defs.into_iter()
+                .zip(listed)
+                .map(|((def, source), listed)| (def, source, listed))
+                .collect(),
+        );
         for s in &setup.servers {
             match &s.listed {
                 Ok(n) => {
@@ -70,6 +85,28 @@ impl Supervisor {
         prompt.tools_json = setup.extend_tools_json(&prompt.tools_json);
         prompt.mcp_json = setup.to_json();
         record.mcp_servers = setup.summaries();
+    }
+
+    /// The servers `parent` was given with its creation request (or
+    /// inherited so), which a subagent it starts gets too: they are part of
+    /// the session the editor opened (its own tools, often), and the
+    /// subagent does a share of that session's work.
+    pub(super) fn requested_servers_of(&self, parent: &AgentRecord) -> Vec<ServerDef> {
+        if !parent
+            .mcp_servers
+            .iter()
+            .any(|s| s.source == McpSource::Editor)
+        {
+            return Vec::new();
+        }
+        match self.store.get_prompt(parent.id) {
+            Ok(Some(prompt)) => Setup::from_json(&prompt.mcp_json).editor_defs(),
+            Ok(None) => Vec::new(),
+            Err(e) => {
+                tracing::warn!(agent = %parent.id, error = %e, "its MCP servers cannot be read; its subagent gets config.toml's only");
+                Vec::new()
+            }
+        }
     }
 }
 

@@ -26,7 +26,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Supervisor;
-use crate::domain::{AgentRecord, now_ms};
+use crate::domain::{AgentRecord, McpSource, now_ms};
 use crate::error::{AgentdError, quote};
 use crate::mcp::repository::{self, FILE_NAME};
 use crate::mcp::{ServerDef, ServerName};
@@ -108,12 +108,19 @@ impl Candidates {
         out
     }
 
-    /// What a new agent starts: the enabled servers that are approved.
-    pub fn to_start(&self) -> Vec<ServerDef> {
+    /// What a new agent starts: the enabled servers that are approved,
+    /// each with where it was defined.
+    pub fn to_start(&self) -> Vec<(ServerDef, McpSource)> {
         self.servers
             .iter()
             .filter(|c| c.def.enabled && c.approved)
-            .map(|c| c.def.clone())
+            .map(|c| {
+                let source = match c.origin {
+                    McpOrigin::Config => McpSource::Config,
+                    McpOrigin::Repository => McpSource::Repository,
+                };
+                (c.def.clone(), source)
+            })
             .collect()
     }
 
@@ -408,7 +415,7 @@ mod tests {
             ]
         );
         assert_eq!(found.repository.as_deref(), Some(root.as_path()));
-        let start: Vec<_> = found.to_start().into_iter().map(|d| d.name).collect();
+        let start: Vec<_> = found.to_start().into_iter().map(|(d, _)| d.name).collect();
         assert_eq!(start, [ServerName::parse("mine").unwrap()]);
         let notes = found.agent_notes();
         assert_eq!(notes.len(), 1);

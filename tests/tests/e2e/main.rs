@@ -11,6 +11,7 @@
 //! to themselves.
 
 mod acp;
+mod acp_mcp;
 mod acp_wire;
 mod attach;
 mod bad_input;
@@ -28,6 +29,7 @@ mod instructions;
 mod interop;
 mod interrupt;
 mod mcp;
+mod mcp_requested;
 mod mcp_trust;
 mod merge_kill;
 mod moved_checkout;

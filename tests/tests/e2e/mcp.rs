@@ -578,3 +578,107 @@ fn mcp_restart_ends_a_running_agents_server_and_its_next_call_starts_it_again() 
     let bad = env.ctl(&["mcp", "restart", "a b"]);
     assert_ne!(bad.code, 0);
 }
+
+/// The lines of the fixture's log that record a `notifications/cancelled`.
+fn cancellations(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("cancelled"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Waits until the fixture has started `n` times (the listing at creation
+/// counts one), then a moment for the call to reach it.
+fn wait_for_starts(log: &Path, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while starts(log) < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never started for the call: {:?}",
+            std::fs::read_to_string(log)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+}
+
+/// Waits, at most 5 s, for the fixture to log its `n`th cancellation.
+fn wait_for_cancellations(log: &Path, n: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let seen = cancellations(log);
+        if seen.len() >= n || std::time::Instant::now() > deadline {
+            return seen;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn interrupting_or_cancelling_during_an_mcp_call_cancels_it_on_the_server_and_stops_at_once() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    // In the workspace: the sandboxed server may write only there.
+    let log = env.project().join("fixture.log");
+    let extra = format!(
+        "env = {{ MCP_FIXTURE_LOG = {} }}",
+        quoted(&log.display().to_string())
+    );
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
+    let _daemon = env.start_daemon();
+    mock.enqueue_all([
+        call("s1", "mcp__fx__sleep", json!({"seconds": 60})),
+        call("s2", "mcp__fx__sleep", json!({"seconds": 60})),
+    ]);
+    let id = env.run_background(MODEL, "sleeper", "sleep a minute");
+    wait_for_starts(&log, 2);
+
+    // Interrupt: paused within seconds, the call answered as cut short, the
+    // server told to cancel it.
+    let started = std::time::Instant::now();
+    let out = env.ctl(&["interrupt", "sleeper"]);
+    out.expect_code(0);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the interrupt took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(env.show(&id)["status"], "paused");
+    let transcript = env.transcript(&id);
+    let last = transcript.last().unwrap();
+    let result = &last["content"][0];
+    assert_eq!(
+        (result["type"].as_str(), result["tool_use_id"].as_str()),
+        (Some("tool_result"), Some("s1")),
+        "{last}"
+    );
+    assert_eq!(result["is_error"], true, "{result}");
+    assert!(
+        result["content"]
+            .to_string()
+            .contains("interrupted while this mcp__fx__sleep call ran"),
+        "{result}"
+    );
+    let seen = wait_for_cancellations(&log, 1);
+    assert_eq!(seen.len(), 1, "the server heard of the interrupt: {seen:?}");
+
+    // Continued, it calls again; a cancel cuts that call short the same way.
+    env.ctl(&["send", "sleeper", "once more"]).expect_code(0);
+    wait_for_starts(&log, 3);
+    let started = std::time::Instant::now();
+    env.ctl(&["stop", "sleeper"]).expect_code(0);
+    let stopped = env.wait_for_agent(&id, "cancelled", |a| a["status"] == "cancelled");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the cancel took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(stopped["status"], "cancelled");
+    let seen = wait_for_cancellations(&log, 2);
+    assert_eq!(seen.len(), 2, "the server heard of the cancel: {seen:?}");
+    // Neither sleep ran to its end: the model was sent no result of one.
+    assert_eq!(mock.requests().len(), 2);
+}

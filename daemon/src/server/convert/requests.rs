@@ -34,6 +34,7 @@ pub fn new_agent(r: pb::CreateAgentRequest) -> Result<NewAgent, AgentdError> {
     if !r.subagent_type.is_empty() {
         return Err(AgentdError::not_yet("subagent types for top-level agents"));
     }
+    let mcp_servers = super::mcp::requested_servers(r.mcp_servers)?;
     Ok(NewAgent {
         cwd: cwd(&r.cwd)?,
         base: base(&r.base, isolation)?,
@@ -51,6 +52,7 @@ pub fn new_agent(r: pb::CreateAgentRequest) -> Result<NewAgent, AgentdError> {
         no_network: r.no_network,
         idle: r.idle,
         no_instructions: r.no_instructions,
+        mcp_servers,
     })
 }
 

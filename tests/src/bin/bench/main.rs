@@ -21,6 +21,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- torture [--kills 1000] [--seed N|random] [--faults 0.15] [--disk-full] [--live 8] [--verbose]
 //! cargo run --release -p agentd-e2e --bin bench -- scale [--agents 1000] [--agents-10k 10000] [--runs 300] [--delta-ms 100] [--chars 2000] [--starts 5]
 //! cargo run --release -p agentd-e2e --bin bench -- pueue [--tasks 1000] [--runs 100]
+//! cargo run --release -p agentd-e2e --bin bench -- mcp [--calls 200] [--servers 4]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
@@ -29,6 +30,7 @@
 mod acp;
 mod compact;
 mod fanout;
+mod mcp;
 mod pueue;
 mod rpc;
 mod sandbox;
@@ -867,9 +869,10 @@ fn main() {
         Some("torture") => torture::bench_torture(&args),
         Some("scale") => scale::bench_scale(&args),
         Some("pueue") => pueue::bench_pueue(&args),
+        Some("mcp") => mcp::bench_mcp(&args),
         _ => {
             eprintln!(
-                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox|service|acp|rpc|scale|pueue [options] (see the source's header)"
+                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox|service|acp|rpc|scale|pueue|mcp [options] (see the source's header)"
             );
             std::process::exit(2);
         }

@@ -1,0 +1,363 @@
+//! `bench mcp`: what agentd adds to an MCP tool call, and what a running
+//! stdio server costs (DESIGN §18).
+//!
+//! The call. One agent, driven by the mock model, makes 2N tool calls that
+//! alternate between `mcp__fx__echo` (tests/mcp/server.py over stdio, under
+//! the agent's sandbox) and a call of a tool that does not exist, which the
+//! daemon answers with an error without running anything. The mock times
+//! each gap between the end of a response and the next request: the daemon
+//! parsing the message, running the call, writing the result durably and
+//! building the next request. The difference between the two kinds of gap
+//! is what the MCP call costs inside a turn. The same server, started by
+//! this binary with no sandbox, is called N times directly through the
+//! MCP client the daemon uses (`agentd::mcp::Session`, rmcp), half before
+//! and half after the agent: the server's own round trip. What agentd
+//! adds is the call's cost inside a turn minus that round trip. Both kinds
+//! of gap share one agent and alternate, so the transcript's growth and
+//! the machine's noise fall on both alike; the first call of each kind (the
+//! first MCP call starts the server) is not counted.
+//!
+//! The server. K agents each hold a call of the fixture's `sleep` tool, so
+//! K servers run at once; the RSS (and PSS, shared pages divided among
+//! their users) of each server process and of the sandbox's processes
+//! around it are read from /proc, with the daemon's RSS growth, against the
+//! directly started server's.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use agentd::mcp::{ServerName, Session};
+use agentd_e2e::Env;
+use agentd_e2e::mcp_fixtures::{self, McpFixtures};
+use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
+use agentd_shared::proto as pb;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::{arg, ms, percentile, status_kb};
+
+const ECHO: &str = "mcp__fx__echo";
+const NOOP: &str = "bench_no_such_tool";
+
+fn call(i: usize, tool: &str) -> Reply {
+    let input = if tool == ECHO {
+        json!({"text": format!("ping {i}")})
+    } else {
+        json!({})
+    };
+    Reply::Message(MockMessage::text("Again.").with(Block::ToolUse {
+        id: format!("toolu_{i:05}"),
+        name: tool.into(),
+        input,
+    }))
+}
+
+fn line(name: &str, sorted: &[Duration]) {
+    println!(
+        "{name:<58} p50 {:>7.3} ms   p90 {:>7.3} ms   (n={})",
+        ms(percentile(sorted, 0.5)),
+        ms(percentile(sorted, 0.9)),
+        sorted.len()
+    );
+}
+
+pub fn bench_mcp(args: &[String]) {
+    let calls: usize = arg(args, "--calls", "200").parse().unwrap();
+    let servers: usize = arg(args, "--servers", "4").parse().unwrap();
+    let fx = mcp_fixtures::setup().unwrap_or_else(|e| panic!("MCP fixtures: {e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let direct = rt.block_on(DirectServer::start(&fx));
+
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let log = env.project().join("fixture.log");
+    let (command, cmd_args) = fx.python_stdio_command();
+    env.write_config(&format!(
+        "max_running_agents = {}\n[mcp_servers.fx]\ncommand = {}\nargs = {}\nenv = {{ MCP_FIXTURE_LOG = {} }}\n",
+        servers + 8,
+        json!(command),
+        json!(cmd_args),
+        json!(log.display().to_string()),
+    ));
+    let daemon = env.start_daemon();
+
+    let mut round_trip = rt.block_on(direct.calls(calls / 2));
+    let (mcp_gaps, noop_gaps) = through_agentd(&rt, &env, &mock, calls);
+    round_trip.extend(rt.block_on(direct.calls(calls - calls / 2)));
+    round_trip.sort();
+
+    println!("MCP tool call, {calls} calls of each kind (tests/mcp/server.py echo over stdio):");
+    line(
+        "direct: the server's round trip (rmcp client, no daemon)",
+        &round_trip,
+    );
+    line("agentd turn gap, MCP echo call", &mcp_gaps);
+    line(
+        "agentd turn gap, tool answered at once (baseline)",
+        &noop_gaps,
+    );
+    let cost = |p: f64| ms(percentile(&mcp_gaps, p)) - ms(percentile(&noop_gaps, p));
+    let rt_at = |p: f64| ms(percentile(&round_trip, p));
+    for (name, p) in [("p50", 0.5), ("p90", 0.9)] {
+        println!(
+            "  {name}: the MCP call inside a turn {:.3} ms = {:.2}x the direct round trip {:.3} ms; agentd adds {:.3} ms",
+            cost(p),
+            cost(p) / rt_at(p),
+            rt_at(p),
+            cost(p) - rt_at(p)
+        );
+    }
+
+    running_servers(&rt, &env, &mock, &log, daemon.pid(), servers, &direct);
+    drop(direct);
+}
+
+/// The turn gaps after MCP calls and after baseline calls, sorted.
+fn through_agentd(
+    rt: &tokio::runtime::Runtime,
+    env: &Env,
+    mock: &MockServer,
+    calls: usize,
+) -> (Vec<Duration>, Vec<Duration>) {
+    // Warm-up calls of each kind first (the first MCP call starts the
+    // server), then the measured ones, alternating.
+    let kinds: Vec<&str> = (0..calls + 1).flat_map(|_| [ECHO, NOOP]).collect();
+    mock.enqueue_all(kinds.iter().enumerate().map(|(i, k)| call(i, k)));
+    mock.enqueue(Reply::text("done"));
+    let id = rt.block_on(async {
+        let mut client = agentd_shared::client::agent_client(&env.socket())
+            .await
+            .unwrap();
+        client
+            .create_agent(pb::CreateAgentRequest {
+                prompt: "Call the tools.".into(),
+                model: "anthropic:claude-bench".into(),
+                cwd: env.project().display().to_string(),
+                max_turns: kinds.len() as u32 + 10,
+                background: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .id
+    });
+    env.ctl(&["wait", &id]).expect_code(0);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), kinds.len() + 1);
+    let (mut mcp, mut noop) = (Vec::new(), Vec::new());
+    for (k, kind) in kinds.iter().enumerate().skip(2) {
+        let gap = requests[k + 1].received_at - requests[k].completed_at.unwrap();
+        if *kind == ECHO { &mut mcp } else { &mut noop }.push(gap);
+    }
+    let last = requests.last().unwrap();
+    let results = agentd_e2e::tool_results(last.messages());
+    assert!(
+        results.iter().any(|(e, t)| !e && t.starts_with("ping")),
+        "the echo answered"
+    );
+    mcp.sort();
+    noop.sort();
+    (mcp, noop)
+}
+
+/// server.py over stdio, started here and spoken to through the client the
+/// daemon uses.
+struct DirectServer {
+    child: tokio::process::Child,
+    session: Session,
+}
+
+impl DirectServer {
+    async fn start(fx: &McpFixtures) -> DirectServer {
+        let (command, args) = fx.python_stdio_command();
+        let mut child = tokio::process::Command::new(command)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+        let name = ServerName::parse("fx").unwrap();
+        let session = Session::over_stdio(name, stdout, stdin, Duration::from_secs(30))
+            .await
+            .unwrap();
+        DirectServer { child, session }
+    }
+
+    /// `n` timed echo calls (after one untimed).
+    async fn calls(&self, n: usize) -> Vec<Duration> {
+        let mut times = Vec::with_capacity(n);
+        for i in 0..=n {
+            let t = Instant::now();
+            let out = self
+                .session
+                .call(
+                    "echo",
+                    json!({"text": format!("ping {i}")}),
+                    Duration::from_secs(30),
+                    CancellationToken::new(),
+                )
+                .await
+                .unwrap();
+            if i > 0 {
+                times.push(t.elapsed());
+            }
+            assert!(!out.is_error);
+        }
+        times
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id().unwrap() as i32
+    }
+}
+
+/// Every process's parent, from /proc.
+fn parents() -> HashMap<i32, i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid = stat.rsplit(") ").next()?.split_whitespace().nth(1)?;
+            Some((pid, ppid.parse().ok()?))
+        })
+        .collect()
+}
+
+fn descendants(root: i32) -> Vec<i32> {
+    let parents = parents();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parents.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+fn is_server(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).contains("server.py"))
+        .unwrap_or(false)
+}
+
+/// A KiB figure of /proc/PID/smaps_rollup (`Pss:`, `Rss:`).
+fn rollup_kb(pid: i32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn mib(kb: u64) -> f64 {
+    kb as f64 / 1024.0
+}
+
+fn starts(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .map(|t| t.lines().filter(|l| l.starts_with("started")).count())
+        .unwrap_or(0)
+}
+
+/// K agents each in a 60 s `sleep` call: K servers running at once.
+fn running_servers(
+    rt: &tokio::runtime::Runtime,
+    env: &Env,
+    mock: &MockServer,
+    log: &Path,
+    daemon: i32,
+    k: usize,
+    direct: &DirectServer,
+) {
+    std::thread::sleep(Duration::from_millis(500));
+    let daemon_before = status_kb(daemon, "VmRSS:");
+    let before = starts(log);
+    for i in 0..k {
+        mock.enqueue(Reply::Message(MockMessage::text("Sleeping.").with(
+            Block::ToolUse {
+                id: format!("toolu_s{i}"),
+                name: "mcp__fx__sleep".into(),
+                input: json!({"seconds": 60}),
+            },
+        )));
+    }
+    let ids: Vec<String> = (0..k)
+        .map(|i| {
+            rt.block_on(async {
+                let mut client = agentd_shared::client::agent_client(&env.socket())
+                    .await
+                    .unwrap();
+                client
+                    .create_agent(pb::CreateAgentRequest {
+                        prompt: format!("Sleep {i}."),
+                        model: "anthropic:claude-bench".into(),
+                        cwd: env.project().display().to_string(),
+                        background: true,
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .id
+            })
+        })
+        .collect();
+    // Each agent's listing at creation, then its call's server.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while starts(log) < before + 2 * k {
+        assert!(Instant::now() < deadline, "the servers did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let daemon_during = status_kb(daemon, "VmRSS:");
+    let family = descendants(daemon);
+    let servers: Vec<i32> = family.iter().copied().filter(|p| is_server(*p)).collect();
+    let helpers: Vec<i32> = family.iter().copied().filter(|p| !is_server(*p)).collect();
+    assert_eq!(servers.len(), k, "running servers: {servers:?}");
+    let sum = |pids: &[i32], f: &dyn Fn(i32) -> u64| pids.iter().map(|p| f(*p)).sum::<u64>();
+    let rss = |p| status_kb(p, "VmRSS:");
+    let pss = |p| rollup_kb(p, "Pss:");
+    let per = |total: u64| mib(total) / k as f64;
+    let (direct_rss, direct_pss) = (rss(direct.pid()), pss(direct.pid()));
+    println!("{k} stdio servers running at once (each in a call of `sleep`):");
+    println!(
+        "  direct server.py, no daemon (baseline)      RSS {:>6.1} MiB   PSS {:>6.1} MiB",
+        mib(direct_rss),
+        mib(direct_pss)
+    );
+    println!(
+        "  per server under agentd: server.py          RSS {:>6.1} MiB   PSS {:>6.1} MiB   ({:.2}x baseline RSS)",
+        per(sum(&servers, &rss)),
+        per(sum(&servers, &pss)),
+        per(sum(&servers, &rss)) / mib(direct_rss)
+    );
+    println!(
+        "  per server under agentd: sandbox processes  RSS {:>6.1} MiB   PSS {:>6.1} MiB   ({} processes in all)",
+        per(sum(&helpers, &rss)),
+        per(sum(&helpers, &pss)),
+        helpers.len()
+    );
+    println!(
+        "  daemon RSS {:.1} MiB before, {:.1} MiB with them: {:.2} MiB per running agent with its server",
+        mib(daemon_before),
+        mib(daemon_during),
+        (mib(daemon_during) - mib(daemon_before)) / k as f64
+    );
+    for id in ids {
+        env.ctl(&["stop", &id]).expect_code(0);
+    }
+}
