@@ -21,7 +21,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- torture [--kills 1000] [--seed N|random] [--faults 0.15] [--disk-full] [--live 8] [--verbose]
 //! cargo run --release -p agentd-e2e --bin bench -- scale [--agents 1000] [--agents-10k 10000] [--runs 300] [--delta-ms 100] [--chars 2000] [--starts 5]
 //! cargo run --release -p agentd-e2e --bin bench -- pueue [--tasks 1000] [--runs 100]
-//! cargo run --release -p agentd-e2e --bin bench -- mcp [--calls 200] [--servers 4]
+//! cargo run --release -p agentd-e2e --bin bench -- mcp [--calls 200] [--servers 4] [--server-sandbox agent|off]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 

@@ -3,25 +3,31 @@
 //!
 //! The call. One agent, driven by the mock model, makes 2N tool calls that
 //! alternate between `mcp__fx__echo` (tests/mcp/server.py over stdio, under
-//! the agent's sandbox) and a call of a tool that does not exist, which the
-//! daemon answers with an error without running anything. The mock times
-//! each gap between the end of a response and the next request: the daemon
-//! parsing the message, running the call, writing the result durably and
-//! building the next request. The difference between the two kinds of gap
-//! is what the MCP call costs inside a turn. The same server, started by
-//! this binary with no sandbox, is called N times directly through the
-//! MCP client the daemon uses (`agentd::mcp::Session`, rmcp), half before
-//! and half after the agent: the server's own round trip. What agentd
-//! adds is the call's cost inside a turn minus that round trip. Both kinds
-//! of gap share one agent and alternate, so the transcript's growth and
+//! the agent's sandbox unless `--server-sandbox off`) and a call of a tool
+//! that does not exist, which the daemon answers with an error without
+//! running anything. The mock times each gap between the end of a response
+//! and the next request: the daemon parsing the message, running the call,
+//! writing the result durably and building the next request. The difference
+//! between the two kinds of gap is what the MCP call costs inside a turn.
+//! Both kinds share one agent and alternate, so the transcript's growth and
 //! the machine's noise fall on both alike; the first call of each kind (the
 //! first MCP call starts the server) is not counted.
 //!
+//! The baseline is the server's own round trip: the same server, started by
+//! this binary with no sandbox, called N times through the MCP client the
+//! daemon uses (`agentd::mcp::Session`, rmcp). Under agentd the server sits
+//! idle between calls (the rest of each turn), and a process woken from
+//! idle answers more slowly than one called back to back (on this VM by
+//! about a millisecond), so each baseline call comes after the same idle
+//! time as the agent's calls had (measured from the mock's timings); calls
+//! made back to back are shown too, alternating with them. What agentd adds
+//! is the call's cost inside a turn minus the paced round trip.
+//!
 //! The server. K agents each hold a call of the fixture's `sleep` tool, so
 //! K servers run at once; the RSS (and PSS, shared pages divided among
-//! their users) of each server process and of the sandbox's processes
-//! around it are read from /proc, with the daemon's RSS growth, against the
-//! directly started server's.
+//! their users) of each server process and of the sandbox processes of its
+//! agent's run are read from /proc, with the daemon's RSS growth, against
+//! the directly started server's.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -66,6 +72,9 @@ fn line(name: &str, sorted: &[Duration]) {
 pub fn bench_mcp(args: &[String]) {
     let calls: usize = arg(args, "--calls", "200").parse().unwrap();
     let servers: usize = arg(args, "--servers", "4").parse().unwrap();
+    // "off": the server runs unconfined (`sandbox = "off"`), to tell the
+    // sandbox's share of the cost from the daemon's.
+    let sandbox = arg(args, "--server-sandbox", "agent");
     let fx = mcp_fixtures::setup().unwrap_or_else(|e| panic!("MCP fixtures: {e}"));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -78,38 +87,45 @@ pub fn bench_mcp(args: &[String]) {
     let log = env.project().join("fixture.log");
     let (command, cmd_args) = fx.python_stdio_command();
     env.write_config(&format!(
-        "max_running_agents = {}\n[mcp_servers.fx]\ncommand = {}\nargs = {}\nenv = {{ MCP_FIXTURE_LOG = {} }}\n",
+        "max_running_agents = {}\n[mcp_servers.fx]\ncommand = {}\nargs = {}\nsandbox = {}\nenv = {{ MCP_FIXTURE_LOG = {} }}\n",
         servers + 8,
         json!(command),
         json!(cmd_args),
+        json!(sandbox),
         json!(log.display().to_string()),
     ));
     let daemon = env.start_daemon();
 
-    let mut round_trip = rt.block_on(direct.calls(calls / 2));
-    let (mcp_gaps, noop_gaps) = through_agentd(&rt, &env, &mock, calls);
-    round_trip.extend(rt.block_on(direct.calls(calls - calls / 2)));
-    round_trip.sort();
+    let agent = through_agentd(&rt, &env, &mock, calls);
+    // The server under agentd is idle between calls (the rest of each
+    // turn): the direct calls get the same idle time before each, and, for
+    // reference, are made back to back too, alternating.
+    let cost_p50 = agent.mcp[agent.mcp.len() / 2].saturating_sub(agent.noop[agent.noop.len() / 2]);
+    let idle = agent.spacing.saturating_sub(cost_p50);
+    let (paced, hot) = rt.block_on(direct.calls(calls, idle));
 
-    println!("MCP tool call, {calls} calls of each kind (tests/mcp/server.py echo over stdio):");
-    line(
-        "direct: the server's round trip (rmcp client, no daemon)",
-        &round_trip,
+    println!(
+        "MCP tool call, {calls} calls of each kind (tests/mcp/server.py echo over stdio; server sandbox {sandbox}):"
     );
-    line("agentd turn gap, MCP echo call", &mcp_gaps);
+    line("direct: the server's round trip, calls back to back", &hot);
     line(
-        "agentd turn gap, tool answered at once (baseline)",
-        &noop_gaps,
+        &format!(
+            "direct: the same, each after {:.1} ms idle (baseline)",
+            ms(idle)
+        ),
+        &paced,
     );
-    let cost = |p: f64| ms(percentile(&mcp_gaps, p)) - ms(percentile(&noop_gaps, p));
-    let rt_at = |p: f64| ms(percentile(&round_trip, p));
+    line("agentd turn gap after an MCP echo call", &agent.mcp);
+    line("agentd turn gap after a tool answered at once", &agent.noop);
+    let cost = |p: f64| ms(percentile(&agent.mcp, p)) - ms(percentile(&agent.noop, p));
+    let base = |p: f64| ms(percentile(&paced, p));
     for (name, p) in [("p50", 0.5), ("p90", 0.9)] {
         println!(
             "  {name}: the MCP call inside a turn {:.3} ms = {:.2}x the direct round trip {:.3} ms; agentd adds {:.3} ms",
             cost(p),
-            cost(p) / rt_at(p),
-            rt_at(p),
-            cost(p) - rt_at(p)
+            cost(p) / base(p),
+            base(p),
+            cost(p) - base(p)
         );
     }
 
@@ -117,13 +133,22 @@ pub fn bench_mcp(args: &[String]) {
     drop(direct);
 }
 
-/// The turn gaps after MCP calls and after baseline calls, sorted.
+/// What the mock saw of the agent's calls.
+struct AgentRun {
+    /// The turn gaps after MCP calls, sorted.
+    mcp: Vec<Duration>,
+    /// The turn gaps after calls answered at once, sorted.
+    noop: Vec<Duration>,
+    /// The median time from one MCP call's response to the next's.
+    spacing: Duration,
+}
+
 fn through_agentd(
     rt: &tokio::runtime::Runtime,
     env: &Env,
     mock: &MockServer,
     calls: usize,
-) -> (Vec<Duration>, Vec<Duration>) {
+) -> AgentRun {
     // Warm-up calls of each kind first (the first MCP call starts the
     // server), then the measured ones, alternating.
     let kinds: Vec<&str> = (0..calls + 1).flat_map(|_| [ECHO, NOOP]).collect();
@@ -150,11 +175,15 @@ fn through_agentd(
     env.ctl(&["wait", &id]).expect_code(0);
     let requests = mock.requests();
     assert_eq!(requests.len(), kinds.len() + 1);
-    let (mut mcp, mut noop) = (Vec::new(), Vec::new());
+    let (mut mcp, mut noop, mut spacing) = (Vec::new(), Vec::new(), Vec::new());
     for (k, kind) in kinds.iter().enumerate().skip(2) {
         let gap = requests[k + 1].received_at - requests[k].completed_at.unwrap();
         if *kind == ECHO { &mut mcp } else { &mut noop }.push(gap);
+        if *kind == ECHO && k + 2 < kinds.len() {
+            spacing.push(requests[k + 2].completed_at.unwrap() - requests[k].completed_at.unwrap());
+        }
     }
+    spacing.sort();
     let last = requests.last().unwrap();
     let results = agentd_e2e::tool_results(last.messages());
     assert!(
@@ -163,7 +192,11 @@ fn through_agentd(
     );
     mcp.sort();
     noop.sort();
-    (mcp, noop)
+    AgentRun {
+        mcp,
+        noop,
+        spacing: spacing[spacing.len() / 2],
+    }
 }
 
 /// server.py over stdio, started here and spoken to through the client the
@@ -192,27 +225,37 @@ impl DirectServer {
         DirectServer { child, session }
     }
 
-    /// `n` timed echo calls (after one untimed).
-    async fn calls(&self, n: usize) -> Vec<Duration> {
-        let mut times = Vec::with_capacity(n);
-        for i in 0..=n {
-            let t = Instant::now();
-            let out = self
-                .session
-                .call(
-                    "echo",
-                    json!({"text": format!("ping {i}")}),
-                    Duration::from_secs(30),
-                    CancellationToken::new(),
-                )
-                .await
-                .unwrap();
-            if i > 0 {
-                times.push(t.elapsed());
-            }
-            assert!(!out.is_error);
+    /// One echo call, timed.
+    async fn call(&self, i: usize) -> Duration {
+        let t = Instant::now();
+        let out = self
+            .session
+            .call(
+                "echo",
+                json!({"text": format!("ping {i}")}),
+                Duration::from_secs(30),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        let took = t.elapsed();
+        assert!(!out.is_error);
+        took
+    }
+
+    /// `n` echo calls made after `idle` and `n` made right after another,
+    /// alternating (after one untimed call): both sorted.
+    async fn calls(&self, n: usize, idle: Duration) -> (Vec<Duration>, Vec<Duration>) {
+        self.call(0).await;
+        let (mut paced, mut hot) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for i in 0..n {
+            tokio::time::sleep(idle).await;
+            paced.push(self.call(2 * i + 1).await);
+            hot.push(self.call(2 * i + 2).await);
         }
-        times
+        paced.sort();
+        hot.sort();
+        (paced, hot)
     }
 
     fn pid(&self) -> i32 {
@@ -244,6 +287,12 @@ fn descendants(root: i32) -> Vec<i32> {
     }
     found.remove(0);
     found
+}
+
+fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim().to_string())
+        .unwrap_or_default()
 }
 
 fn is_server(pid: i32) -> bool {
@@ -345,11 +394,16 @@ fn running_servers(
         per(sum(&servers, &pss)),
         per(sum(&servers, &rss)) / mib(direct_rss)
     );
+    let mut names: std::collections::BTreeMap<String, usize> = Default::default();
+    for p in &helpers {
+        *names.entry(comm(*p)).or_default() += 1;
+    }
+    let names: Vec<String> = names.iter().map(|(n, c)| format!("{c} x {n}")).collect();
     println!(
-        "  per server under agentd: sandbox processes  RSS {:>6.1} MiB   PSS {:>6.1} MiB   ({} processes in all)",
+        "  per server under agentd: its run's sandbox  RSS {:>6.1} MiB   PSS {:>6.1} MiB   ({})",
         per(sum(&helpers, &rss)),
         per(sum(&helpers, &pss)),
-        helpers.len()
+        names.join(", ")
     );
     println!(
         "  daemon RSS {:.1} MiB before, {:.1} MiB with them: {:.2} MiB per running agent with its server",
