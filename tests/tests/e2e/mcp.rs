@@ -48,6 +48,19 @@ fn call(id: &str, tool: &str, input: Value) -> Reply {
     Reply::Message(MockMessage::text(format!("calling {tool}")).with(Block::tool(id, tool, input)))
 }
 
+/// config.toml with the fixture as server `fx`, logging its starts (and
+/// the cancellations it receives) to `name` in the workspace, where the
+/// sandboxed server may write; the log's path.
+fn logged_fixture(env: &Env, fx: &McpFixtures, name: &str) -> std::path::PathBuf {
+    let log = env.project().join(name);
+    let extra = format!(
+        "env = {{ MCP_FIXTURE_LOG = {} }}",
+        quoted(&log.display().to_string())
+    );
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
+    log
+}
+
 fn starts(log: &Path) -> usize {
     std::fs::read_to_string(log)
         .map(|t| t.lines().filter(|l| l.starts_with("started")).count())
@@ -181,13 +194,7 @@ fn a_server_that_dies_mid_call_gives_an_error_result_and_is_started_again() {
     let fx = fixtures();
     let mock = MockServer::start();
     let env = Env::with_mock(&mock);
-    // In the workspace: the sandboxed server may write only there.
-    let log = env.project().join("starts.log");
-    let extra = format!(
-        "env = {{ MCP_FIXTURE_LOG = {} }}",
-        quoted(&log.display().to_string())
-    );
-    env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
+    let log = logged_fixture(&env, &fx, "starts.log");
     let _daemon = env.start_daemon();
     mock.enqueue_all([
         call("c1", "mcp__fx__crash", json!({})),
@@ -393,13 +400,7 @@ fn a_call_cut_by_a_daemon_sigkill_is_answered_and_the_server_runs_again_after_th
     let fx = fixtures();
     let mock = MockServer::start();
     let env = Env::with_mock(&mock);
-    // In the workspace: the sandboxed server may write only there.
-    let log = env.project().join("starts.log");
-    let extra = format!(
-        "env = {{ MCP_FIXTURE_LOG = {} }}",
-        quoted(&log.display().to_string())
-    );
-    env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
+    let log = logged_fixture(&env, &fx, "starts.log");
     let daemon = env.start_daemon();
     mock.enqueue_all([
         call("s1", "mcp__fx__sleep", json!({"seconds": 60})),
@@ -524,12 +525,7 @@ fn mcp_restart_ends_a_running_agents_server_and_its_next_call_starts_it_again() 
     let fx = fixtures();
     let mock = MockServer::start();
     let env = Env::with_mock(&mock);
-    let log = env.project().join("starts.log");
-    let extra = format!(
-        "env = {{ MCP_FIXTURE_LOG = {} }}",
-        quoted(&log.display().to_string())
-    );
-    env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
+    let log = logged_fixture(&env, &fx, "starts.log");
     let _daemon = env.start_daemon();
     mock.enqueue_all([
         call("r1", "mcp__fx__echo", json!({"text": "first"})),
@@ -621,13 +617,7 @@ fn interrupting_or_cancelling_during_an_mcp_call_cancels_it_on_the_server_and_st
     let fx = fixtures();
     let mock = MockServer::start();
     let env = Env::with_mock(&mock);
-    // In the workspace: the sandboxed server may write only there.
-    let log = env.project().join("fixture.log");
-    let extra = format!(
-        "env = {{ MCP_FIXTURE_LOG = {} }}",
-        quoted(&log.display().to_string())
-    );
-    env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
+    let log = logged_fixture(&env, &fx, "fixture.log");
     let _daemon = env.start_daemon();
     mock.enqueue_all([
         call("s1", "mcp__fx__sleep", json!({"seconds": 60})),
