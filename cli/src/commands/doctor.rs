@@ -188,7 +188,10 @@ async fn mcp_checks(target: &Target, checks: &mut Vec<Check>) {
     };
     let cwd = crate::commands::worktrees::client_dir();
     let servers = match client
-        .list_mcp_servers(pb::ListMcpServersRequest { cwd })
+        .list_mcp_servers(pb::ListMcpServersRequest {
+            cwd,
+            ..Default::default()
+        })
         .await
     {
         Ok(r) => r.into_inner().servers,

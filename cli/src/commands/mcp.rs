@@ -27,13 +27,16 @@ enum Action {
         /// The directory agents would work in [default: the current directory].
         #[arg(long)]
         cwd: Option<PathBuf>,
+        /// Also the servers of this agent type's front matter (mcpServers), as its subagents would get them.
+        #[arg(long = "type", value_name = "AGENT_TYPE")]
+        agent_type: Option<String>,
     },
     /// End a server's session in every running agent that has it; each starts it again at its next call.
     Restart {
         /// The server's name.
         name: String,
     },
-    /// Approve servers of the repository's .mcp.json, as defined now, for agents made from now on; a changed definition needs approving again.
+    /// Approve servers of the repository's .mcp.json (or, with --type, of an agent type file in the repository), as defined now, for agents made from now on; a changed definition needs approving again.
     Approve(Selection),
     /// Forget approvals of the repository's servers (agents made before keep theirs).
     Revoke(Selection),
@@ -50,6 +53,9 @@ struct Selection {
     /// A directory in the repository [default: the current directory].
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// The servers of this agent type's front matter (mcpServers) instead of .mcp.json's.
+    #[arg(long = "type", value_name = "AGENT_TYPE")]
+    agent_type: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -58,7 +64,7 @@ struct Selection {
 #[derive(Serialize)]
 struct ServerJson<'a> {
     name: &'a str,
-    /// "config", "repository" or "editor".
+    /// "config", "repository", "editor" or "agent_type".
     source: &'static str,
     /// "stdio" or "http".
     transport: &'static str,
@@ -95,7 +101,11 @@ struct RevokedJson<'a> {
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     match args.action {
-        Action::List { json, cwd } => list(target, json, cwd).await,
+        Action::List {
+            json,
+            cwd,
+            agent_type,
+        } => list(target, json, cwd, agent_type).await,
         Action::Approve(s) => approve(target, s).await,
         Action::Revoke(s) => revoke(target, s).await,
         Action::Restart { name } => restart(target, name).await,
@@ -125,11 +135,19 @@ fn client_dir(dir: Option<PathBuf>) -> Result<String, Failure> {
     Ok(dir.display().to_string())
 }
 
-async fn list(target: &Target, json: bool, cwd: Option<PathBuf>) -> Result<u8, Failure> {
+async fn list(
+    target: &Target,
+    json: bool,
+    cwd: Option<PathBuf>,
+    agent_type: Option<String>,
+) -> Result<u8, Failure> {
     let cwd = client_dir(cwd)?;
     let mut client = target.client().await?;
     let resp = client
-        .list_mcp_servers(pb::ListMcpServersRequest { cwd })
+        .list_mcp_servers(pb::ListMcpServersRequest {
+            cwd,
+            agent_type: agent_type.clone().unwrap_or_default(),
+        })
         .await?
         .into_inner();
     if json {
@@ -146,7 +164,7 @@ async fn list(target: &Target, json: bool, cwd: Option<PathBuf>) -> Result<u8, F
         );
     }
     for s in &resp.servers {
-        print_server(s);
+        print_server(s, agent_type.as_deref());
     }
     if resp
         .servers
@@ -165,7 +183,7 @@ async fn list(target: &Target, json: bool, cwd: Option<PathBuf>) -> Result<u8, F
     Ok(SUCCESS)
 }
 
-fn print_server(s: &pb::McpServerReport) {
+fn print_server(s: &pb::McpServerReport, agent_type: Option<&str>) {
     let j = server_json(s);
     let confinement = if j.transport == "stdio" && !j.sandboxed {
         " · NOT SANDBOXED (sandbox = \"off\")"
@@ -178,10 +196,16 @@ fn print_server(s: &pb::McpServerReport) {
     );
     match (j.state, j.error) {
         ("ready", _) => println!("  ready · {} tools: {}", j.tools.len(), j.tools.join(", ")),
-        ("unapproved", _) => println!(
-            "  unapproved · not started; `agentctl mcp approve {}` approves it",
-            j.name
-        ),
+        ("unapproved", _) => {
+            let of_type = match agent_type {
+                Some(t) if s.source == pb::McpSource::AgentType as i32 => format!("--type {t} "),
+                _ => String::new(),
+            };
+            println!(
+                "  unapproved · not started; `agentctl mcp approve {of_type}{}` approves it",
+                j.name
+            )
+        }
         (_, Some(why)) => println!("  {} · {why}", j.state),
         (state, None) => println!("  {state}"),
     }
@@ -195,6 +219,7 @@ async fn approve(target: &Target, s: Selection) -> Result<u8, Failure> {
             cwd,
             names: s.names,
             all: s.all,
+            agent_type: s.agent_type.unwrap_or_default(),
         })
         .await?
         .into_inner();
@@ -243,6 +268,7 @@ async fn revoke(target: &Target, s: Selection) -> Result<u8, Failure> {
             cwd,
             names: s.names,
             all: s.all,
+            agent_type: s.agent_type.unwrap_or_default(),
         })
         .await?
         .into_inner();
@@ -279,6 +305,7 @@ pub(crate) fn source_name(source: i32) -> &'static str {
         Ok(pb::McpSource::Config) => "config",
         Ok(pb::McpSource::Repository) => "repository",
         Ok(pb::McpSource::Editor) => "editor",
+        Ok(pb::McpSource::AgentType) => "agent_type",
         _ => "unknown",
     }
 }

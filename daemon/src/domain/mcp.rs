@@ -24,6 +24,9 @@ pub enum McpSource {
     Editor,
     /// The repository's `.mcp.json`, approved by the person.
     Repository,
+    /// The agent's type's front matter (`mcpServers`): a type file of the
+    /// person's own, or a repository's the person approved.
+    AgentType,
 }
 
 /// One of an agent's MCP servers, as listed at its creation.

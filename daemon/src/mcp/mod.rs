@@ -34,7 +34,7 @@ pub use result::{CallOutput, cap};
 pub use session::Session;
 pub use setup::Setup;
 pub use sources::{
-    deserialize_toml_servers, parse_mcp_json, parse_mcp_json_each, parse_toml_server,
-    parse_toml_servers,
+    deserialize_toml_servers, parse_json_server, parse_mcp_json, parse_mcp_json_each,
+    parse_toml_server, parse_toml_servers,
 };
 pub use tool::{ToolDecl, dedup_wire_names};

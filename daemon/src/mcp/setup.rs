@@ -60,6 +60,7 @@ enum StoredSource {
     Config,
     Editor,
     Repository,
+    AgentType,
 }
 
 impl StoredSource {
@@ -74,6 +75,7 @@ impl From<McpSource> for StoredSource {
             McpSource::Config => StoredSource::Config,
             McpSource::Editor => StoredSource::Editor,
             McpSource::Repository => StoredSource::Repository,
+            McpSource::AgentType => StoredSource::AgentType,
         }
     }
 }
@@ -84,6 +86,7 @@ impl From<StoredSource> for McpSource {
             StoredSource::Config => McpSource::Config,
             StoredSource::Editor => McpSource::Editor,
             StoredSource::Repository => McpSource::Repository,
+            StoredSource::AgentType => McpSource::AgentType,
         }
     }
 }

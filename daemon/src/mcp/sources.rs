@@ -167,14 +167,19 @@ pub fn parse_mcp_json_each(text: &str) -> Result<Vec<Result<ServerDef, String>>,
         .iter()
         .map(|(name, value)| {
             let at = format!(".mcp.json: server {:?}", crate::domain::text::quote(name));
-            let server = ServerName::parse(name).map_err(|e| format!("{at}: {e}"))?;
-            let raw: JsonServer =
-                serde_json::from_value(value.clone()).map_err(|e| format!("{at}: {e}"))?;
-            json_transport(raw)
-                .map(|transport| ServerDef::new(server, transport))
-                .map_err(|e| format!("{at}: {e}"))
+            parse_json_server(name, value).map_err(|e| format!("{at}: {e}"))
         })
         .collect())
+}
+
+/// One server in Claude Code's format (as a `.mcp.json` or an agent type's
+/// front matter has it): `{"command", "args"?, "env"?}` or `{"type": "http",
+/// "url", "headers"?}`, with the defaults of [`ServerDef::new`]. The error
+/// does not name the server; the caller says where it is.
+pub fn parse_json_server(name: &str, value: &serde_json::Value) -> Result<ServerDef, String> {
+    let server = ServerName::parse(name)?;
+    let raw: JsonServer = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+    json_transport(raw).map(|transport| ServerDef::new(server, transport))
 }
 
 fn json_transport(raw: JsonServer) -> Result<Transport, String> {

@@ -372,8 +372,10 @@ impl AgentService for AgentApi {
         &self,
         req: Request<pb::ListMcpServersRequest>,
     ) -> Result<Response<pb::ListMcpServersResponse>, Status> {
-        let cwd = std::path::PathBuf::from(req.into_inner().cwd);
-        let listing = self.sup.mcp_report(&cwd).await?;
+        let r = req.into_inner();
+        let agent_type = convert::mcp::agent_type(&r.agent_type)?;
+        let cwd = std::path::PathBuf::from(r.cwd);
+        let listing = self.sup.mcp_report(&cwd, agent_type).await?;
         Ok(Response::new(pb::ListMcpServersResponse {
             servers: listing
                 .servers
@@ -395,7 +397,8 @@ impl AgentService for AgentApi {
         let r = req.into_inner();
         let which = convert::mcp::selection(&r.names, r.all)?;
         let cwd = std::path::PathBuf::from(r.cwd);
-        let (root, approved) = self.sup.approve_mcp(&cwd, &which).await?;
+        let agent_type = convert::mcp::agent_type(&r.agent_type)?;
+        let (root, approved) = self.sup.approve_mcp(&cwd, &which, agent_type).await?;
         Ok(Response::new(pb::ApproveMcpServersResponse {
             repository: root.display().to_string(),
             servers: approved.iter().map(convert::mcp::approved_server).collect(),
@@ -409,7 +412,8 @@ impl AgentService for AgentApi {
         let r = req.into_inner();
         let which = convert::mcp::selection(&r.names, r.all)?;
         let cwd = std::path::PathBuf::from(r.cwd);
-        let (root, names) = self.sup.revoke_mcp(&cwd, &which).await?;
+        let agent_type = convert::mcp::agent_type(&r.agent_type)?;
+        let (root, names) = self.sup.revoke_mcp(&cwd, &which, agent_type).await?;
         Ok(Response::new(pb::RevokeMcpServersResponse {
             repository: root.display().to_string(),
             names,

@@ -113,7 +113,7 @@ impl Supervisor {
         let type_name = type_name.unwrap_or(types::DEFAULT_TYPE);
         let agent_type =
             types::resolve(type_name, &caller.cwd, &agentd_shared::paths::config_dir())
-                .map_err(ToolOutput::error)?;
+                .map_err(|e| ToolOutput::error(e.to_string()))?;
         let background = input
             .get("run_in_background")
             .and_then(Value::as_bool)

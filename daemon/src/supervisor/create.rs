@@ -10,6 +10,8 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::Supervisor;
+use super::mcp::McpPending;
+use super::mcp_sources::TypeServers;
 use crate::agent::instructions::{self, Instructions};
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::types::AgentType;
@@ -81,7 +83,7 @@ pub(super) struct Prepared {
     pub(super) worktree: Option<worktree::Plan>,
     /// Its MCP servers are still to be listed into its tools: config's and
     /// these. None: a fork, which has its parent's.
-    pub(super) mcp_pending: Option<Vec<ServerDef>>,
+    pub(super) mcp_pending: Option<McpPending>,
 }
 
 /// Where a new agent works, before its worktree (if any) is planned.
@@ -152,7 +154,10 @@ impl Supervisor {
             provider,
             fan_out: FanOutRole::Alone,
             worktree: plan,
-            mcp_pending: Some(req.mcp_servers.clone()),
+            mcp_pending: Some(McpPending {
+                requested: req.mcp_servers.clone(),
+                of_type: agent_type.and_then(TypeServers::of),
+            }),
         })
     }
 
@@ -245,8 +250,8 @@ impl Supervisor {
             mcp_pending,
             ..
         } = prepared;
-        if let Some(requested) = mcp_pending {
-            self.freeze_mcp(&mut record, &mut prompt, &requested).await;
+        if let Some(pending) = mcp_pending {
+            self.freeze_mcp(&mut record, &mut prompt, &pending).await;
         }
         self.store
             .append_durable(
@@ -291,8 +296,8 @@ impl Supervisor {
             None => None,
         };
         // Listed where it works: a worktree of its own exists by now.
-        if let Some(requested) = mcp_pending {
-            self.freeze_mcp(&mut record, &mut prompt, &requested).await;
+        if let Some(pending) = mcp_pending {
+            self.freeze_mcp(&mut record, &mut prompt, &pending).await;
         }
         let stored = self
             .store

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::Supervisor;
-use super::mcp_sources::{self, McpOrigin};
+use super::mcp_sources::{self, McpOrigin, TypeServers};
 use crate::agent::mcp_servers::list_tools;
 use crate::domain::{
     AgentId, AgentRecord, McpSource, McpToolName, PromptContext, SHORT_ID_LEN, now_ms,
@@ -25,21 +25,32 @@ use crate::mcp::setup::chosen;
 use crate::mcp::{ServerDef, ServerName, Setup};
 use crate::tools::{AgentProcesses, ToolContext};
 
+/// What a new agent's servers are chosen from, once it is placed.
+pub(super) struct McpPending {
+    /// The servers its creation request passed (an editor's).
+    pub requested: Vec<ServerDef>,
+    /// Its type's, if it has one with servers.
+    pub of_type: Option<TypeServers>,
+}
+
 impl Supervisor {
     /// Lists the tools of the servers `record` gets into `prompt`, and
-    /// `requested`'s (`chosen`). An agent whose tools are limited to a list
-    /// (a typed subagent) gets only the MCP tools the list names.
+    /// `pending`'s (`chosen`). An agent whose tools are limited to a list
+    /// (a typed subagent) gets only the MCP tools the list names (its
+    /// type's own servers' are on it).
     pub(super) async fn freeze_mcp(
         &self,
         record: &mut AgentRecord,
         prompt: &mut PromptContext,
-        requested: &[ServerDef],
+        pending: &McpPending,
     ) {
         if prompt.allowed_tools.as_ref().is_some_and(|a| !a.has_mcp()) {
             return;
         }
-        let candidates = self.mcp_candidates(Self::mcp_source_dir(record));
-        record.mcp_notes = candidates.agent_notes();
+        let requested = &pending.requested;
+        let candidates =
+            self.mcp_candidates(Self::mcp_source_dir(record), pending.of_type.as_ref());
+        record.mcp_notes = candidates.agent_notes(requested);
         for note in &record.mcp_notes {
             tracing::warn!(agent = %record.id, "MCP: {note}");
         }
@@ -139,12 +150,22 @@ pub struct McpListing {
 }
 
 impl Supervisor {
-    /// Starts each server a new agent working in `cwd` would get (under the
-    /// default sandbox), lists its tools and ends it. A disabled server, or
-    /// a repository's server not approved, is reported without starting.
-    pub async fn mcp_report(&self, cwd: &Path) -> Result<McpListing, AgentdError> {
+    /// Starts each server a new agent working in `cwd` would get (of type
+    /// `agent_type`, with its servers: under the default sandbox), lists
+    /// its tools and ends it. A disabled server, or a repository's server
+    /// not approved, is reported without starting.
+    pub async fn mcp_report(
+        &self,
+        cwd: &Path,
+        agent_type: Option<&str>,
+    ) -> Result<McpListing, AgentdError> {
         let cwd = mcp_sources::client_dir(cwd)?;
-        let candidates = self.mcp_candidates(&cwd);
+        let of_type = match agent_type {
+            Some(name) => TypeServers::of(&self.agent_type_at(&cwd, name)?),
+            None => None,
+        };
+        let candidates = self.mcp_candidates(&cwd, of_type.as_ref());
+        let notes = [candidates.notes.clone(), candidates.missing_references(&[])].concat();
         // A stand-in for an agent working there, for its sandbox policy.
         let id = AgentId::random();
         let mut probe = AgentRecord::new(id, id.short_prefix(SHORT_ID_LEN), now_ms());
@@ -187,8 +208,8 @@ impl Supervisor {
                     state,
                 })
                 .collect(),
+            notes,
             repository: candidates.repository,
-            notes: candidates.notes,
         })
     }
 }

@@ -286,12 +286,18 @@ fn random_calls_with_malformed_fields_get_documented_errors_and_leave_a_sound_st
                 random_string(&mut rng)
             };
             let all = rng.random_bool(0.3);
+            let agent_type = if rng.random_bool(0.3) {
+                random_string(&mut rng)
+            } else {
+                String::new()
+            };
             let outcome = if rng.random_bool(0.7) {
                 client
                     .approve_mcp_servers(pb::ApproveMcpServersRequest {
                         cwd: dir,
                         names,
                         all,
+                        agent_type,
                     })
                     .await
                     .map(drop)
@@ -301,6 +307,7 @@ fn random_calls_with_malformed_fields_get_documented_errors_and_leave_a_sound_st
                         cwd: dir,
                         names,
                         all,
+                        agent_type,
                     })
                     .await
                     .map(drop)

@@ -31,6 +31,7 @@ mod interrupt;
 mod mcp;
 mod mcp_requested;
 mod mcp_trust;
+mod mcp_types;
 mod merge_kill;
 mod moved_checkout;
 mod permissions;

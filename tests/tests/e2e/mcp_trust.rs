@@ -350,6 +350,7 @@ fn approving_refuses_bad_requests_with_the_right_status() {
         cwd,
         names: names.iter().map(|n| n.to_string()).collect(),
         all,
+        agent_type: String::new(),
     };
     let long = "n".repeat(10_000);
     let cases = [
@@ -411,6 +412,7 @@ fn approving_refuses_bad_requests_with_the_right_status() {
                 cwd: dir(&repo),
                 names: vec!["tool".into()],
                 all: false,
+                agent_type: String::new(),
             })
             .await
             .unwrap_err();

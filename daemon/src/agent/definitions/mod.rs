@@ -4,6 +4,7 @@
 //! looked up from the repository an agent works in.
 
 pub mod fork_profile;
+pub mod type_mcp;
 pub mod types;
 
 use std::path::{Path, PathBuf};

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::type_mcp::TypeMcp;
 use super::{FrontMatterError, Split, repo_root, split};
 use crate::domain::{Isolation, PermissionMode, SandboxMode, ToolAllowlist, ToolName};
 
@@ -45,6 +46,24 @@ pub struct AgentType {
     pub sandbox: Option<SandboxMode>,
     /// The type's own instructions, placed before the environment section.
     pub instructions: String,
+    /// The MCP servers the type defines or names (front matter
+    /// `mcpServers`).
+    pub mcp: TypeMcp,
+    /// Where the type was defined: a repository's type file is the
+    /// repository's, and its servers run only once approved.
+    pub origin: TypeOrigin,
+}
+
+/// Where an agent type comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeOrigin {
+    BuiltIn,
+    /// A file in the repository (`.agentd/agents`, `.claude/agents`):
+    /// whoever wrote the repository wrote it.
+    Repository(PathBuf),
+    /// A file of the person's own (`~/.config/agentd/agents`,
+    /// `~/.claude/agents`).
+    User(PathBuf),
 }
 
 fn builtin(name: &str) -> Option<AgentType> {
@@ -59,6 +78,8 @@ fn builtin(name: &str) -> Option<AgentType> {
             permission_mode: None,
             isolation: Isolation::None,
             sandbox: None,
+            mcp: TypeMcp::default(),
+            origin: TypeOrigin::BuiltIn,
             instructions: "You are a general-purpose agent working on a task delegated by \
 another agent. Complete it autonomously with the tools you have, then answer with a concise \
 report of what you did and found: your final message is all the delegating agent sees."
@@ -75,6 +96,8 @@ questions; never changes anything"
             permission_mode: None,
             isolation: Isolation::None,
             sandbox: None,
+            mcp: TypeMcp::default(),
+            origin: TypeOrigin::BuiltIn,
             instructions: "You are a read-only exploration agent. Find files with Glob, search \
 contents with Grep, read with Read. You cannot and must not modify anything. Answer with the \
 facts you found, citing file paths and line numbers."
@@ -110,6 +133,8 @@ struct FrontMatter {
     sandbox: Option<String>,
     #[serde(default, rename = "permissionMode", alias = "permission_mode")]
     permission_mode: Option<String>,
+    #[serde(default, rename = "mcpServers", alias = "mcp_servers")]
+    mcp_servers: Option<serde_norway::Value>,
     /// Keys not above: refused or ignored as the dialect says.
     #[serde(flatten)]
     other: std::collections::BTreeMap<String, serde_norway::Value>,
@@ -166,7 +191,7 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
             Dialect::Agentd => {
                 return Err(format!(
                     "{where_}: invalid front matter: unknown field `{}` (known: name, description, \
-                     tools, model, background, isolation, sandbox, permissionMode)",
+                     tools, model, background, isolation, sandbox, permissionMode, mcpServers)",
                     crate::error::quote(key)
                 ));
             }
@@ -213,6 +238,10 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
             )
         })?),
     };
+    let mcp = match &fm.mcp_servers {
+        None => TypeMcp::default(),
+        Some(value) => TypeMcp::parse(value).map_err(|e| format!("{where_}: {e}"))?,
+    };
     let tools = fm.tools.map(|t| {
         let names: Vec<String> = match t {
             ToolList::List(v) => v,
@@ -223,8 +252,17 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
                 .collect(),
         };
         // Tools agentd does not have (another product's) are left out:
-        // the type gets less, never more. MCP tools and patterns are kept.
-        ToolAllowlist::lenient(names.iter().map(String::as_str))
+        // the type gets less, never more. MCP tools and patterns are kept,
+        // and the type's own servers are its own: all their tools.
+        let own = mcp.inline.iter().map(|d| format!("mcp__{}__*", d.name));
+        ToolAllowlist::lenient(
+            names
+                .into_iter()
+                .chain(own)
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str),
+        )
     });
     Ok(AgentType {
         name: fm.name,
@@ -236,6 +274,10 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
         isolation,
         sandbox,
         instructions: body.to_string(),
+        mcp,
+        // Until the caller says it is the person's own: a type whose
+        // origin is not known is trusted no more than a repository's.
+        origin: TypeOrigin::Repository(path.to_path_buf()),
     })
 }
 
@@ -304,8 +346,25 @@ fn find_in(
     Ok(None)
 }
 
+/// Why a type cannot be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeError {
+    /// No type of that name, built in or in any place searched.
+    Unknown(String),
+    /// Its file cannot be read or is not a valid type.
+    Unusable(String),
+}
+
+impl std::fmt::Display for TypeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TypeError::Unknown(why) | TypeError::Unusable(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Finds the type `name` for an agent working in `cwd`.
-pub fn resolve(name: &str, cwd: &Path, config_dir: &Path) -> Result<AgentType, String> {
+pub fn resolve(name: &str, cwd: &Path, config_dir: &Path) -> Result<AgentType, TypeError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     resolve_in(name, cwd, config_dir, home.as_deref())
 }
@@ -316,46 +375,65 @@ fn resolve_in(
     cwd: &Path,
     config_dir: &Path,
     home: Option<&Path>,
-) -> Result<AgentType, String> {
+) -> Result<AgentType, TypeError> {
     let root = repo_root(cwd);
     let repo_dir = root.join(".agentd/agents");
     let home_claude = home.map(|h| h.join(".claude/agents"));
+    // Each place, its dialect, and whether its files are the person's own.
     let places = [
-        (Some(repo_dir.clone()), Dialect::Agentd),
-        (Some(root.join(".claude/agents")), Dialect::ClaudeCode),
-        (Some(config_dir.join("agents")), Dialect::Agentd),
-        (home_claude, Dialect::ClaudeCode),
+        (Some(repo_dir.clone()), Dialect::Agentd, false),
+        (
+            Some(root.join(".claude/agents")),
+            Dialect::ClaudeCode,
+            false,
+        ),
+        (Some(config_dir.join("agents")), Dialect::Agentd, true),
+        (home_claude, Dialect::ClaudeCode, true),
     ];
     let mut skipped = Vec::new();
-    for (dir, dialect) in places {
+    for (dir, dialect, own) in places {
         if let Some(dir) = dir
-            && let Some(t) = find_in(&dir, name, dialect, &mut skipped)?
+            && let Some(mut t) =
+                find_in(&dir, name, dialect, &mut skipped).map_err(TypeError::Unusable)?
         {
+            if own && let TypeOrigin::Repository(file) = t.origin {
+                t.origin = TypeOrigin::User(file);
+            }
             return Ok(t);
         }
     }
     builtin(name).ok_or_else(|| {
-        let skipped = if skipped.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; skipped, unreadable: {}",
-                skipped
-                    .iter()
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        format!(
-            "unknown subagent_type '{name}': built-in types are general-purpose and Explore; \
-custom types live in {}, {}, {} and ~/.claude/agents{skipped}",
-            repo_dir.display(),
-            root.join(".claude/agents").display(),
-            config_dir.join("agents").display()
-        )
+        TypeError::Unknown(unknown_type(name, &repo_dir, &root, config_dir, &skipped))
     })
+}
+
+fn unknown_type(
+    name: &str,
+    repo_dir: &Path,
+    root: &Path,
+    config_dir: &Path,
+    skipped: &[String],
+) -> String {
+    let skipped = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; skipped, unreadable: {}",
+            skipped
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!(
+        "unknown subagent_type '{name}': built-in types are general-purpose and Explore; \
+custom types live in {}, {}, {} and ~/.claude/agents{skipped}",
+        repo_dir.display(),
+        root.join(".claude/agents").display(),
+        config_dir.join("agents").display()
+    )
 }
 
 #[cfg(test)]
@@ -392,7 +470,10 @@ mod tests {
         assert_eq!(t.instructions, "You review code.");
         assert_eq!(t.permission_mode, Some(PermissionMode::Plan));
         let err = resolve("nobody", &repo, &cfg).unwrap_err();
-        assert!(err.contains("unknown subagent_type 'nobody'"), "{err}");
+        assert!(
+            matches!(&err, TypeError::Unknown(m) if m.contains("unknown subagent_type 'nobody'")),
+            "{err}"
+        );
     }
 
     /// A file as Claude Code writes it (its documented sub-agent format).
@@ -532,6 +613,77 @@ WebFetch\nmodel: sonnet\ncolor: purple\n---\n\nYou are a senior code reviewer.\n
         )
         .unwrap();
         let err = resolve("broken", dir.path(), &dir.path().join("cfg")).unwrap_err();
-        assert!(err.contains("broken.md"), "{err}");
+        assert!(
+            matches!(&err, TypeError::Unusable(m) if m.contains("broken.md")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_types_servers_are_read_and_its_origin_says_whose_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let cfg = dir.path().join("cfg");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        for d in [
+            repo.join(".claude/agents"),
+            cfg.join("agents"),
+            home.join(".claude/agents"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let file = |servers: &str| {
+            format!(
+                "---\nname: db-helper\ndescription: Queries\ntools: Read, mcp__github__*\n\
+                 mcpServers:\n{servers}---\nYou query.\n"
+            )
+        };
+        std::fs::write(
+            home.join(".claude/agents/db.md"),
+            file("  - github\n  - db:\n      command: db-server\n"),
+        )
+        .unwrap();
+        let t = resolve_in("db-helper", &repo, &cfg, Some(&home)).unwrap();
+        assert_eq!(
+            t.origin,
+            TypeOrigin::User(home.join(".claude/agents/db.md"))
+        );
+        assert_eq!(t.mcp.inline.len(), 1);
+        assert_eq!(t.mcp.references[0].as_str(), "github");
+        // Its own server's tools are on its list; others' only as listed.
+        let tools = t.tools.unwrap();
+        let tool = |n: &str| crate::domain::McpToolName::parse(n).unwrap();
+        assert!(tools.allows_mcp(&tool("mcp__db__query")));
+        assert!(tools.allows_mcp(&tool("mcp__github__search")));
+        assert!(!tools.allows_mcp(&tool("mcp__other__x")));
+
+        // The same in agentd's own dialect, which knows the key.
+        std::fs::write(cfg.join("agents/db.md"), file("  db:\n    command: mine\n")).unwrap();
+        let t = resolve_in("db-helper", &repo, &cfg, Some(&home)).unwrap();
+        assert_eq!(t.origin, TypeOrigin::User(cfg.join("agents/db.md")));
+
+        // A repository's type file is the repository's.
+        std::fs::write(
+            repo.join(".claude/agents/db.md"),
+            file("  db:\n    command: theirs\n"),
+        )
+        .unwrap();
+        let t = resolve_in("db-helper", &repo, &cfg, Some(&home)).unwrap();
+        assert_eq!(
+            t.origin,
+            TypeOrigin::Repository(repo.join(".claude/agents/db.md"))
+        );
+        // A bad definition makes the type unusable, saying why.
+        std::fs::write(
+            repo.join(".claude/agents/db.md"),
+            file("  db:\n    command: x\n    sandbox: off\n"),
+        )
+        .unwrap();
+        let err = resolve_in("db-helper", &repo, &cfg, Some(&home)).unwrap_err();
+        assert!(
+            matches!(&err, TypeError::Unusable(m) if m.contains("server \"db\"") && m.contains("sandbox")),
+            "{err}"
+        );
     }
 }

@@ -97,6 +97,7 @@ fn source(s: McpSource) -> pb::McpSource {
         McpSource::Config => pb::McpSource::Config,
         McpSource::Editor => pb::McpSource::Editor,
         McpSource::Repository => pb::McpSource::Repository,
+        McpSource::AgentType => pb::McpSource::AgentType,
     }
 }
 
@@ -133,6 +134,7 @@ pub fn server_report(r: &McpReport) -> pb::McpServerReport {
         source: match r.origin {
             McpOrigin::Config => pb::McpSource::Config,
             McpOrigin::Repository => pb::McpSource::Repository,
+            McpOrigin::AgentType { .. } => pb::McpSource::AgentType,
         } as i32,
         transport: kind as i32,
         target,
@@ -156,6 +158,24 @@ pub fn approved_server(a: &ApprovedServer) -> pb::ApprovedMcpServer {
 
 /// The servers an approve or revoke request names: exactly one of `names`
 /// (each a valid server name, none repeated) and `all`.
+/// The longest agent type name a request may give.
+const MAX_TYPE_NAME: usize = 128;
+
+/// A request's `agent_type`: None when empty.
+pub fn agent_type(name: &str) -> Result<Option<&str>, AgentdError> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    if name.chars().count() > MAX_TYPE_NAME || name.chars().any(char::is_control) {
+        return Err(AgentdError::invalid(format!(
+            "agent_type {:?} is not an agent type's name (at most {MAX_TYPE_NAME} characters, \
+             no control characters)",
+            crate::error::quote(name)
+        )));
+    }
+    Ok(Some(name))
+}
+
 pub fn selection(names: &[String], all: bool) -> Result<McpSelection, AgentdError> {
     match (names.is_empty(), all) {
         (true, true) => return Ok(McpSelection::All),

@@ -20,7 +20,8 @@ pub(super) struct StoredMcpServer {
     #[prost(bool, tag = "5")]
     sandboxed: bool,
     /// 0 config.toml (so records from before sources read as it), 1 the
-    /// creation request (an editor's), 2 the repository's `.mcp.json`.
+    /// creation request (an editor's), 2 the repository's `.mcp.json`, 3 the
+    /// agent's type.
     #[prost(int32, tag = "6")]
     source: i32,
 }
@@ -30,6 +31,7 @@ fn source_number(s: McpSource) -> i32 {
         McpSource::Config => 0,
         McpSource::Editor => 1,
         McpSource::Repository => 2,
+        McpSource::AgentType => 3,
     }
 }
 
@@ -62,10 +64,15 @@ pub(super) fn mcp_of(stored: Vec<StoredMcpServer>) -> Result<Vec<McpServerSummar
                 .into_iter()
                 .find(|t| transport_number(*t) == s.transport)
                 .ok_or(Corrupt::Field("mcp transport"))?;
-            let source = [McpSource::Config, McpSource::Editor, McpSource::Repository]
-                .into_iter()
-                .find(|t| source_number(*t) == s.source)
-                .ok_or(Corrupt::Field("mcp source"))?;
+            let source = [
+                McpSource::Config,
+                McpSource::Editor,
+                McpSource::Repository,
+                McpSource::AgentType,
+            ]
+            .into_iter()
+            .find(|t| source_number(*t) == s.source)
+            .ok_or(Corrupt::Field("mcp source"))?;
             Ok(McpServerSummary {
                 name: s.name,
                 transport,
