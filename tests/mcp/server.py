@@ -13,6 +13,7 @@ receives, so a test can see that a call cut short was cancelled on the wire.
 import argparse
 import base64
 import os
+import socket
 import struct
 import sys
 import zlib
@@ -125,6 +126,16 @@ def link() -> list[ContentBlock]:
 def structured() -> Answer:
     """Returns the structured content {"answer": 42}, with an output schema."""
     return Answer(answer=42)
+
+
+@server.tool(annotations=READ_ONLY, structured_output=False)
+def connect(host: str, port: int) -> str:
+    """Opens a TCP connection to `host`:`port` and closes it: "connected", or why not."""
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            return "connected"
+    except OSError as e:
+        raise ToolError(f"cannot connect to {host}:{port}: {e.strerror or e} (errno {e.errno})") from e
 
 
 def log_start() -> None:

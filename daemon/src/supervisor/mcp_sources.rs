@@ -249,13 +249,13 @@ impl Candidates {
         for c in self.servers.iter().filter(|c| !c.approved) {
             let (whose, approve) = match (c.origin, &self.of_type) {
                 (McpOrigin::AgentType { .. }, Some(t)) => (
-                    format!("agent type {:?}'s", quote(&t.type_name)),
+                    format!("agent type {:?}'s MCP", quote(&t.type_name)),
                     format!("--type {} ", t.type_name),
                 ),
                 _ => (FILE_NAME.to_string(), String::new()),
             };
             notes.push(format!(
-                "{whose} MCP server {:?} ({}) was not started: it is not approved for {root}; \
+                "{whose} server {:?} ({}) was not started: it is not approved for {root}; \
                  `agentctl mcp approve {approve}{}` there approves it for agents made afterwards",
                 c.def.name.as_str(),
                 c.def.transport.kind(),

@@ -264,6 +264,39 @@ fn a_stdio_server_runs_in_its_agents_sandbox_unless_its_definition_says_off() {
 }
 
 #[test]
+fn no_network_applies_to_an_agents_stdio_server() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    env.write_config(&stdio_server("fx", fx.python_stdio_command(), ""));
+    let _daemon = env.start_daemon();
+    let connect = || {
+        call(
+            "n1",
+            "mcp__fx__connect",
+            json!({"host": "127.0.0.1", "port": port}),
+        )
+    };
+    let run = |name: &str, extra: &[&str]| {
+        let before = mock.requests().len();
+        mock.enqueue_all([connect(), Reply::text("done")]);
+        let mut args = vec!["run", "--model", MODEL, "--name", name];
+        args.extend_from_slice(extra);
+        args.push("connect");
+        env.ctl(&args).expect_code(0);
+        tool_results(mock.requests()[before + 1].messages())
+            .pop()
+            .unwrap()
+    };
+    let (is_error, text) = run("offline", &["--no-network"]);
+    assert!(is_error && text.contains("cannot connect"), "{text}");
+    let (is_error, text) = run("online", &[]);
+    assert_eq!((is_error, text.as_str()), (false, "connected"));
+}
+
+#[test]
 fn default_mode_asks_before_an_mcp_tool_unless_its_server_marks_it_read_only() {
     let fx = fixtures();
     let mock = MockServer::start();
