@@ -7,7 +7,8 @@ Each tool exists to check one thing the daemon must get right (see README.md).
 When MCP_FIXTURE_LOG names a file, the server appends `started pid=<pid>` to it
 at start-up, so a test can count how many times the daemon started it, and
 `cancelled request=<id> reason=<reason>` for each `notifications/cancelled` it
-receives, so a test can see that a call cut short was cancelled on the wire.
+receives, so a test can see that a call cut short was cancelled on the wire;
+and `ended instance=<id>` when it ends on its own (not when killed).
 """
 
 import argparse
@@ -16,6 +17,7 @@ import os
 import socket
 import struct
 import sys
+import uuid
 import zlib
 
 import anyio
@@ -45,6 +47,10 @@ async def log_cancellations(ctx, call_next):
         log(f"cancelled request={params.get('requestId')} reason={params.get('reason')}")
     return await call_next(ctx)
 
+
+# Tells this process from any other started from the same command, even in
+# another PID namespace, where pids repeat.
+INSTANCE = uuid.uuid4().hex
 
 server = MCPServer(name="agentd-mcp-fixture", version="1.0.0", middleware=[log_cancellations])
 
@@ -138,6 +144,12 @@ def connect(host: str, port: int) -> str:
         raise ToolError(f"cannot connect to {host}:{port}: {e.strerror or e} (errno {e.errno})") from e
 
 
+@server.tool(annotations=READ_ONLY, structured_output=False)
+def instance() -> str:
+    """Returns this server process's own random id (the same for every call to one process)."""
+    return INSTANCE
+
+
 def log_start() -> None:
     log(f"started pid={os.getpid()}")
 
@@ -156,6 +168,7 @@ def main() -> None:
         server.run("stdio")
     else:
         server.run("streamable-http", host=args.host, port=args.port, streamable_http_path="/mcp")
+    log(f"ended instance={INSTANCE}")
 
 
 if __name__ == "__main__":

@@ -119,7 +119,9 @@ async fn restart(target: &Target, name: String) -> Result<u8, Failure> {
         .await?
         .into_inner()
         .ended;
-    println!("{name}: ended in {ended} running agent(s); started again at their next call");
+    println!(
+        "{name}: {ended} running server(s) ended; each agent starts it again at its next call"
+    );
     Ok(SUCCESS)
 }
 

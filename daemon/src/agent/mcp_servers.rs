@@ -1,8 +1,10 @@
 //! The MCP servers of one agent's run (DESIGN §18): the tools frozen in
 //! its prompt, and the sessions, started when a call first needs one and
-//! ended with the run (a stdio server is a process of the run, in its
-//! sandbox and namespace). A session whose server died is started again at
-//! the next call, after a pause that grows with each failed start.
+//! ended when no run needs them any more: a server is shared with the other
+//! running agents that would run it alike, else it is a process of the run,
+//! in its sandbox and namespace (`mcp_pool`). A session whose server died
+//! is started again at the next call, after a pause that grows with each
+//! failed start.
 //!
 //! Ending a server is MCP's stdio shutdown, in the background so the run's
 //! end does not wait: its stdin is closed, it has [`END_GRACE`] to exit, then
@@ -13,11 +15,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::mcp_pool::{McpPool, ServerSlot};
 use crate::domain::McpToolName;
 use crate::mcp::{
     McpError, SandboxChoice, ServerDef, ServerName, Session, Setup, ToolDecl, Transport,
@@ -26,15 +29,13 @@ use crate::tools::ToolProcess;
 use crate::tools::server_process::{self, ServerCommand};
 use crate::tools::{AgentProcesses, ToolContext};
 
-/// The longest pause before a failed server is started again.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long an ended stdio server has to exit on its own once its stdin is
 /// closed, before it is killed.
 const END_GRACE: Duration = Duration::from_secs(2);
 
 /// A live connection and, for stdio, the process behind it.
-struct Live {
-    session: Arc<Session>,
+pub(super) struct Live {
+    pub(super) session: Arc<Session>,
     /// Killed with its group when dropped.
     process: Option<ToolProcess>,
     /// The run's process namespace the server runs in, kept while it ends.
@@ -44,7 +45,7 @@ struct Live {
 impl Live {
     /// Closes the session (a stdio server's stdin) and gives the server
     /// [`END_GRACE`] to exit before it is killed.
-    async fn end(self) {
+    pub(super) async fn end(self) {
         let Live {
             session,
             process,
@@ -65,13 +66,6 @@ impl Live {
     }
 }
 
-/// Failed starts of one server in a row, and when the last was.
-struct Failures {
-    count: u32,
-    at: Instant,
-    why: String,
-}
-
 /// How an MCP call ended.
 pub(super) enum McpCallEnd {
     /// The result blocks (text, images) and whether it is an error.
@@ -84,12 +78,14 @@ pub(super) enum McpCallEnd {
 pub struct McpServers {
     defs: HashMap<ServerName, ServerDef>,
     tools: HashMap<McpToolName, ToolDecl>,
-    live: tokio::sync::Mutex<HashMap<ServerName, Live>>,
-    failures: std::sync::Mutex<HashMap<ServerName, Failures>>,
+    /// Where its servers are shared from.
+    pool: Arc<McpPool>,
+    /// The slot of each server it called, held while the run lasts.
+    slots: tokio::sync::Mutex<HashMap<ServerName, Arc<ServerSlot>>>,
 }
 
 impl McpServers {
-    pub fn new(setup: &Setup) -> McpServers {
+    pub fn new(setup: &Setup, pool: Arc<McpPool>) -> McpServers {
         McpServers {
             defs: setup
                 .servers
@@ -101,8 +97,8 @@ impl McpServers {
                 .iter()
                 .filter_map(|t| Some((McpToolName::parse(&t.wire_name)?, t.clone())))
                 .collect(),
-            live: tokio::sync::Mutex::default(),
-            failures: std::sync::Mutex::default(),
+            pool,
+            slots: tokio::sync::Mutex::default(),
         }
     }
 
@@ -117,17 +113,13 @@ impl McpServers {
         self.tools.get(tool).is_some_and(|t| t.read_only)
     }
 
-    /// Ends the session of the server `name` (killing a stdio server) and
-    /// forgets its failed starts: the next call starts it afresh. Whether
-    /// one was live.
+    /// Ends the session of the server `name` (killing a stdio server, for
+    /// every agent sharing it) and forgets its failed starts: the next call
+    /// starts it afresh. Whether one was live.
     pub async fn restart(&self, name: &ServerName) -> bool {
-        self.failures_mut().remove(name);
-        let ended = self.live.lock().await.remove(name);
-        match ended {
-            Some(live) => {
-                live.end().await;
-                true
-            }
+        let slot = self.slots.lock().await.remove(name);
+        match slot {
+            Some(slot) => slot.restart().await,
             None => false,
         }
     }
@@ -156,10 +148,11 @@ impl McpServers {
                 decl.server
             ));
         };
+        let slot = self.slot(def, ctx).await;
         let session = tokio::select! {
             biased;
             () = cancel.cancelled() => return McpCallEnd::Cancelled,
-            s = self.session(def, ctx) => s,
+            s = slot.session(def, ctx) => s,
         };
         let session = match session {
             Ok(s) => s,
@@ -179,85 +172,21 @@ impl McpServers {
             Err(McpError::Cancelled) => McpCallEnd::Cancelled,
             Err(e) => {
                 if session.is_closed() {
-                    self.live.lock().await.remove(&def.name);
+                    slot.forget_if_closed().await;
                 }
                 error(format!("MCP server {}: {e}", def.name))
             }
         }
     }
 
-    /// The live session of `def`'s server, started now if there is none
-    /// or it died.
-    async fn session(&self, def: &ServerDef, ctx: &ToolContext) -> Result<Arc<Session>, String> {
-        let mut live = self.live.lock().await;
-        if let Some(l) = live.get(&def.name) {
-            if !l.session.is_closed() {
-                return Ok(l.session.clone());
-            }
-            tracing::info!(server = %def.name, "MCP server gone; starting it again");
-            live.remove(&def.name);
-        }
-        if let Some(wait) = self.backoff(&def.name) {
-            return Err(wait);
-        }
-        match start(def, ctx).await {
-            Ok(started) => {
-                self.failures_mut().remove(&def.name);
-                let session = started.session.clone();
-                live.insert(def.name.clone(), started);
-                Ok(session)
-            }
-            Err(why) => {
-                let mut failures = self.failures_mut();
-                let f = failures.entry(def.name.clone()).or_insert(Failures {
-                    count: 0,
-                    at: Instant::now(),
-                    why: String::new(),
-                });
-                f.count += 1;
-                f.at = Instant::now();
-                f.why.clone_from(&why);
-                Err(why)
-            }
-        }
-    }
-
-    fn failures_mut(&self) -> std::sync::MutexGuard<'_, HashMap<ServerName, Failures>> {
-        self.failures.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Why the server is not started again yet, if its last starts failed
-    /// and the pause after them (1 s, doubling, at most 30 s) is not over.
-    fn backoff(&self, name: &ServerName) -> Option<String> {
-        let failures = self.failures_mut();
-        let f = failures.get(name)?;
-        let pause = Duration::from_secs(1 << f.count.saturating_sub(1).min(5)).min(MAX_BACKOFF);
-        let left = pause.checked_sub(f.at.elapsed())?;
-        Some(format!(
-            "MCP server {name} failed to start {} time(s) in a row ({}); it is tried again in {} s",
-            f.count,
-            f.why,
-            left.as_secs().max(1)
-        ))
-    }
-}
-
-impl Drop for McpServers {
-    /// The run is over: its servers end in the background (`Live::end`).
-    fn drop(&mut self) {
-        let live: Vec<Live> = self.live.get_mut().drain().map(|(_, l)| l).collect();
-        if live.is_empty() {
-            return;
-        }
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                for l in live {
-                    runtime.spawn(l.end());
-                }
-            }
-            // No runtime to end them in: killed now, as they are dropped.
-            Err(_) => drop(live),
-        }
+    /// The slot `def`'s server runs in for this run, from the pool the
+    /// first time.
+    async fn slot(&self, def: &ServerDef, ctx: &ToolContext) -> Arc<ServerSlot> {
+        let mut slots = self.slots.lock().await;
+        slots
+            .entry(def.name.clone())
+            .or_insert_with(|| self.pool.slot(def, ctx))
+            .clone()
     }
 }
 
@@ -291,7 +220,7 @@ pub(crate) async fn list_tools(
     }
 }
 
-async fn start(def: &ServerDef, ctx: &ToolContext) -> Result<Live, String> {
+pub(super) async fn start(def: &ServerDef, ctx: &ToolContext) -> Result<Live, String> {
     match &def.transport {
         Transport::Http { .. } => Session::over_http(def, def.startup_timeout)
             .await

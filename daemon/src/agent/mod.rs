@@ -16,6 +16,7 @@ pub mod instructions;
 mod interrupted;
 pub mod lifecycle;
 mod mcp_call;
+pub(crate) mod mcp_pool;
 pub(crate) mod mcp_servers;
 pub mod orchestration;
 pub mod permission;

@@ -304,6 +304,15 @@ pub struct ServerDef {
     #[serde(rename = "tool_timeout_ms", with = "millis")]
     pub tool_timeout: Duration,
     pub sandbox: SandboxChoice,
+    /// Whether running agents that would run the same server alike share
+    /// one (`agent::mcp_pool`); `shared = false` in config.toml gives each
+    /// run its own, for a server that keeps state per client.
+    #[serde(default = "shared_by_default")]
+    pub shared: bool,
+}
+
+fn shared_by_default() -> bool {
+    true
 }
 
 impl ServerDef {
@@ -317,6 +326,7 @@ impl ServerDef {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             sandbox: SandboxChoice::Agent,
+            shared: true,
         }
     }
 
@@ -334,7 +344,8 @@ impl ServerDef {
     /// SHA-256 (hex) of what would run and how confined: the transport and
     /// the sandbox choice, in a fixed serialisation of its own (not serde's,
     /// so reordering a struct cannot silently void approvals). The name,
-    /// `enabled` and the timeouts are left out: they do not change what runs.
+    /// `enabled`, `shared` and the timeouts are left out: they do not change
+    /// what runs.
     pub fn fingerprint(&self) -> String {
         let transport = match &self.transport {
             Transport::Stdio {

@@ -30,6 +30,7 @@ struct TomlServer {
     startup_timeout_secs: Option<u64>,
     tool_timeout_secs: Option<u64>,
     sandbox: Option<String>,
+    shared: Option<bool>,
 }
 
 /// The definition in `[mcp_servers.<name>]`.
@@ -119,6 +120,7 @@ fn toml_def(name: ServerName, raw: TomlServer) -> Result<ServerDef, String> {
             None => SandboxChoice::Agent,
             Some(value) => SandboxChoice::parse(&value)?,
         },
+        shared: raw.shared.unwrap_or(true),
     })
 }
 

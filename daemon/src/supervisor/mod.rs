@@ -109,6 +109,8 @@ pub struct Supervisor {
     asks: asks::Asks,
     /// Forks launched together, until the first one's response starts.
     fan_outs: fanout::FanOuts,
+    /// The MCP servers running agents share.
+    mcp_pool: Arc<crate::agent::mcp_pool::McpPool>,
 }
 
 impl Supervisor {
@@ -143,6 +145,7 @@ impl Supervisor {
             trees: tree_keeping::TreeKeeping::default(),
             asks: asks::Asks::default(),
             fan_outs: fanout::FanOuts::default(),
+            mcp_pool: Arc::default(),
         })
     }
 

@@ -60,7 +60,10 @@ impl Supervisor {
         compaction: Arc<CompactQueue>,
     ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
-        let mcp = Arc::new(McpServers::new(&Setup::from_json(&prompt.mcp_json)));
+        let mcp = Arc::new(McpServers::new(
+            &Setup::from_json(&prompt.mcp_json),
+            self.mcp_pool.clone(),
+        ));
         let stops = StopSignals::new(self.runs.shutdown_token().clone());
         let kill = CancellationToken::new();
         let foreground = Arc::new(foreground);

@@ -180,10 +180,12 @@ fn python_server_over_stdio_lists_its_tools_and_each_answers() {
     assert_eq!(
         names,
         [
+            "connect",
             "crash",
             "echo",
             "env",
             "image",
+            "instance",
             "link",
             "sleep",
             "structured",

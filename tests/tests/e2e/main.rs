@@ -30,6 +30,7 @@ mod interop;
 mod interrupt;
 mod mcp;
 mod mcp_requested;
+mod mcp_shared;
 mod mcp_trust;
 mod mcp_types;
 mod merge_kill;

@@ -588,7 +588,7 @@ fn mcp_restart_ends_a_running_agents_server_and_its_next_call_starts_it_again() 
     let out = env.ctl(&["mcp", "restart", "fx"]);
     out.expect_code(0);
     assert!(
-        out.stdout.contains("ended in 1 running agent"),
+        out.stdout.contains("1 running server(s) ended"),
         "{}",
         out.stdout
     );
