@@ -23,11 +23,12 @@
 //! made back to back are shown too, alternating with them. What agentd adds
 //! is the call's cost inside a turn minus the paced round trip.
 //!
-//! The server. K agents each hold a call of the fixture's `sleep` tool, so
-//! K servers run at once; the RSS (and PSS, shared pages divided among
-//! their users) of each server process and of the sandbox processes of its
-//! agent's run are read from /proc, with the daemon's RSS growth, against
-//! the directly started server's.
+//! The server. K agents each hold a call of the fixture's `sleep` tool:
+//! first of a definition with `shared = false`, so K servers run at once,
+//! then of the same server shared, so one does. The RSS (and PSS, shared
+//! pages divided among their users) of the server processes and of the
+//! sandbox processes of the agents' runs are read from /proc, with the
+//! daemon's RSS growth, against the directly started server's; per agent.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -86,13 +87,20 @@ pub fn bench_mcp(args: &[String]) {
     let env = Env::with_mock(&mock);
     let log = env.project().join("fixture.log");
     let (command, cmd_args) = fx.python_stdio_command();
+    let server = |name: &str, extra: &str| {
+        format!(
+            "[mcp_servers.{name}]\ncommand = {}\nargs = {}\nsandbox = {}\nenv = {{ MCP_FIXTURE_LOG = {} }}\n{extra}\n",
+            json!(command),
+            json!(cmd_args),
+            json!(sandbox),
+            json!(log.display().to_string()),
+        )
+    };
     env.write_config(&format!(
-        "max_running_agents = {}\n[mcp_servers.fx]\ncommand = {}\nargs = {}\nsandbox = {}\nenv = {{ MCP_FIXTURE_LOG = {} }}\n",
+        "max_running_agents = {}\n{}{}",
         servers + 8,
-        json!(command),
-        json!(cmd_args),
-        json!(sandbox),
-        json!(log.display().to_string()),
+        server("fx", ""),
+        server("fxsolo", "shared = false"),
     ));
     let daemon = env.start_daemon();
 
@@ -129,7 +137,23 @@ pub fn bench_mcp(args: &[String]) {
         );
     }
 
-    running_servers(&rt, &env, &mock, &log, daemon.pid(), servers, &direct);
+    let fleet = Fleet {
+        rt: &rt,
+        env: &env,
+        mock: &mock,
+        log: &log,
+        daemon: daemon.pid(),
+        k: servers,
+        direct: &direct,
+    };
+    let own = fleet.run("fxsolo", servers);
+    let shared = fleet.run("fx", 1);
+    println!(
+        "  {servers} agents sharing one server: its RSS {:.1} MiB against {:.1} MiB for a server each = {:.2}x",
+        mib(shared),
+        mib(own),
+        mib(shared) / mib(own)
+    );
     drop(direct);
 }
 
@@ -322,96 +346,117 @@ fn starts(log: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// K agents each in a 60 s `sleep` call: K servers running at once.
-fn running_servers(
-    rt: &tokio::runtime::Runtime,
-    env: &Env,
-    mock: &MockServer,
-    log: &Path,
+/// K agents each in a 60 s `sleep` call of one server.
+struct Fleet<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    env: &'a Env,
+    mock: &'a MockServer,
+    log: &'a Path,
     daemon: i32,
     k: usize,
-    direct: &DirectServer,
-) {
-    std::thread::sleep(Duration::from_millis(500));
-    let daemon_before = status_kb(daemon, "VmRSS:");
-    let before = starts(log);
-    for i in 0..k {
-        mock.enqueue(Reply::Message(MockMessage::text("Sleeping.").with(
-            Block::ToolUse {
-                id: format!("toolu_s{i}"),
-                name: "mcp__fx__sleep".into(),
-                input: json!({"seconds": 60}),
-            },
-        )));
-    }
-    let ids: Vec<String> = (0..k)
-        .map(|i| {
-            rt.block_on(async {
-                let mut client = agentd_shared::client::agent_client(&env.socket())
-                    .await
-                    .unwrap();
-                client
-                    .create_agent(pb::CreateAgentRequest {
-                        prompt: format!("Sleep {i}."),
-                        model: "anthropic:claude-bench".into(),
-                        cwd: env.project().display().to_string(),
-                        background: true,
-                        ..Default::default()
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner()
-                    .id
+    direct: &'a DirectServer,
+}
+
+impl Fleet<'_> {
+    /// K agents each in a call of `server`'s `sleep`, which runs as
+    /// `processes` processes; prints what they cost, per agent. The RSS of
+    /// the server processes, in KiB.
+    fn run(&self, server: &str, processes: usize) -> u64 {
+        let (k, env) = (self.k, self.env);
+        std::thread::sleep(Duration::from_millis(500));
+        let daemon_before = status_kb(self.daemon, "VmRSS:");
+        let before = starts(self.log);
+        for i in 0..k {
+            self.mock
+                .enqueue(Reply::Message(MockMessage::text("Sleeping.").with(
+                    Block::ToolUse {
+                        id: format!("toolu_s{i}"),
+                        name: format!("mcp__{server}__sleep"),
+                        input: json!({"seconds": 60}),
+                    },
+                )));
+        }
+        let ids: Vec<String> = (0..k)
+            .map(|i| {
+                self.rt.block_on(async {
+                    let mut client = agentd_shared::client::agent_client(&env.socket())
+                        .await
+                        .unwrap();
+                    client
+                        .create_agent(pb::CreateAgentRequest {
+                            prompt: format!("Sleep {i}."),
+                            model: "anthropic:claude-bench".into(),
+                            cwd: env.project().display().to_string(),
+                            background: true,
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap()
+                        .into_inner()
+                        .id
+                })
             })
-        })
-        .collect();
-    // Each agent's listing at creation, then its call's server.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while starts(log) < before + 2 * k {
-        assert!(Instant::now() < deadline, "the servers did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(2));
-    let daemon_during = status_kb(daemon, "VmRSS:");
-    let family = descendants(daemon);
-    let servers: Vec<i32> = family.iter().copied().filter(|p| is_server(*p)).collect();
-    let helpers: Vec<i32> = family.iter().copied().filter(|p| !is_server(*p)).collect();
-    assert_eq!(servers.len(), k, "running servers: {servers:?}");
-    let sum = |pids: &[i32], f: &dyn Fn(i32) -> u64| pids.iter().map(|p| f(*p)).sum::<u64>();
-    let rss = |p| status_kb(p, "VmRSS:");
-    let pss = |p| rollup_kb(p, "Pss:");
-    let per = |total: u64| mib(total) / k as f64;
-    let (direct_rss, direct_pss) = (rss(direct.pid()), pss(direct.pid()));
-    println!("{k} stdio servers running at once (each in a call of `sleep`):");
-    println!(
-        "  direct server.py, no daemon (baseline)      RSS {:>6.1} MiB   PSS {:>6.1} MiB",
-        mib(direct_rss),
-        mib(direct_pss)
-    );
-    println!(
-        "  per server under agentd: server.py          RSS {:>6.1} MiB   PSS {:>6.1} MiB   ({:.2}x baseline RSS)",
-        per(sum(&servers, &rss)),
-        per(sum(&servers, &pss)),
-        per(sum(&servers, &rss)) / mib(direct_rss)
-    );
-    let mut names: std::collections::BTreeMap<String, usize> = Default::default();
-    for p in &helpers {
-        *names.entry(comm(*p)).or_default() += 1;
-    }
-    let names: Vec<String> = names.iter().map(|(n, c)| format!("{c} x {n}")).collect();
-    println!(
-        "  per server under agentd: its run's sandbox  RSS {:>6.1} MiB   PSS {:>6.1} MiB   ({})",
-        per(sum(&helpers, &rss)),
-        per(sum(&helpers, &pss)),
-        names.join(", ")
-    );
-    println!(
-        "  daemon RSS {:.1} MiB before, {:.1} MiB with them: {:.2} MiB per running agent with its server",
-        mib(daemon_before),
-        mib(daemon_during),
-        (mib(daemon_during) - mib(daemon_before)) / k as f64
-    );
-    for id in ids {
-        env.ctl(&["stop", &id]).expect_code(0);
+            .collect();
+        // Each agent's listing of both servers at creation, then the
+        // calls' servers.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while starts(self.log) < before + 2 * k + processes {
+            assert!(Instant::now() < deadline, "the servers did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        let daemon_during = status_kb(self.daemon, "VmRSS:");
+        let family = descendants(self.daemon);
+        let servers: Vec<i32> = family.iter().copied().filter(|p| is_server(*p)).collect();
+        let helpers: Vec<i32> = family.iter().copied().filter(|p| !is_server(*p)).collect();
+        assert_eq!(servers.len(), processes, "running servers: {servers:?}");
+        let sum = |pids: &[i32], f: &dyn Fn(i32) -> u64| pids.iter().map(|p| f(*p)).sum::<u64>();
+        let rss = |p| status_kb(p, "VmRSS:");
+        let pss = |p| rollup_kb(p, "Pss:");
+        let per = |total: u64| mib(total) / k as f64;
+        let direct = self.direct.pid();
+        let (direct_rss, direct_pss) = (rss(direct), pss(direct));
+        println!(
+            "{k} agents each in a call of `sleep` of {server}: {processes} server process(es) running:"
+        );
+        println!(
+            "  direct server.py, no daemon (baseline)      RSS {:>6.1} MiB   PSS {:>6.1} MiB",
+            mib(direct_rss),
+            mib(direct_pss)
+        );
+        let server_rss = sum(&servers, &rss);
+        println!(
+            "  per agent under agentd: server.py           RSS {:>6.1} MiB   PSS {:>6.1} MiB   ({:.2}x baseline RSS)",
+            per(server_rss),
+            per(sum(&servers, &pss)),
+            per(server_rss) / mib(direct_rss)
+        );
+        let mut names: std::collections::BTreeMap<String, usize> = Default::default();
+        for p in &helpers {
+            *names.entry(comm(*p)).or_default() += 1;
+        }
+        let names: Vec<String> = names.iter().map(|(n, c)| format!("{c} x {n}")).collect();
+        println!(
+            "  per agent under agentd: sandbox processes   RSS {:>6.1} MiB   PSS {:>6.1} MiB   ({})",
+            per(sum(&helpers, &rss)),
+            per(sum(&helpers, &pss)),
+            names.join(", ")
+        );
+        println!(
+            "  daemon RSS {:.1} MiB before, {:.1} MiB with them: {:.2} MiB per running agent",
+            mib(daemon_before),
+            mib(daemon_during),
+            (mib(daemon_during) - mib(daemon_before)) / k as f64
+        );
+        for id in ids {
+            env.ctl(&["stop", &id]).expect_code(0);
+        }
+        // The stopped agents' servers end before the next fleet is counted.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while descendants(self.daemon).iter().any(|p| is_server(*p)) {
+            assert!(Instant::now() < deadline, "the servers did not end");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server_rss
     }
 }
