@@ -52,7 +52,7 @@ impl Answers {
         if let Some(change) = output.change {
             self.changes.push(ToolFileChange {
                 tool_use_id: call.id.clone(),
-                change,
+                change: *change,
             });
         }
     }

@@ -111,8 +111,9 @@ pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
     /// What the call changed in a file (Write, Edit), recorded beside the
-    /// result for clients; the model gets only `content`.
-    pub change: Option<crate::domain::FileChange>,
+    /// result for clients; the model gets only `content`. Boxed: most
+    /// results have none.
+    pub change: Option<Box<crate::domain::FileChange>>,
 }
 
 impl ToolOutput {
@@ -132,7 +133,7 @@ impl ToolOutput {
     /// The result of a call that changed a file.
     pub fn with_change(self, change: crate::domain::FileChange) -> Self {
         Self {
-            change: Some(change),
+            change: Some(Box::new(change)),
             ..self
         }
     }

@@ -73,10 +73,10 @@ pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOut
         Ok((start, size)) => Some(FileChange::between(
             path.clone(),
             Some((&start, size)),
-            &content,
+            content,
         )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Some(FileChange::between(path.clone(), None, &content))
+            Some(FileChange::between(path.clone(), None, content))
         }
         // Written but not readable: what it held is unknown, so no change
         // is claimed.
