@@ -24,6 +24,9 @@ pub type TurnEnd = Result<&'static str, RpcError>;
 /// the model's; Anthropic's and most current models' is this size).
 const CONTEXT_WINDOW: u64 = 200_000;
 
+/// How long a turn's answer waits for its subagents' progress to arrive.
+const SUBAGENTS_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A prompt in flight.
 struct Turn {
     done: oneshot::Sender<TurnEnd>,
@@ -500,6 +503,7 @@ impl Follow {
             status,
             pb::AgentStatus::Pending | pb::AgentStatus::Running | pb::AgentStatus::Waiting
         ) {
+            self.calls.subagents().settle(SUBAGENTS_CATCH_UP).await;
             for u in self.calls.turn_ended() {
                 self.update(u);
             }

@@ -19,11 +19,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use agentd_shared::proto as pb;
 use pb::attach_event::Event;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 
 use super::peer::Peer;
 use super::updates;
@@ -37,6 +38,8 @@ pub struct Subagents {
     live: Option<Arc<Live>>,
     /// The session's agent id.
     session: Arc<str>,
+    /// A follower ended.
+    follower_ended: Arc<Notify>,
 }
 
 struct Live {
@@ -56,6 +59,19 @@ struct State {
     titles: HashMap<String, String>,
     /// The session's Agent calls → what their children did.
     progress: HashMap<String, Progress>,
+    /// The session's Agent calls → followers of their children running.
+    following: HashMap<String, usize>,
+    /// The session's Agent calls that have their final result.
+    finished: HashSet<String>,
+}
+
+impl State {
+    /// A call has its result but its children's progress is still coming.
+    fn catching_up(&self) -> bool {
+        self.finished
+            .iter()
+            .any(|call| self.following.get(call).is_some_and(|n| *n > 0))
+    }
 }
 
 #[derive(Default)]
@@ -95,6 +111,7 @@ impl Subagents {
             state: Arc::default(),
             live: Some(Arc::new(Live { peer, client, stop })),
             session: session.into(),
+            follower_ended: Arc::default(),
         };
         tokio::spawn(subagents.clone().watch());
         subagents
@@ -107,6 +124,7 @@ impl Subagents {
             state: Arc::default(),
             live: None,
             session: session.into(),
+            follower_ended: Arc::default(),
         }
     }
 
@@ -140,6 +158,9 @@ impl Subagents {
         let mut state = self.lock();
         if !state.titles.contains_key(call) {
             return;
+        }
+        if matches!(update["status"].as_str(), Some("completed" | "failed")) {
+            state.finished.insert(call.to_string());
         }
         let progress = state.progress.entry(call.to_string()).or_default();
         progress.result = update["content"].as_array().cloned().unwrap_or_default();
@@ -180,6 +201,26 @@ impl Subagents {
             self.adopt(a);
         }
         self.lock().call_of.get(agent).cloned()
+    }
+
+    /// Waits (at most `within`) until the children of calls that have
+    /// their result are followed to their end: a foreground child's calls
+    /// are all recorded before its parent's call ends, and its follower,
+    /// on a stream of its own, only has to catch up — so the turn's answer
+    /// comes after the child's last progress.
+    pub async fn settle(&self, within: Duration) {
+        let caught_up = async {
+            loop {
+                let ended = self.follower_ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                if !self.lock().catching_up() {
+                    return;
+                }
+                ended.await;
+            }
+        };
+        let _ = tokio::time::timeout(within, caught_up).await;
     }
 
     /// Children created before the watch began, then each one created.
@@ -250,6 +291,7 @@ impl Subagents {
                 p.agent_id = a.id.clone();
                 p.short_id = a.short_id.clone();
             }
+            *state.following.entry(call.clone()).or_default() += 1;
             call
         };
         tokio::spawn(self.clone().follow(live, a.clone(), call));
@@ -257,6 +299,16 @@ impl Subagents {
 
     /// Follows one child until its run ends (or the session's does).
     async fn follow(self, live: Arc<Live>, agent: pb::Agent, call: String) {
+        self.relay(&live, &agent, &call).await;
+        if let Some(n) = self.lock().following.get_mut(&call) {
+            *n = n.saturating_sub(1);
+        }
+        self.follower_ended.notify_waiters();
+    }
+
+    /// The child's calls as the progress of `call`, until its run ends.
+    async fn relay(&self, live: &Live, agent: &pb::Agent, call: &str) {
+        let call = call.to_string();
         let mut stop = live.stop.subscribe();
         let (tx, rx) = mpsc::channel(4);
         let start = pb::AttachRequest {

@@ -265,12 +265,13 @@ fn a_foreground_subagent_is_one_call_whose_progress_is_its_calls() {
         last.values().all(|s| s == "completed" || s == "failed"),
         "a call left open at the turn's end: {last:?}"
     );
-    // The Agent call's progress: the child's calls, all ended, with the
-    // child's diff (absolute path, created), then its result.
-    let progress = updates
+    // The Agent call's progress, before the prompt's answer: the child's
+    // calls, all ended, with the child's diff (absolute path, created),
+    // then its result.
+    let progress = answered
         .iter()
         .rfind(|u| u["toolCallId"] == agent_call && u["_meta"]["agentd"]["subagent"].is_object())
-        .unwrap_or_else(|| panic!("no progress on the Agent call: {updates:?}"));
+        .unwrap_or_else(|| panic!("no progress on the Agent call before the answer: {updates:?}"));
     let calls = progress["_meta"]["agentd"]["subagent"]["toolCalls"]
         .as_array()
         .unwrap();
