@@ -7,12 +7,16 @@
 //   node client.mjs <agentctl> plan   <cwd>          new, one prompt, load (tests/tests/e2e/plans.rs)
 //   node client.mjs <agentctl> mcp    <cwd> <json>   new with the mcpServers <json>, one prompt, then
 //                                                    sessions whose servers are refused (tests/tests/e2e/acp_mcp.rs)
+//   node client.mjs <agentctl> files  <cwd> <mode>   the bridge in <mode>: new, one prompt (tests/tests/e2e/acp_fidelity.rs)
+//   node client.mjs <agentctl> subagent <cwd> <mode> new, one prompt whose subagent makes calls; waits for
+//                                                    the subagent's progress to be final (acp_fidelity.rs)
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const [agentctl, step, cwd, sessionId] = process.argv.slice(2);
-const child = spawn(agentctl, ["acp", "--permission-mode", "default"], {
+const mode = step === "files" || step === "subagent" ? sessionId : "default";
+const child = spawn(agentctl, ["acp", "--permission-mode", mode], {
   stdio: ["pipe", "pipe", "inherit"],
 });
 const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
@@ -35,6 +39,7 @@ const app = acp
       title: params.toolCall.title,
       toolCallId: params.toolCall.toolCallId,
       options: params.options.map((o) => o.kind),
+      meta: params.toolCall._meta ?? null,
     });
     const option = params.options.find((o) => o.kind === permission);
     if (cancelOn) {
@@ -126,6 +131,29 @@ await app.connectWith(stream, async (agent) => {
         out("refused", { server: server.name, code: e.code, message: e.message });
       }
     }
+  } else if (step === "files") {
+    const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    out("new", { sessionId: created.sessionId });
+    await prompt(agent, created.sessionId, "TASK-FILES: change the files");
+  } else if (step === "subagent") {
+    const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    out("new", { sessionId: created.sessionId });
+    updates = [];
+    const r = await agent.request(acp.methods.agent.session.prompt, {
+      sessionId: created.sessionId,
+      prompt: [{ type: "text", text: "TASK-SUB: delegate it" }],
+    });
+    const atAnswer = updates.length;
+    // The subagent's progress comes on a stream of its own: wait (bounded)
+    // until an update shows every one of its calls ended.
+    const final = (u) => {
+      const calls = u._meta?.agentd?.subagent?.toolCalls;
+      return calls && calls.length >= 2 && calls.every((c) => c.status === "completed" || c.status === "failed");
+    };
+    for (let waited = 0; waited < 20000 && !updates.some(final); waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    out("prompt", { stopReason: r.stopReason, updates, atAnswer });
   } else if (step === "plan") {
     const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
     const id = created.sessionId;

@@ -12,6 +12,8 @@ mod modes;
 mod peer;
 mod permission;
 mod session;
+mod subagents;
+mod tool_calls;
 mod updates;
 
 use std::collections::HashMap;

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 
 use super::peer::Peer;
 use super::session::Session;
+use super::subagents::Subagents;
 use super::updates;
 
 const ALLOW_ONCE: &str = "allow-once";
@@ -17,11 +18,56 @@ const ALLOW_ALWAYS: &str = "allow-always";
 const REJECT: &str = "reject-once";
 const REJECT_ALWAYS: &str = "reject-always";
 
+/// The call an ask is about, as `request_permission` names it: the call
+/// itself, or for a descendant's ask the session's call it runs under
+/// (`under`), retitled for the ask, with the asked call in
+/// `_meta.agentd.subagentCall`. With the id of the call it updates.
+fn asked_call(
+    ask: &pb::PermissionRequest,
+    subagent: bool,
+    under: Option<&str>,
+) -> (String, serde_json::Value) {
+    let input: serde_json::Value = serde_json::from_str(&ask.input_json).unwrap_or_default();
+    let title = updates::tool_title(&ask.tool_name, &input);
+    if let Some(call) = under {
+        let nested = json!({
+            "toolCallId": call,
+            "title": format!("subagent {} asks: {title}", ask.agent_short_id),
+            "_meta": {"agentd": {"subagentCall": {
+                "agentId": ask.agent_id,
+                "toolCallId": ask.tool_use_id,
+                "toolName": ask.tool_name,
+                "rawInput": input,
+            }}},
+        });
+        return (call.to_string(), nested);
+    }
+    let call_id = if ask.tool_use_id.is_empty() {
+        format!("permission-{}", ask.request_id)
+    } else {
+        ask.tool_use_id.clone()
+    };
+    let title = if subagent {
+        format!("subagent {}: {title}", ask.agent_short_id)
+    } else {
+        title
+    };
+    let call = json!({
+        "toolCallId": call_id,
+        "title": title,
+        "kind": updates::tool_kind(&ask.tool_name),
+        "status": "pending",
+        "rawInput": input,
+    });
+    (call_id, call)
+}
+
 /// Asks the editor about `ask` and answers the daemon on `attach`.
 pub async fn ask(
     peer: Peer,
     session: Arc<Session>,
     attach: mpsc::Sender<pb::AttachRequest>,
+    subagents: Subagents,
     ask: pb::PermissionRequest,
 ) {
     let reply = |decision: Decision, reason: String| {
@@ -49,27 +95,15 @@ pub async fn ask(
         .await;
         return;
     }
-    let input: serde_json::Value = serde_json::from_str(&ask.input_json).unwrap_or_default();
-    let call_id = if ask.tool_use_id.is_empty() {
-        format!("permission-{}", ask.request_id)
-    } else {
-        ask.tool_use_id.clone()
-    };
-    let mut tool_call = json!({
-        "toolCallId": call_id,
-        "title": updates::tool_title(&ask.tool_name, &input),
-        "kind": updates::tool_kind(&ask.tool_name),
-        "status": "pending",
-        "rawInput": input,
-    });
     let subagent = ask.agent_id != session.id;
-    if subagent {
-        // The editor has not seen a subagent's calls: show this one first.
-        tool_call["title"] = json!(format!(
-            "subagent {}: {}",
-            ask.agent_short_id,
-            tool_call["title"].as_str().unwrap_or_default()
-        ));
+    // A descendant's ask is put on the session's call it runs under.
+    let under = match subagent {
+        true => subagents.call_for(&ask.agent_id).await,
+        false => None,
+    };
+    let (call_id, tool_call) = asked_call(&ask, subagent, under.as_deref());
+    if subagent && under.is_none() {
+        // The editor has not seen this subagent's calls: show this one first.
         let mut shown = tool_call.clone();
         shown["sessionUpdate"] = json!("tool_call");
         peer.notify(
@@ -118,10 +152,25 @@ pub async fn ask(
     };
     let allowed = matches!(decision, Decision::AllowOnce | Decision::AllowAlways);
     reply(decision, reason).await;
-    if subagent {
+    let after = match &under {
+        // The call shows its own title again; the child goes on.
+        Some(call) => Some(json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call,
+            "title": subagents.title(call).unwrap_or_else(|| "Agent".to_string()),
+        })),
+        // Not under a call of this session (its parent is not followed):
+        // the call shown for the ask ends with it, so none is left open.
+        None if subagent => Some(updates::status_update(
+            &call_id,
+            if allowed { "completed" } else { "failed" },
+        )),
+        None => None,
+    };
+    if let Some(update) = after {
         peer.notify(
             "session/update",
-            json!({"sessionId": session.id, "update": updates::status_update(&call_id, if allowed { "in_progress" } else { "failed" })}),
+            json!({"sessionId": session.id, "update": update}),
         );
     }
 }

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::peer::{Peer, RpcError, code};
+use super::subagents::Subagents;
+use super::tool_calls::ToolCalls;
 use super::updates;
 use crate::autostart::Client;
 
@@ -21,6 +23,9 @@ pub type TurnEnd = Result<&'static str, RpcError>;
 /// Context window reported in `usage_update` (the daemon does not know
 /// the model's; Anthropic's and most current models' is this size).
 const CONTEXT_WINDOW: u64 = 200_000;
+
+/// How long a turn's answer waits for its subagents' progress to arrive.
+const SUBAGENTS_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A prompt in flight.
 struct Turn {
@@ -83,7 +88,16 @@ impl Session {
             rejected: Mutex::new(Default::default()),
         });
         let (ready_tx, ready_rx) = oneshot::channel();
-        tokio::spawn(follow(session.clone(), events, peer, start, ready_tx));
+        let subagents = Subagents::start(client.clone(), peer.clone(), &agent.id);
+        let calls = ToolCalls::new(agent.cwd.clone().into(), subagents);
+        tokio::spawn(follow(
+            session.clone(),
+            events,
+            peer,
+            start,
+            ready_tx,
+            calls,
+        ));
         ready_rx
             .await
             .map_err(|_| RpcError::new(code::INTERNAL, "the daemon ended the attachment"))?;
@@ -295,6 +309,7 @@ async fn follow(
     peer: Peer,
     start: Start,
     ready: oneshot::Sender<()>,
+    calls: ToolCalls,
 ) {
     let mut follow = Follow {
         session,
@@ -302,7 +317,7 @@ async fn follow(
         start,
         ready: Some(ready),
         streamed: false,
-        tasks: updates::Tasks::default(),
+        calls,
         early_asks: Vec::new(),
         attempt: 0,
         plan: Vec::new(),
@@ -310,6 +325,10 @@ async fn follow(
     while let Ok(Some(event)) = events.message().await {
         let Some(event) = event.event else { continue };
         follow.event(event).await;
+    }
+    follow.calls.subagents().stop();
+    for u in follow.calls.turn_ended() {
+        follow.update(u);
     }
     follow.session.attachment_ended();
 }
@@ -323,7 +342,8 @@ struct Follow {
     ready: Option<oneshot::Sender<()>>,
     /// Text of the response in progress was streamed as deltas.
     streamed: bool,
-    tasks: updates::Tasks,
+    /// The tool calls shown, until each ends.
+    calls: ToolCalls,
     /// Permission asks that came with the history wait for the answer to
     /// load/resume/new to be sent first.
     early_asks: Vec<pb::PermissionRequest>,
@@ -385,7 +405,7 @@ impl Follow {
         if self.ready.is_some() {
             // History.
             if self.start == Start::Replay {
-                for u in updates::replay(role, &content, &mut self.tasks) {
+                for u in self.calls.replay(role, &content, &entry.file_changes) {
                     self.update(u);
                 }
             }
@@ -393,7 +413,7 @@ impl Follow {
         }
         match role {
             "assistant" => self.assistant_entry(&content, entry.usage.as_ref()),
-            "user" => self.user_entry(&content),
+            "user" => self.user_entry(&content, &entry.file_changes),
             _ => {}
         }
     }
@@ -406,7 +426,10 @@ impl Follow {
                     "agent_message_chunk",
                     block["text"].as_str().unwrap_or_default(),
                 )),
-                "tool_use" => self.update(updates::tool_call(block, "pending")),
+                "tool_use" => {
+                    let u = self.calls.call(block, "pending");
+                    self.update(u);
+                }
                 _ => {}
             }
         }
@@ -418,17 +441,17 @@ impl Follow {
     }
 
     /// Tool results, and the notifications that end background children's calls.
-    fn user_entry(&mut self, content: &[Value]) {
+    fn user_entry(&mut self, content: &[Value], changes: &[pb::FileChange]) {
         for block in content {
             match block["type"].as_str().unwrap_or_default() {
                 "tool_result" => {
-                    let u = self.tasks.result(block);
+                    let u = self.calls.result(block, changes);
                     self.update(u);
                 }
                 // A background child's notification ends its call.
                 "text" => {
                     if let Some(u) = self
-                        .tasks
+                        .calls
                         .notification(block["text"].as_str().unwrap_or_default())
                     {
                         self.update(u);
@@ -473,6 +496,18 @@ impl Follow {
                 self.ask(ask);
             }
         }
+        // No call runs once the agent does not: each one shown is ended
+        // before the prompt is answered.
+        let status = pb::AgentStatus::try_from(change.status).unwrap_or_default();
+        if !matches!(
+            status,
+            pb::AgentStatus::Pending | pb::AgentStatus::Running | pb::AgentStatus::Waiting
+        ) {
+            self.calls.subagents().settle(SUBAGENTS_CATCH_UP).await;
+            for u in self.calls.turn_ended() {
+                self.update(u);
+            }
+        }
         self.session.status_changed(change);
     }
 
@@ -483,6 +518,7 @@ impl Follow {
             self.peer.clone(),
             self.session.clone(),
             self.session.attach.clone(),
+            self.calls.subagents().clone(),
             ask,
         ));
     }

@@ -2,8 +2,9 @@
 //! payloads built from the daemon's transcript entries, streaming deltas
 //! and tool activity. Pure functions; `session` sends them.
 
-use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
 
+use agentd_shared::proto as pb;
 use serde_json::{Value, json};
 
 /// ACP's tool kind for one of agentd's tools.
@@ -35,40 +36,49 @@ pub fn tool_title(name: &str, input: &Value) -> String {
     }
 }
 
-/// The files a call touches, for the editor to follow.
-fn locations(name: &str, input: &Value) -> Vec<Value> {
-    match (name, input["file_path"].as_str()) {
-        ("Read" | "Write" | "Edit", Some(path)) => vec![json!({"path": path})],
-        _ => Vec::new(),
-    }
-}
-
-/// Files larger than this show no old text in a Write's diff.
-const MAX_DIFF_BYTES: u64 = 1024 * 1024;
-
-/// Write and Edit as diffs.
-fn diff_content(name: &str, input: &Value) -> Vec<Value> {
-    let path = input["file_path"].as_str().unwrap_or_default();
-    match name {
-        "Write" => {
-            // What the file holds before the write (none: a new file).
-            let old = std::fs::metadata(path)
-                .ok()
-                .filter(|m| m.is_file() && m.len() <= MAX_DIFF_BYTES)
-                .and_then(|_| std::fs::read_to_string(path).ok());
-            vec![
-                json!({"type": "diff", "path": path, "oldText": old, "newText": input["content"].as_str().unwrap_or_default()}),
-            ]
+/// `given` (a path as the model wrote it) made absolute against the
+/// agent's working directory, as ACP wants paths; `.` and `..` are
+/// resolved by name (the bridge never looks at the agent's files).
+pub fn absolute(cwd: &Path, given: &str) -> String {
+    let mut out = PathBuf::new();
+    for part in cwd.join(given).components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
         }
-        "Edit" => vec![
-            json!({"type": "diff", "path": path, "oldText": input["old_string"].as_str().unwrap_or_default(), "newText": input["new_string"].as_str().unwrap_or_default()}),
-        ],
+    }
+    out.display().to_string()
+}
+
+/// The files a call touches, for the editor to follow.
+fn locations(name: &str, input: &Value, cwd: &Path) -> Vec<Value> {
+    match (name, input["file_path"].as_str()) {
+        ("Read" | "Write" | "Edit", Some(path)) => vec![json!({"path": absolute(cwd, path)})],
         _ => Vec::new(),
     }
 }
 
-/// A `tool_call` for a tool_use block, with the status it has.
-pub fn tool_call(block: &Value, status: &str) -> Value {
+/// An Edit's proposed change, before it runs: the text it replaces and
+/// the text it puts in its place, as the model gave them. A Write shows
+/// none until it ran: what it replaces is only known then (`change_diff`).
+fn proposed_diff(name: &str, input: &Value, cwd: &Path) -> Vec<Value> {
+    match (name, input["file_path"].as_str()) {
+        ("Edit", Some(path)) => vec![json!({
+            "type": "diff",
+            "path": absolute(cwd, path),
+            "oldText": input["old_string"].as_str().unwrap_or_default(),
+            "newText": input["new_string"].as_str().unwrap_or_default(),
+        })],
+        _ => Vec::new(),
+    }
+}
+
+/// A `tool_call` for a tool_use block, with the status it has; relative
+/// paths are made absolute against `cwd`, the agent's working directory.
+pub fn tool_call(block: &Value, status: &str, cwd: &Path) -> Value {
     let name = block["name"].as_str().unwrap_or_default();
     let input = &block["input"];
     let mut update = json!({
@@ -79,19 +89,54 @@ pub fn tool_call(block: &Value, status: &str) -> Value {
         "status": status,
         "rawInput": input,
     });
-    let locations = locations(name, input);
+    let locations = locations(name, input, cwd);
     if !locations.is_empty() {
         update["locations"] = Value::Array(locations);
     }
-    let diff = diff_content(name, input);
+    let diff = proposed_diff(name, input, cwd);
     if !diff.is_empty() {
         update["content"] = Value::Array(diff);
     }
     update
 }
 
+/// What a file tool call changed, as the daemon recorded it when the call
+/// ran, as an ACP diff. `oldText` is null for a file the call created. A
+/// change recorded in part (a large file: from a few lines before the
+/// first changed line, 64 KiB a side) says so in `_meta.agentd.fileChange`.
+pub fn change_diff(c: &pb::FileChange) -> Value {
+    let mut diff = json!({
+        "type": "diff",
+        "path": c.path,
+        "oldText": if c.created { Value::Null } else { json!(c.before) },
+        "newText": c.after,
+    });
+    if c.first_line > 0 || c.before_cut || c.after_cut || c.before_binary {
+        diff["_meta"] = json!({"agentd": {"fileChange": {
+            "firstLine": c.first_line,
+            "beforeSize": c.before_size,
+            "afterSize": c.after_size,
+            "beforeCut": c.before_cut,
+            "afterCut": c.after_cut,
+            "beforeBinary": c.before_binary,
+        }}});
+    }
+    diff
+}
+
+/// Where a change starts (line from 1), for the editor to follow.
+fn change_location(c: &pb::FileChange) -> Value {
+    let same = c
+        .before
+        .lines()
+        .zip(c.after.lines())
+        .take_while(|(a, b)| a == b)
+        .count() as u64;
+    json!({"path": c.path, "line": c.first_line + same + 1})
+}
+
 /// The text of a tool_result block's content.
-fn result_text(block: &Value) -> String {
+pub fn result_text(block: &Value) -> String {
     match &block["content"] {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
@@ -103,17 +148,32 @@ fn result_text(block: &Value) -> String {
     }
 }
 
-/// A `tool_call_update` that ends a call with its result.
-pub fn tool_result_update(block: &Value) -> Value {
+/// A `tool_call_update` that ends a call with its result, and with the
+/// change it made to a file, if the daemon recorded one.
+pub fn tool_result_update(block: &Value, change: Option<&pb::FileChange>) -> Value {
     let failed = block["is_error"].as_bool().unwrap_or(false);
     let text = result_text(block);
-    json!({
+    let mut content = Vec::new();
+    if let Some(c) = change {
+        content.push(change_diff(c));
+    }
+    content.push(json!({"type": "content", "content": {"type": "text", "text": text}}));
+    let mut update = json!({
         "sessionUpdate": "tool_call_update",
         "toolCallId": block["tool_use_id"].as_str().unwrap_or_default(),
         "status": if failed { "failed" } else { "completed" },
-        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+        "content": content,
         "rawOutput": {"text": text, "is_error": failed},
-    })
+    });
+    if let Some(c) = change {
+        update["locations"] = json!([change_location(c)]);
+    }
+    update
+}
+
+/// The change the daemon recorded for tool call `id` in an entry.
+pub fn change_of<'a>(changes: &'a [pb::FileChange], id: &str) -> Option<&'a pb::FileChange> {
+    changes.iter().find(|c| c.tool_use_id == id)
 }
 
 pub fn status_update(tool_use_id: &str, status: &str) -> Value {
@@ -147,97 +207,6 @@ pub fn compacted(b: &agentd_shared::proto::CompactBoundary) -> Value {
             "coversThroughSeq": b.covers_through_seq,
         }}},
     })
-}
-
-/// Background children and forks the agent started: their `Agent` calls
-/// stay in progress until the child's `<task-notification>` arrives.
-#[derive(Default)]
-pub struct Tasks {
-    /// Task (child agent) id → the tool call that started it.
-    open: HashMap<String, String>,
-}
-
-/// The text between `open` and `close`.
-fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
-    let start = text.find(open)? + open.len();
-    let end = text[start..].find(close)? + start;
-    Some(&text[start..end])
-}
-
-fn unescape(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&")
-}
-
-impl Tasks {
-    /// The update for a tool_result; a launch in the background leaves its
-    /// call in progress, to be ended by the child's notification.
-    pub fn result(&mut self, block: &Value) -> Value {
-        let mut update = tool_result_update(block);
-        let text = result_text(block);
-        // A background launch (an Agent call in the background, a fork, a
-        // call moved to the background) names its task and promises a
-        // notification.
-        let launched =
-            text.contains("<task-notification>") && !block["is_error"].as_bool().unwrap_or(false);
-        if launched
-            && let Some(task) = text
-                .lines()
-                .find_map(|l| l.strip_prefix("task_id: "))
-                .map(str::trim)
-        {
-            let call = block["tool_use_id"].as_str().unwrap_or_default();
-            self.open.insert(task.to_string(), call.to_string());
-            update["status"] = json!("in_progress");
-        }
-        update
-    }
-
-    /// The update that ends a background call, for a notification's text.
-    pub fn notification(&mut self, text: &str) -> Option<Value> {
-        let task = between(text, "<task-id>", "</task-id>")?;
-        let call = self.open.remove(task)?;
-        let status = between(text, "<status>", "</status>").unwrap_or("completed");
-        let result = unescape(between(text, "<result>", "</result>").unwrap_or_default());
-        Some(json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": call,
-            "status": if status == "completed" { "completed" } else { "failed" },
-            "content": [{"type": "content", "content": {"type": "text", "text": result}}],
-        }))
-    }
-}
-
-/// What a stored transcript entry shows when a session is loaded: the
-/// whole conversation, messages and tool calls with their results.
-/// `role` is the entry's role name ("user", "assistant", "system").
-pub fn replay(role: &str, content: &[Value], tasks: &mut Tasks) -> Vec<Value> {
-    let mut out = Vec::new();
-    for block in content {
-        match (role, block["type"].as_str().unwrap_or_default()) {
-            ("user", "text") => {
-                let text = block["text"].as_str().unwrap_or_default();
-                match tasks.notification(text) {
-                    Some(update) => out.push(update),
-                    None => out.push(chunk("user_message_chunk", text)),
-                }
-            }
-            ("user", "tool_result") => out.push(tasks.result(block)),
-            ("assistant", "text") => out.push(chunk(
-                "agent_message_chunk",
-                block["text"].as_str().unwrap_or_default(),
-            )),
-            ("assistant", "thinking") => out.push(chunk(
-                "agent_thought_chunk",
-                block["thinking"].as_str().unwrap_or_default(),
-            )),
-            ("assistant", "tool_use") => out.push(tool_call(block, "in_progress")),
-            _ => {}
-        }
-    }
-    out
 }
 
 /// The agent's whole plan as a `plan` update (the editor replaces the plan
@@ -315,22 +284,66 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_write_over_an_existing_file_shows_what_it_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.txt");
-        std::fs::write(&path, "before\n").unwrap();
-        let p = path.display().to_string();
+    fn paths_are_absolute_against_the_agents_directory() {
+        let cwd = Path::new("/work/agent");
+        assert_eq!(absolute(cwd, "a.txt"), "/work/agent/a.txt");
+        assert_eq!(absolute(cwd, "./src/../b.rs"), "/work/agent/b.rs");
+        assert_eq!(absolute(cwd, "/etc/hosts"), "/etc/hosts");
         let call = tool_call(
-            &json!({"type": "tool_use", "id": "t", "name": "Write", "input": {"file_path": p, "content": "after\n"}}),
+            &json!({"type": "tool_use", "id": "t", "name": "Read", "input": {"file_path": "src/x.rs"}}),
             "pending",
+            cwd,
         );
-        assert_eq!(call["content"][0]["oldText"], "before\n");
-        let new = dir.path().join("new.txt").display().to_string();
+        assert_eq!(call["locations"], json!([{"path": "/work/agent/src/x.rs"}]));
+    }
+
+    #[test]
+    fn a_write_shows_the_change_the_daemon_recorded_never_the_file() {
+        // Before it runs, a Write shows no diff: what it replaces is not
+        // known to the bridge (and the bridge does not read the file).
         let call = tool_call(
-            &json!({"type": "tool_use", "id": "t", "name": "Write", "input": {"file_path": new, "content": "x"}}),
+            &json!({"type": "tool_use", "id": "t", "name": "Write", "input": {"file_path": "a.txt", "content": "after\n"}}),
             "pending",
+            Path::new("/w"),
         );
-        assert!(call["content"][0]["oldText"].is_null());
+        assert!(call["content"].is_null(), "{call}");
+        assert_eq!(call["locations"][0]["path"], "/w/a.txt");
+        let result =
+            json!({"type": "tool_result", "tool_use_id": "t", "content": "Overwrote /w/a.txt"});
+        let recorded = pb::FileChange {
+            tool_use_id: "t".into(),
+            path: "/w/a.txt".into(),
+            before: "one\nbefore\n".into(),
+            after: "one\nafter\n".into(),
+            before_size: 11,
+            after_size: 10,
+            ..Default::default()
+        };
+        let done = tool_result_update(&result, Some(&recorded));
+        assert_eq!(done["status"], "completed");
+        assert_eq!(
+            done["content"][0],
+            json!({"type": "diff", "path": "/w/a.txt", "oldText": "one\nbefore\n", "newText": "one\nafter\n"})
+        );
+        assert_eq!(done["content"][1]["content"]["text"], "Overwrote /w/a.txt");
+        assert_eq!(done["locations"], json!([{"path": "/w/a.txt", "line": 2}]));
+        // A created file has no old text; a change recorded in part says so.
+        let created = pb::FileChange {
+            created: true,
+            ..recorded.clone()
+        };
+        assert!(change_diff(&created)["oldText"].is_null());
+        let partial = pb::FileChange {
+            first_line: 4000,
+            after_cut: true,
+            ..recorded
+        };
+        let diff = change_diff(&partial);
+        assert_eq!(diff["_meta"]["agentd"]["fileChange"]["firstLine"], 4000);
+        assert_eq!(diff["_meta"]["agentd"]["fileChange"]["afterCut"], true);
+        // No change recorded (an older daemon, a failed call): the result only.
+        let plain = tool_result_update(&result, None);
+        assert_eq!(plain["content"].as_array().unwrap().len(), 1);
     }
 
     #[test]
@@ -338,6 +351,7 @@ mod tests {
         let call = tool_call(
             &json!({"type": "tool_use", "id": "t1", "name": "Edit", "input": {"file_path": "/p/a.rs", "old_string": "a", "new_string": "b"}}),
             "pending",
+            Path::new("/elsewhere"),
         );
         assert_eq!(call["kind"], "edit");
         assert_eq!(call["locations"][0]["path"], "/p/a.rs");
@@ -345,41 +359,10 @@ mod tests {
         assert_eq!(call["content"][0]["oldText"], "a");
         let done = tool_result_update(
             &json!({"type": "tool_result", "tool_use_id": "t1", "content": "ok", "is_error": true}),
+            None,
         );
         assert_eq!(done["status"], "failed");
         assert_eq!(done["content"][0]["content"]["text"], "ok");
-    }
-
-    #[test]
-    fn a_background_agent_call_stays_open_until_its_notification() {
-        let mut tasks = Tasks::default();
-        let launch = json!({"type": "tool_result", "tool_use_id": "toolu_7", "content": [{"type": "text", "text":
-            "Agent launched in the background.\ntask_id: 0190c0de-0000-7000-8000-000000000001\nYou will receive a <task-notification> when it finishes; do not poll it."}]});
-        let update = tasks.result(&launch);
-        assert_eq!(update["status"], "in_progress");
-        let note = "<task-notification>\n<task-id>0190c0de-0000-7000-8000-000000000001</task-id>\n<status>completed</status>\n<summary>Agent \"x\" completed</summary>\n<result>all 3 pass &lt;ok&gt;</result>\n</task-notification>";
-        let end = tasks.notification(note).unwrap();
-        assert_eq!(end["toolCallId"], "toolu_7");
-        assert_eq!(end["status"], "completed");
-        assert_eq!(end["content"][0]["content"]["text"], "all 3 pass <ok>");
-        // Once only; an unknown task is no call of this session.
-        assert!(tasks.notification(note).is_none());
-        // A fork's launch reads differently; it is tracked the same way.
-        let mut forks = Tasks::default();
-        let fork = json!({"type": "tool_result", "tool_use_id": "toolu_f", "content":
-            "Fork started — processing in background.\ntask_id: 0190c0de-0000-7000-8000-00000000000f\nThe fork has your whole conversation and works on its directive alone. You will receive a <task-notification> with its report when it finishes; do not poll it or do its task yourself."});
-        assert_eq!(forks.result(&fork)["status"], "in_progress");
-        assert!(
-            forks
-                .notification(&note.replace("0001", "000f"))
-                .is_some_and(|u| u["toolCallId"] == "toolu_f")
-        );
-        // In a replay the notification ends the call instead of showing as
-        // a message from the person.
-        let mut tasks = Tasks::default();
-        let _ = replay("user", &[launch], &mut tasks);
-        let shown = replay("user", &[json!({"type": "text", "text": note})], &mut tasks);
-        assert_eq!(shown[0]["sessionUpdate"], "tool_call_update");
     }
 
     #[test]

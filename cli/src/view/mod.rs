@@ -2,6 +2,7 @@
 //! costs read on a terminal and as JSON. Nothing here talks to the daemon; the
 //! commands fetch, these files render.
 
+pub mod change;
 pub mod color;
 pub mod cost;
 pub mod list_json;

@@ -204,7 +204,7 @@ pub fn content(e: &pb::TranscriptEntry) -> Value {
 /// The JSON of a transcript entry, as `log --json` prints it. The content
 /// is embedded as stored (it is JSON already), not re-encoded.
 #[derive(Debug, Serialize)]
-pub struct EntryJson {
+pub struct EntryJson<'a> {
     pub seq: u64,
     pub role: &'static str,
     pub content: Box<RawValue>,
@@ -216,6 +216,9 @@ pub struct EntryJson {
     /// Set on a compaction boundary.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compact_boundary: Option<CompactBoundaryJson>,
+    /// What the file tool calls among the results changed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub file_changes: Vec<super::change::FileChangeJson<'a>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -248,8 +251,8 @@ pub fn compact_trigger_name(trigger: i32) -> &'static str {
     }
 }
 
-impl EntryJson {
-    pub fn of(e: &pb::TranscriptEntry) -> Self {
+impl<'a> EntryJson<'a> {
+    pub fn of(e: &'a pb::TranscriptEntry) -> Self {
         let content = std::str::from_utf8(&e.content_json)
             .ok()
             .and_then(|s| RawValue::from_string(s.to_string()).ok())
@@ -264,6 +267,11 @@ impl EntryJson {
             usage: assistant.then(|| UsageJson::of(e.usage.as_ref())),
             stop_reason: stop_reason_name(e.stop_reason),
             compact_boundary: e.compact_boundary.as_ref().map(CompactBoundaryJson::of),
+            file_changes: e
+                .file_changes
+                .iter()
+                .map(super::change::FileChangeJson::of)
+                .collect(),
         }
     }
 }

@@ -21,7 +21,8 @@ pub struct TranscriptView {
     streamed: bool,
     /// The last thing printed to stdout did not end a line.
     open_line: bool,
-    /// Print user prompts too (for `log`, not for `run`).
+    /// Print user prompts and what file tools changed too (for `log` and
+    /// `attach`, not for `run`).
     show_user_text: bool,
 }
 
@@ -79,7 +80,7 @@ impl TranscriptView {
             pb::Role::User => {
                 for block in &blocks {
                     match block["type"].as_str() {
-                        Some("tool_result") => self.tool_result(block),
+                        Some("tool_result") => self.tool_result(block, &e.file_changes),
                         Some("text") if self.show_user_text => {
                             self.end_line();
                             println!("> {}", block["text"].as_str().unwrap_or_default());
@@ -118,7 +119,7 @@ impl TranscriptView {
         let _ = std::io::stdout().flush();
     }
 
-    fn tool_result(&mut self, block: &Value) {
+    fn tool_result(&mut self, block: &Value, changes: &[pb::FileChange]) {
         let id = block["tool_use_id"].as_str().unwrap_or_default();
         let (name, summary) = self
             .tools
@@ -147,6 +148,13 @@ impl TranscriptView {
         self.end_line();
         let mark = if is_error { '✗' } else { '✓' };
         eprintln!("{mark} {name}({summary}) → {outcome}");
+        if self.show_user_text {
+            for change in changes.iter().filter(|c| c.tool_use_id == id) {
+                for line in super::change::terminal_lines(change) {
+                    eprintln!("{line}");
+                }
+            }
+        }
     }
 
     /// The response streamed so far was void; the model call is retried.

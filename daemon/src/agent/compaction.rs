@@ -246,6 +246,7 @@ impl TurnLoop {
                 stop_reason: Some(response.stop_reason.clone()),
                 cache_point: None,
                 compact: Some(boundary.clone()),
+                file_changes: Vec::new(),
             },
             &[],
         )

@@ -278,6 +278,7 @@ mod tests {
             stop_reason: None,
             cache_point: None,
             compact: None,
+            file_changes: Vec::new(),
         })
     }
 

@@ -8,8 +8,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::hub::StatusSnapshot;
+use super::round::Answers;
 use super::turn_loop::{Halt, TurnLoop, apply_entry};
-use crate::domain::{Role, Status, StopReason, TranscriptEntry, Usage, json_bytes, now_ms};
+use crate::domain::{
+    Role, Status, StopReason, ToolFileChange, TranscriptEntry, Usage, json_bytes, now_ms,
+};
 use crate::store::{Append, InboxKey, StoreError};
 
 impl TurnLoop {
@@ -17,6 +20,17 @@ impl TurnLoop {
     /// message, taking the items out of the inbox in the same transaction.
     /// Returns whether anything was appended.
     pub(super) async fn deliver_inbox(&mut self, blocks: Vec<Value>) -> Result<bool, Halt> {
+        self.deliver_answers(Answers {
+            blocks,
+            changes: Vec::new(),
+        })
+        .await
+    }
+
+    /// `deliver_inbox` for a round's answers, with the file changes
+    /// recorded beside them.
+    pub(super) async fn deliver_answers(&mut self, answers: Answers) -> Result<bool, Halt> {
+        let Answers { blocks, changes } = answers;
         loop {
             let waiting = self.store.inbox(self.record.id)?;
             let keys: Vec<InboxKey> = waiting.iter().map(|(k, _)| *k).collect();
@@ -28,10 +42,7 @@ impl TurnLoop {
                 return Ok(false);
             }
             let content = json_bytes(&Value::Array(content));
-            match self
-                .write_entry(Role::User, content, None, None, &keys)
-                .await
-            {
+            match self.write_results(content, changes.clone(), &keys).await {
                 Ok(()) => return Ok(true),
                 // An item read above is gone (withdrawn, or dropped with a
                 // reopen after a full disk): nothing was written; read the
@@ -64,6 +75,29 @@ impl TurnLoop {
             stop_reason,
             cache_point: None,
             compact: None,
+            file_changes: Vec::new(),
+        };
+        self.append_entry(entry, consumed).await
+    }
+
+    /// Appends a user entry of tool results (and inbox items), with what
+    /// the calls changed in files, as `write_entry` does.
+    pub(super) async fn write_results(
+        &mut self,
+        content_json: Vec<u8>,
+        file_changes: Vec<ToolFileChange>,
+        consumed: &[InboxKey],
+    ) -> Result<(), Halt> {
+        let entry = TranscriptEntry {
+            seq: self.next_seq,
+            role: Role::User,
+            content_json,
+            created_at_ms: now_ms(),
+            usage: None,
+            stop_reason: None,
+            cache_point: None,
+            compact: None,
+            file_changes,
         };
         self.append_entry(entry, consumed).await
     }

@@ -15,7 +15,7 @@ use super::interrupted;
 use super::mcp_call::McpRoundEnd;
 use super::permission::{self, Answer, Gate};
 use super::turn_loop::{Halt, RunEnd, TurnLoop};
-use crate::domain::{AgentRecord, Role, Status, ToolName, ToolRef, json_bytes};
+use crate::domain::{AgentRecord, Role, Status, ToolFileChange, ToolName, ToolRef, json_bytes};
 use crate::store::StoreError;
 use crate::tools::{self, ToolContext, ToolOutput};
 
@@ -38,6 +38,26 @@ pub(super) fn calls_of(content: &[Value]) -> Vec<Call> {
         .collect()
 }
 
+/// The answers of a round so far: the tool_result blocks the model gets,
+/// and beside them what the calls changed in files, for clients.
+#[derive(Default)]
+pub(super) struct Answers {
+    pub(super) blocks: Vec<Value>,
+    pub(super) changes: Vec<ToolFileChange>,
+}
+
+impl Answers {
+    pub(super) fn answer(&mut self, call: &Call, output: ToolOutput) {
+        self.blocks.push(tool_result(call, &output));
+        if let Some(change) = output.change {
+            self.changes.push(ToolFileChange {
+                tool_use_id: call.id.clone(),
+                change: *change,
+            });
+        }
+    }
+}
+
 pub(super) fn tool_result(call: &Call, output: &ToolOutput) -> Value {
     let mut result =
         json!({"type": "tool_result", "tool_use_id": call.id, "content": output.content});
@@ -52,7 +72,7 @@ impl TurnLoop {
     /// results (and whatever arrived meanwhile) as one user message. A stop
     /// asked for in the middle answers the rest as not run, and ends the run.
     pub(super) async fn run_round(&mut self, seq: u64, calls: &[Call]) -> Result<(), Halt> {
-        let mut results = Vec::with_capacity(calls.len());
+        let mut results = Answers::default();
         for (index, call) in calls.iter().enumerate() {
             // Safe point: every earlier call of the round has its result;
             // this one and the rest are not run (each answered once: the
@@ -72,7 +92,7 @@ impl TurnLoop {
                 let (result, is_error) = match self.run_mcp(seq, index, call, &mcp).await? {
                     McpRoundEnd::Answered(result, is_error) => (result, is_error),
                     McpRoundEnd::Stopped(result, stop) => {
-                        results.push(result);
+                        results.blocks.push(result);
                         let rest = &calls[index + 1..];
                         return Err(self.close_round(seq, rest, results, stop).await);
                     }
@@ -84,7 +104,7 @@ impl TurnLoop {
                     summary,
                     is_error,
                 });
-                results.push(result);
+                results.blocks.push(result);
                 continue;
             }
             let tool = ToolName::parse(&call.name);
@@ -100,7 +120,7 @@ impl TurnLoop {
                 Some(tool) => match self.permit(tool.into(), call).await? {
                     Err(stop) => {
                         let not_run = interrupted::not_run(tool, &stop, true);
-                        results.push(tool_result(call, &not_run));
+                        results.answer(call, not_run);
                         return Err(self
                             .close_round(seq, &calls[index + 1..], results, stop)
                             .await);
@@ -119,7 +139,7 @@ impl TurnLoop {
                             None => {
                                 let stop = self.stops.aborted();
                                 let cut = interrupted::cut_short(tool, &stop);
-                                results.push(tool_result(call, &cut));
+                                results.answer(call, cut);
                                 let rest = &calls[index + 1..];
                                 return Err(self.close_round(seq, rest, results, stop).await);
                             }
@@ -134,10 +154,10 @@ impl TurnLoop {
                 summary,
                 is_error: output.is_error,
             });
-            results.push(tool_result(call, &output));
+            results.answer(call, output);
         }
         // Turn boundary: results, then whatever arrived meanwhile.
-        self.deliver_inbox(results).await?;
+        self.deliver_answers(results).await?;
         self.spool.clear(seq);
         Ok(())
     }
@@ -148,7 +168,7 @@ impl TurnLoop {
         &mut self,
         seq: u64,
         rest: &[Call],
-        mut results: Vec<Value>,
+        mut results: Answers,
         stop: RunEnd,
     ) -> Halt {
         for call in rest {
@@ -161,17 +181,10 @@ impl TurnLoop {
                     ToolOutput::error(format!("No such tool: {}", crate::error::quote(&call.name)))
                 }
             };
-            results.push(tool_result(call, &output));
+            results.answer(call, output);
         }
-        let written = self
-            .write_entry(
-                Role::User,
-                json_bytes(&Value::Array(results)),
-                None,
-                None,
-                &[],
-            )
-            .await;
+        let content = json_bytes(&Value::Array(results.blocks));
+        let written = self.write_results(content, results.changes, &[]).await;
         match written {
             Ok(()) => {
                 self.spool.clear(seq);
@@ -204,7 +217,7 @@ impl TurnLoop {
             return Ok(());
         }
         tracing::info!(agent = %self.record.id, calls = calls.len(), "answering tool calls interrupted by a restart");
-        let mut results = Vec::with_capacity(calls.len());
+        let mut results = Answers::default();
         for (index, call) in calls.iter().enumerate() {
             let output = match ToolName::parse(&call.name) {
                 // The same list again: the plan is what the call made it.
@@ -231,9 +244,9 @@ impl TurnLoop {
                     ToolOutput::error(format!("No such tool: {}", crate::error::quote(&call.name)))
                 }
             };
-            results.push(tool_result(call, &output));
+            results.answer(call, output);
         }
-        self.deliver_inbox(results).await?;
+        self.deliver_answers(results).await?;
         self.spool.clear(seq);
         Ok(())
     }

@@ -7,6 +7,7 @@
 
 mod agent;
 mod allowlist;
+mod file_change;
 mod fork;
 mod id;
 mod inbox;
@@ -26,6 +27,7 @@ pub use agent::{
     ResumeBlockedReason, Status, Usage,
 };
 pub use allowlist::{McpPattern, ToolAllowlist};
+pub use file_change::{Before, FileChange, FileText, RECORDED_BYTES, ToolFileChange};
 pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, QuerySource};
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};
 pub use inbox::{InboxItem, InboxKind};

@@ -96,6 +96,9 @@ pub struct TranscriptEntry {
     /// Set on a compaction boundary (a `System` entry whose content is the
     /// user message that holds the summary, as later requests send it).
     pub compact: Option<CompactBoundary>,
+    /// On a user entry of tool results: what each file tool call among
+    /// them changed (the model is never sent these; clients show them).
+    pub file_changes: Vec<super::ToolFileChange>,
 }
 
 /// What led to a compaction (DESIGN §17).

@@ -77,6 +77,7 @@ pub(crate) fn test_entry(seq: u64, text: &str) -> crate::domain::TranscriptEntry
         stop_reason: None,
         cache_point: None,
         compact: None,
+        file_changes: Vec::new(),
     }
 }
 

@@ -427,6 +427,7 @@ fn first_message(prompt: &str, record: &AgentRecord, now: i64) -> TranscriptEntr
         stop_reason: None,
         cache_point: None,
         compact: None,
+        file_changes: Vec::new(),
     }
 }
 

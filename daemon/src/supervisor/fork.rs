@@ -234,6 +234,7 @@ fn fork_entries(
         stop_reason: None,
         cache_point: None,
         compact: None,
+        file_changes: Vec::new(),
     });
     for (seq, m) in (1u64..).zip(conversation) {
         entries.push(TranscriptEntry {
@@ -245,6 +246,7 @@ fn fork_entries(
             stop_reason: None,
             cache_point: m.cache_point.map(|p| p as u32),
             compact: None,
+            file_changes: Vec::new(),
         });
     }
     if let (Some(wt), Some(last)) = (record.worktree.as_ref(), entries.last_mut()) {

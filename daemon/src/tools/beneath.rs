@@ -50,6 +50,25 @@ pub fn read(root: &Path, rel: &Path) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Reads at most `max` bytes from the start of `rel` beneath `root`, with
+/// the file's whole size: what a Write replaces, as much of it as its
+/// record can use.
+pub fn read_start(root: &Path, rel: &Path, max: usize) -> std::io::Result<(Vec<u8>, u64)> {
+    let dir = beneath::open_dir(root)?;
+    let fd = beneath::open(
+        &dir,
+        rel,
+        OFlag::O_RDONLY | OFlag::O_NONBLOCK,
+        0,
+        Links::StayInside,
+    )?;
+    let file = regular(File::from(fd))?;
+    let size = file.metadata()?.len();
+    let mut out = Vec::new();
+    file.take(max as u64).read_to_end(&mut out)?;
+    Ok((out, size))
+}
+
 /// `file` if it is a regular file (not a FIFO, device or directory).
 fn regular(file: File) -> std::io::Result<File> {
     if file.metadata()?.file_type().is_file() {
@@ -93,6 +112,8 @@ mod tests {
         std::fs::create_dir_all(&outside).unwrap();
         write(&root, Path::new("a/b/c.txt"), b"ok").unwrap();
         assert_eq!(read(&root, Path::new("a/b/c.txt")).unwrap(), b"ok");
+        let start = read_start(&root, Path::new("a/b/c.txt"), 1).unwrap();
+        assert_eq!(start, (b"o".to_vec(), 2));
         std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
         std::os::unix::fs::symlink("../outside/f", root.join("rel")).unwrap();
         for rel in ["out/f", "rel", "out/new/deeper"] {
@@ -112,6 +133,13 @@ mod tests {
         );
         let e = read(&root, Path::new("fifo")).unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = read_start(&root, Path::new("fifo"), 10).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        // What a Write would replace is never read through a link out.
+        for rel in ["out/f", "rel"] {
+            let e = read_start(&root, Path::new(rel), 10).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{rel}: {e}");
+        }
         // A link that stays inside is followed.
         std::os::unix::fs::symlink("a/b", root.join("inner")).unwrap();
         write(&root, Path::new("inner/d.txt"), b"in").unwrap();

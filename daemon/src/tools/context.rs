@@ -110,6 +110,10 @@ pub struct ToolEnv {
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// What the call changed in a file (Write, Edit), recorded beside the
+    /// result for clients; the model gets only `content`. Boxed: most
+    /// results have none.
+    pub change: Option<Box<crate::domain::FileChange>>,
 }
 
 impl ToolOutput {
@@ -122,6 +126,15 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            change: None,
+        }
+    }
+
+    /// The result of a call that changed a file.
+    pub fn with_change(self, change: crate::domain::FileChange) -> Self {
+        Self {
+            change: Some(Box::new(change)),
+            ..self
         }
     }
 
@@ -129,6 +142,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            change: None,
         }
     }
 }

@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::context::{ToolContext, ToolOutput, ToolSpec};
 use super::paths::{optional_bool, required_str, required_string};
+use crate::domain::FileChange;
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -103,6 +104,13 @@ a single occurrence, or set `replace_all` to true to replace all {count}.",
     } else {
         content.replacen(old_string, new_string, 1)
     };
+    // The record of the change is made from the text the edit read, not
+    // from a second read that could see another writer's bytes.
+    let change = FileChange::between(
+        path.clone(),
+        Some((content.as_bytes(), content.len() as u64)),
+        &updated,
+    );
     tokio::task::spawn_blocking(move || {
         crate::umask::as_the_person(|| super::beneath::write(&root, &rel, updated.as_bytes()))
     })
@@ -123,7 +131,8 @@ a single occurrence, or set `replace_all` to true to replace all {count}.",
         } else {
             "occurrences"
         }
-    )))
+    ))
+    .with_change(change))
 }
 
 #[cfg(test)]
@@ -164,6 +173,18 @@ mod tests {
             out.content
         );
         assert_eq!(read(dir.path()), "fn a() {}\nfn renamed() {}\n");
+        // The whole file before and after, not just the strings replaced.
+        let change = out.change.unwrap();
+        assert_eq!(
+            change.before,
+            crate::domain::Before::Text(crate::domain::FileText {
+                text: "fn a() {}\nfn b() {}\n".into(),
+                size: 20,
+                cut: false
+            })
+        );
+        assert_eq!(change.after.text, "fn a() {}\nfn renamed() {}\n");
+        assert_eq!(change.first_line, 0);
     }
 
     #[tokio::test]
@@ -219,6 +240,7 @@ mod tests {
         .await;
         assert!(out.is_error);
         assert!(out.content.contains("was not found"), "{}", out.content);
+        assert!(out.change.is_none(), "nothing changed, nothing recorded");
         assert_eq!(read(dir.path()), "hello\n");
     }
 

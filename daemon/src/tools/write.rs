@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::context::{ToolContext, ToolOutput, ToolSpec};
 use super::paths::{required_str, required_string};
+use crate::domain::{FileChange, RECORDED_BYTES};
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -52,26 +53,51 @@ pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOut
     };
     let (root, rel) = ctx.below(&path)?;
     let bytes = content.as_bytes().to_vec();
-    tokio::task::spawn_blocking(move || {
-        crate::umask::as_the_person(|| super::beneath::write(&root, &rel, &bytes))
+    // What the file held, as much as the record of the change can use
+    // (the window starts within the new content's length).
+    let wanted = content.len() + RECORDED_BYTES;
+    let (before, written) = tokio::task::spawn_blocking(move || {
+        let before = super::beneath::read_start(&root, &rel, wanted);
+        let written = crate::umask::as_the_person(|| super::beneath::write(&root, &rel, &bytes));
+        (before, written)
     })
     .await
-    .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?
-    .map_err(|e| {
+    .map_err(|e| ToolOutput::error(format!("Cannot write {}: {e}", path.display())))?;
+    written.map_err(|e| {
         ToolOutput::error(format!(
             "Cannot write {}",
             super::beneath::explain(&e, &path)
         ))
     })?;
+    let change = match before {
+        Ok((start, size)) => Some(FileChange::between(
+            path.clone(),
+            Some((&start, size)),
+            content,
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Some(FileChange::between(path.clone(), None, content))
+        }
+        // Written but not readable: what it held is unknown, so no change
+        // is claimed.
+        Err(e) => {
+            tracing::debug!(path = %path.display(), "Write: the old content could not be read: {e}");
+            None
+        }
+    };
 
     let lines = content.lines().count();
     let verb = if existed { "Overwrote" } else { "Created" };
-    Ok(ToolOutput::ok(format!(
+    let output = ToolOutput::ok(format!(
         "{verb} {} ({} bytes, {lines} {}).",
         path.display(),
         content.len(),
         if lines == 1 { "line" } else { "lines" }
-    )))
+    ));
+    Ok(match change {
+        Some(change) => output.with_change(change),
+        None => output,
+    })
 }
 
 #[cfg(test)]
@@ -110,6 +136,9 @@ mod tests {
             std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
             "one\ntwo\n"
         );
+        let change = out.change.unwrap();
+        assert_eq!(change.before, crate::domain::Before::Absent);
+        assert_eq!(change.after.text, "one\ntwo\n");
     }
 
     #[tokio::test]
@@ -126,6 +155,21 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
             "new"
+        );
+        // What it replaced is recorded, from the bytes read before the write.
+        let change = out.change.unwrap();
+        assert_eq!(
+            change.before,
+            crate::domain::Before::Text(crate::domain::FileText {
+                text: "old content that is longer".into(),
+                size: 26,
+                cut: false
+            })
+        );
+        assert_eq!(change.after.text, "new");
+        assert_eq!(
+            change.path,
+            std::fs::canonicalize(dir.path()).unwrap().join("f.txt")
         );
     }
 

@@ -136,15 +136,28 @@ fn a_background_child_is_a_tool_call_that_ends_when_its_notification_arrives() {
     let launched = turn
         .iter()
         .map(update)
-        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["content"].is_array())
+        .find(|u| {
+            u["sessionUpdate"] == "tool_call_update"
+                && u["content"].is_array()
+                && u["status"].is_string()
+        })
         .unwrap();
     assert_eq!(launched["status"], "in_progress", "{launched}");
-    // The child ends, its notification reaches the parent, and the call
-    // completes with the child's result: after the turn, or within it when
+    // No call is left running when the turn ends: the launch completed (it
+    // did launch)...
+    assert!(
+        turn.iter()
+            .map(update)
+            .any(|u| u["toolCallId"] == call_id.as_str() && u["status"] == "completed"),
+        "{turn:?}"
+    );
+    // ...and when the child ends, its notification reaches the parent and
+    // the call gets the child's result: after the turn, or within it when
     // the child was quick enough to end before its parent's turn did.
     let ends = |m: &Value| {
         m["params"]["update"]["toolCallId"] == call_id.as_str()
             && m["params"]["update"]["status"] == "completed"
+            && m["params"]["update"]["content"].is_array()
     };
     let done = match turn.iter().find(|m| ends(m)) {
         Some(m) => update(m),

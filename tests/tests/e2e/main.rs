@@ -11,6 +11,7 @@
 //! to themselves.
 
 mod acp;
+mod acp_fidelity;
 mod acp_mcp;
 mod acp_wire;
 mod attach;

@@ -3,6 +3,7 @@
 //! here: an unknown number is INVALID_ARGUMENT, never a default.
 
 mod compact;
+mod file_change;
 pub mod mcp;
 mod plan;
 mod requests;
@@ -244,6 +245,7 @@ pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
         plan: plan::plan_items(&r.plan),
         mcp_servers: r.mcp_servers.iter().map(mcp::agent_server).collect(),
         mcp_notes: r.mcp_notes.clone(),
+        parent_tool_use_id: r.parent_tool_use_id.clone(),
     }
 }
 
@@ -362,6 +364,11 @@ pub fn entry(e: &TranscriptEntry) -> pb::TranscriptEntry {
             .as_ref()
             .map_or(pb::StopReason::Unspecified, stop_reason) as i32,
         compact_boundary: e.compact.as_ref().map(compact::boundary),
+        file_changes: e
+            .file_changes
+            .iter()
+            .map(file_change::file_change)
+            .collect(),
     }
 }
 

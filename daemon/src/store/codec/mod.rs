@@ -726,6 +726,7 @@ mod tests {
             stop_reason: Some(StopReason::ToolUse),
             cache_point: Some(2),
             compact: None,
+            file_changes: Vec::new(),
         };
         assert_eq!(decode_entry(&encode_entry(&e)).unwrap(), e);
         let boundary = TranscriptEntry {

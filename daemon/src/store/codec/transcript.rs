@@ -3,7 +3,10 @@
 use prost::Message;
 
 use super::{Corrupt, StoredUsage, stored_usage, usage_of};
-use crate::domain::{CompactBoundary, CompactTrigger, Role, StopReason, TranscriptEntry};
+use crate::domain::{
+    Before, CompactBoundary, CompactTrigger, FileChange, FileText, Role, StopReason,
+    ToolFileChange, TranscriptEntry,
+};
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub(super) struct StoredEntry {
@@ -25,6 +28,36 @@ pub(super) struct StoredEntry {
     cache_point: Option<u32>,
     #[prost(message, optional, tag = "8")]
     pub(super) compact: Option<StoredCompact>,
+    /// Entries written before file changes were recorded have none.
+    #[prost(message, repeated, tag = "9")]
+    file_changes: Vec<StoredFileChange>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredFileChange {
+    #[prost(string, tag = "1")]
+    tool_use_id: String,
+    #[prost(string, tag = "2")]
+    path: String,
+    /// 1 absent, 2 binary, 3 text.
+    #[prost(int32, tag = "3")]
+    before_kind: i32,
+    #[prost(message, optional, tag = "4")]
+    before: Option<StoredFileText>,
+    #[prost(message, optional, tag = "5")]
+    after: Option<StoredFileText>,
+    #[prost(uint64, tag = "6")]
+    first_line: u64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredFileText {
+    #[prost(string, tag = "1")]
+    text: String,
+    #[prost(uint64, tag = "2")]
+    size: u64,
+    #[prost(bool, tag = "3")]
+    cut: bool,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -74,8 +107,67 @@ pub fn encode_entry(e: &TranscriptEntry) -> Vec<u8> {
             tokens_after: c.tokens_after,
             covers_through_seq: c.covers_through_seq,
         }),
+        file_changes: e.file_changes.iter().map(stored_change).collect(),
     }
     .encode_to_vec()
+}
+
+fn stored_text(t: &FileText) -> StoredFileText {
+    StoredFileText {
+        text: t.text.clone(),
+        size: t.size,
+        cut: t.cut,
+    }
+}
+
+fn stored_change(c: &ToolFileChange) -> StoredFileChange {
+    let (before_kind, before) = match &c.change.before {
+        Before::Absent => (1, None),
+        Before::Binary { size } => (
+            2,
+            Some(StoredFileText {
+                size: *size,
+                ..Default::default()
+            }),
+        ),
+        Before::Text(t) => (3, Some(stored_text(t))),
+    };
+    StoredFileChange {
+        tool_use_id: c.tool_use_id.clone(),
+        path: c.change.path.to_string_lossy().into_owned(),
+        before_kind,
+        before,
+        after: Some(stored_text(&c.change.after)),
+        first_line: c.change.first_line,
+    }
+}
+
+fn text_of(t: StoredFileText) -> FileText {
+    FileText {
+        text: t.text,
+        size: t.size,
+        cut: t.cut,
+    }
+}
+
+fn change_of(c: StoredFileChange) -> Result<ToolFileChange, Corrupt> {
+    let before = match (c.before_kind, c.before) {
+        (1, _) => Before::Absent,
+        (2, b) => Before::Binary {
+            size: b.map_or(0, |b| b.size),
+        },
+        (3, Some(b)) => Before::Text(text_of(b)),
+        _ => return Err(Corrupt::Field("file change")),
+    };
+    Ok(ToolFileChange {
+        tool_use_id: c.tool_use_id,
+        change: FileChange {
+            path: c.path.into(),
+            before,
+            after: text_of(c.after.ok_or(Corrupt::Field("file change"))?),
+            first_line: c.first_line,
+        },
+    })
 }
 
 pub fn decode_entry(bytes: &[u8]) -> Result<TranscriptEntry, Corrupt> {
@@ -95,6 +187,11 @@ pub fn decode_entry(bytes: &[u8]) -> Result<TranscriptEntry, Corrupt> {
         stop_reason: (!s.stop_reason.is_empty()).then(|| StopReason::parse(&s.stop_reason)),
         cache_point: s.cache_point,
         compact: s.compact.map(compact_of).transpose()?,
+        file_changes: s
+            .file_changes
+            .into_iter()
+            .map(change_of)
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -111,4 +208,62 @@ fn compact_of(c: StoredCompact) -> Result<CompactBoundary, Corrupt> {
         tokens_after: c.tokens_after,
         covers_through_seq: c.covers_through_seq,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn tool_results(changes: Vec<ToolFileChange>) -> TranscriptEntry {
+        TranscriptEntry {
+            seq: 4,
+            role: Role::User,
+            content_json: br#"[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]"#.to_vec(),
+            created_at_ms: 9,
+            usage: None,
+            stop_reason: None,
+            cache_point: None,
+            compact: None,
+            file_changes: changes,
+        }
+    }
+
+    #[test]
+    fn file_changes_round_trip_and_older_entries_have_none() {
+        let text = |t: &str, cut| FileText {
+            text: t.into(),
+            size: 100,
+            cut,
+        };
+        let change = |id: &str, before| ToolFileChange {
+            tool_use_id: id.into(),
+            change: FileChange {
+                path: "/w/a.txt".into(),
+                before,
+                after: text("after\n", true),
+                first_line: 7,
+            },
+        };
+        let e = tool_results(vec![
+            change("t1", Before::Text(text("before\n", false))),
+            change("t2", Before::Absent),
+            change("t3", Before::Binary { size: 12 }),
+        ]);
+        assert_eq!(decode_entry(&encode_entry(&e)).unwrap(), e);
+        // An entry stored before changes were recorded (no field 9).
+        let mut old = StoredEntry::decode(encode_entry(&e).as_slice()).unwrap();
+        old.file_changes.clear();
+        assert_eq!(
+            decode_entry(&old.encode_to_vec()).unwrap(),
+            tool_results(Vec::new())
+        );
+        // A change of a kind this daemon does not know is corrupt, not guessed.
+        let mut odd = StoredEntry::decode(encode_entry(&e).as_slice()).unwrap();
+        odd.file_changes[0].before_kind = 9;
+        assert!(matches!(
+            decode_entry(&odd.encode_to_vec()),
+            Err(Corrupt::Field("file change"))
+        ));
+    }
 }

@@ -161,6 +161,7 @@ fn entry(seq: u64) -> TranscriptEntry {
         stop_reason: Some(StopReason::ToolUse),
         cache_point: None,
         compact: None,
+        file_changes: Vec::new(),
     }
 }
 
