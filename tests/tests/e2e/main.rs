@@ -12,6 +12,7 @@
 
 mod acp;
 mod acp_mcp;
+mod acp_sdk;
 mod acp_wire;
 mod attach;
 mod attach_half_close;
