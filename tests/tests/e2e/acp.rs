@@ -182,6 +182,17 @@ fn an_editor_drives_an_agent(sdk: Sdk) {
     );
     let replay = &of_kind(&second, "load")[0]["updates"];
     let k = kinds(replay);
+    // The title first (the first prompt's first line), then the history.
+    assert_eq!(k[0], "session_info_update", "{replay}");
+    assert_eq!(replay[0]["title"], "TASK-ONE: write one.txt");
+    assert_eq!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["sessionId"] == id)
+            .unwrap()["title"],
+        "TASK-ONE: write one.txt"
+    );
     let users: Vec<String> = replay
         .as_array()
         .unwrap()

@@ -13,6 +13,7 @@
 mod acp;
 mod acp_mcp;
 mod acp_sdk;
+mod acp_sessions;
 mod acp_wire;
 mod attach;
 mod attach_half_close;
