@@ -10,17 +10,40 @@
 //   node client.mjs <agentctl> files  <cwd> <mode>   the bridge in <mode>: new, one prompt (tests/tests/e2e/acp_fidelity.rs)
 //   node client.mjs <agentctl> subagent <cwd> <mode> new, one prompt whose subagent makes calls; waits for
 //                                                    the subagent's progress to be final (acp_fidelity.rs)
+//   node client.mjs <agentctl> titles <cwd> <n>      titles from first prompts, n more sessions, list
+//                                                    page by page, a bogus cursor (tests/tests/e2e/acp_sessions.rs)
+//   node client.mjs <agentctl> errors <cwd> <root>   requests the person got wrong (<root> holds
+//                                                    agentd's data directory; tests/tests/e2e/acp_sessions.rs)
+//
+// tests/acp-client-python/client.py does the same steps with the Python SDK.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const [agentctl, step, cwd, sessionId] = process.argv.slice(2);
 const mode = step === "files" || step === "subagent" ? sessionId : "default";
-const child = spawn(agentctl, ["acp", "--permission-mode", mode], {
-  stdio: ["pipe", "pipe", "inherit"],
-});
-const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+
+// A bridge process and the stream to it.
+function bridge(extra) {
+  const child = spawn(agentctl, ["acp", "--permission-mode", mode, ...extra], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  return { child, stream };
+}
+const { child, stream } = bridge([]);
 const out = (kind, value) => console.log(JSON.stringify({ kind, ...value }));
+
+// Awaits `call`, printing the JSON-RPC error it ends in (or that it did not).
+async function errorOf(what, call) {
+  try {
+    await call;
+  } catch (e) {
+    out("error", { what, code: e.code, message: e.message, data: e.data });
+    return;
+  }
+  out("accepted", { what });
+}
 
 // Every update, in order; `cancelOn` cancels the prompt once the next
 // permission ask is allowed and the tool runs.
@@ -28,6 +51,8 @@ let updates = [];
 let permission = "allow_once";
 let cancelOn = null;
 let agentRef = null;
+// Called (and cleared) once the next ask is answered.
+let onAllowed = null;
 
 const app = acp
   .client({ name: "agentd-acp-test" })
@@ -48,8 +73,21 @@ const app = acp
       cancelOn = null;
       setTimeout(() => agentRef.notify(acp.methods.agent.session.cancel, { sessionId: id }), 700);
     }
+    if (onAllowed) {
+      const hook = onAllowed;
+      onAllowed = null;
+      hook();
+    }
     return { outcome: { outcome: "selected", optionId: option.optionId } };
   });
+
+async function initialize(agent) {
+  return agent.request(acp.methods.agent.initialize, {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: {},
+    clientInfo: { name: "agentd-acp-test", version: "1.0.0" },
+  });
+}
 
 async function prompt(agent, id, text) {
   updates = [];
@@ -62,11 +100,7 @@ async function prompt(agent, id, text) {
 
 await app.connectWith(stream, async (agent) => {
   agentRef = agent;
-  const init = await agent.request(acp.methods.agent.initialize, {
-    protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: {},
-    clientInfo: { name: "agentd-acp-test", version: "1.0.0" },
-  });
+  const init = await initialize(agent);
   out("initialize", { init });
   if (step === "first") {
     const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
@@ -154,6 +188,62 @@ await app.connectWith(stream, async (agent) => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     out("prompt", { stopReason: r.stopReason, updates, atAnswer });
+  } else if (step === "titles") {
+    const more = Number(sessionId);
+    const newSession = async () =>
+      (await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })).sessionId;
+    const list = (cursor) => agent.request(acp.methods.agent.session.list, { cwd, cursor });
+    const a = await newSession();
+    out("new", { sessionId: a });
+    await prompt(agent, a, "TASK-TITLE-A: name the first session\nwith more below");
+    await prompt(agent, a, "TASK-TITLE-A2: a second prompt keeps the title");
+    const b = await newSession();
+    out("new", { sessionId: b });
+    await prompt(agent, b, "TASK-TITLE-B: name the second session");
+    out("list", { list: await list(undefined) });
+    for (let i = 0; i < more; i++) await newSession();
+    let cursor;
+    do {
+      const page = await list(cursor);
+      out("page", { page });
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    await errorOf("bogus cursor", list("bogus"));
+  } else if (step === "errors") {
+    const root = sessionId;
+    const newSession = (at) => agent.request(acp.methods.agent.session.new, { cwd: at, mcpServers: [] });
+    await errorOf("missing cwd", newSession("/definitely/not/here-acp"));
+    await errorOf("relative cwd", newSession("project"));
+    await errorOf("cwd holds the data directory", newSession(root));
+    const id = (await newSession(cwd)).sessionId;
+    out("new", { sessionId: id });
+    const setModel = (value) =>
+      agent.request(acp.methods.agent.session.setConfigOption, { sessionId: id, configId: "model", value });
+    const setMode = (modeId) => agent.request(acp.methods.agent.session.setMode, { sessionId: id, modeId });
+    await errorOf("model without a key", setModel("openai:gpt-test"));
+    await errorOf("not a model", setModel("nonsense"));
+    await errorOf("unknown mode", setMode("yolo"));
+    // While the allowed tool runs: the mode and the model wait for the turn.
+    let midTurn = Promise.resolve();
+    onAllowed = () => {
+      midTurn = new Promise((resolve) => setTimeout(resolve, 500)).then(async () => {
+        await errorOf("mode mid-turn", setMode("plan"));
+        await errorOf("model mid-turn", setModel("anthropic:claude-other"));
+      });
+    };
+    await prompt(agent, id, "TASK-MIDTURN: take a moment");
+    await midTurn;
+    // A bridge whose sessions use a model with no key.
+    const other = bridge(["--model", "openai:gpt-test"]);
+    await acp.client({ name: "agentd-acp-test" }).connectWith(other.stream, async (agent2) => {
+      await initialize(agent2);
+      await errorOf(
+        "default model without a key",
+        agent2.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
+      );
+    });
+    other.child.stdin.end();
+    await new Promise((resolve) => other.child.on("exit", resolve));
   } else if (step === "plan") {
     const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
     const id = created.sessionId;

@@ -6,6 +6,7 @@
 //!
 //! stdout carries only protocol messages; logs go to stderr (`RUST_LOG`).
 
+mod info;
 mod lines;
 mod mcp;
 mod modes;
@@ -160,6 +161,17 @@ fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, RpcError> {
         .ok_or_else(|| RpcError::invalid_params(format!("`{name}` (a string) is required")))
 }
 
+/// An optional string parameter: absent or null is None.
+fn optional_str<'a>(params: &'a Value, name: &str) -> Result<Option<&'a str>, RpcError> {
+    match &params[name] {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s)),
+        _ => Err(RpcError::invalid_params(format!(
+            "`{name}` must be a string"
+        ))),
+    }
+}
+
 /// A timestamp in ISO 8601 (UTC, seconds), as ACP's `updatedAt` wants it.
 fn iso8601(t: Option<&prost_types::Timestamp>) -> Option<String> {
     let t = t?;
@@ -222,6 +234,13 @@ impl Bridge {
             "session/load" => {
                 let agent = self.agent(str_param(&params, "sessionId")?).await?;
                 keeps_its_servers(&agent, &params);
+                // Before the history: the editor may not have the title.
+                if let Some(title) = info::title(&agent) {
+                    self.peer.notify(
+                        "session/update",
+                        json!({"sessionId": agent.id, "update": info::title_update(title, &agent)}),
+                    );
+                }
                 self.open(&agent, Start::Replay).await?;
                 Ok(modes::state(&agent))
             }
@@ -234,6 +253,7 @@ impl Bridge {
             "session/set_mode" => {
                 let session = self.session(&params)?;
                 let mode = modes::parse(str_param(&params, "modeId")?)?;
+                session.between_turns("the mode")?;
                 self.update(&session.id, mode as i32, String::new()).await?;
                 Ok(json!({}))
             }
@@ -242,9 +262,13 @@ impl Bridge {
                 let config = str_param(&params, "configId")?;
                 let value = str_param(&params, "value")?;
                 let agent = match config {
-                    modes::MODEL_OPTION => self.update(&session.id, 0, value.to_string()).await?,
+                    modes::MODEL_OPTION => {
+                        session.between_turns("the model")?;
+                        self.update(&session.id, 0, value.to_string()).await?
+                    }
                     modes::MODE_OPTION => {
                         let mode = modes::parse(value)?;
+                        session.between_turns("the mode")?;
                         self.update(&session.id, mode as i32, String::new()).await?
                     }
                     other => {
@@ -310,7 +334,9 @@ impl Bridge {
                 cwd: cwd.to_string(),
                 model: self.args.model.clone().unwrap_or_default(),
                 permission_mode: self.args.permission_mode.wire() as i32,
-                description: "editor session".to_string(),
+                // None: the daemon takes it from the first prompt, as it
+                // does for `agentctl run`; the title follows it.
+                description: String::new(),
                 mcp_servers,
                 ..Default::default()
             })
@@ -336,7 +362,8 @@ impl Bridge {
     }
 
     async fn list(&self, params: &Value) -> Result<Value, RpcError> {
-        let cwd = params["cwd"].as_str();
+        let cwd = optional_str(params, "cwd")?;
+        let cursor = optional_str(params, "cursor")?;
         let agents = self
             .client
             .clone()
@@ -347,23 +374,7 @@ impl Bridge {
             .await?
             .into_inner()
             .agents;
-        let sessions: Vec<Value> = agents
-            .iter()
-            .filter(|a| a.parent_id.is_empty())
-            .filter(|a| cwd.is_none_or(|c| a.cwd == c))
-            .map(|a| {
-                let mut s = json!({
-                    "sessionId": a.id,
-                    "cwd": a.cwd,
-                    "title": if a.name.is_empty() { &a.description } else { &a.name },
-                });
-                if let Some(at) = iso8601(a.updated_at.as_ref()) {
-                    s["updatedAt"] = json!(at);
-                }
-                s
-            })
-            .collect();
-        Ok(json!({"sessions": sessions}))
+        info::page(&agents, cwd, cursor)
     }
 }
 

@@ -55,14 +55,25 @@ impl RpcError {
     }
 }
 
+/// The JSON-RPC code for a daemon status: what the person asked for
+/// cannot be (a malformed or unusable value, a state that refuses it now,
+/// a name taken) is invalid params, with the daemon's message saying what
+/// to do; only what went wrong inside agentd or the machine is internal.
+pub fn code_for(status: tonic::Code) -> i64 {
+    use tonic::Code;
+    match status {
+        Code::NotFound => code::RESOURCE_NOT_FOUND,
+        Code::InvalidArgument
+        | Code::FailedPrecondition
+        | Code::AlreadyExists
+        | Code::OutOfRange => code::INVALID_PARAMS,
+        _ => code::INTERNAL,
+    }
+}
+
 impl From<tonic::Status> for RpcError {
     fn from(s: tonic::Status) -> RpcError {
-        let code = match s.code() {
-            tonic::Code::NotFound => code::RESOURCE_NOT_FOUND,
-            tonic::Code::InvalidArgument => code::INVALID_PARAMS,
-            _ => code::INTERNAL,
-        };
-        RpcError::new(code, format!("agentd: {}", s.message()))
+        RpcError::new(code_for(s.code()), format!("agentd: {}", s.message()))
     }
 }
 
@@ -162,5 +173,35 @@ impl Peer {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_person_can_fix_is_invalid_params() {
+        use tonic::Code;
+        for c in [
+            Code::InvalidArgument,
+            Code::FailedPrecondition,
+            Code::AlreadyExists,
+            Code::OutOfRange,
+        ] {
+            assert_eq!(code_for(c), code::INVALID_PARAMS, "{c:?}");
+        }
+        assert_eq!(code_for(Code::NotFound), code::RESOURCE_NOT_FOUND);
+        for c in [
+            Code::Internal,
+            Code::Unavailable,
+            Code::ResourceExhausted,
+            Code::Unknown,
+        ] {
+            assert_eq!(code_for(c), code::INTERNAL, "{c:?}");
+        }
+        let e = RpcError::from(tonic::Status::failed_precondition("no Anthropic API key"));
+        assert_eq!(e.code, code::INVALID_PARAMS);
+        assert_eq!(e.message, "agentd: no Anthropic API key");
     }
 }

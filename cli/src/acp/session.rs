@@ -46,6 +46,9 @@ pub struct Session {
     alive: AtomicBool,
     /// Tools the editor chose "always reject" for in this session.
     rejected: Mutex<std::collections::HashSet<String>>,
+    peer: Peer,
+    /// The title the editor has (None: it has none from this bridge yet).
+    title: Mutex<Option<String>>,
 }
 
 /// How a session starts following its agent.
@@ -86,6 +89,10 @@ impl Session {
             cancelled: AtomicBool::new(false),
             alive: AtomicBool::new(true),
             rejected: Mutex::new(Default::default()),
+            peer: peer.clone(),
+            // The editor has it: from the list it resumed or loaded the
+            // session from, or from the update sent before a replay.
+            title: Mutex::new(super::info::title(agent).map(str::to_string)),
         });
         let (ready_tx, ready_rx) = oneshot::channel();
         let subagents = Subagents::start(client.clone(), peer.clone(), &agent.id);
@@ -102,6 +109,38 @@ impl Session {
             .await
             .map_err(|_| RpcError::new(code::INTERNAL, "the daemon ended the attachment"))?;
         Ok(session)
+    }
+
+    /// Sends the editor the session's title if it is not the one it has.
+    pub fn retitle(&self, agent: &pb::Agent) {
+        let Some(title) = super::info::title(agent) else {
+            return;
+        };
+        let mut shown = self.title.lock().unwrap_or_else(|p| p.into_inner());
+        if shown.as_deref() != Some(title) {
+            *shown = Some(title.to_string());
+            update(
+                &self.peer,
+                &self.id,
+                super::info::title_update(title, agent),
+            );
+        }
+    }
+
+    /// Refuses a change the daemon only takes between turns while this
+    /// session's prompt runs, in the editor's terms.
+    pub fn between_turns(&self, what: &str) -> Result<(), RpcError> {
+        if self
+            .turn
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            return Err(RpcError::invalid_params(format!(
+                "{what} cannot change while a prompt runs in this session: wait for the turn to end (or cancel it), then change it"
+            )));
+        }
+        Ok(())
     }
 
     pub fn is_alive(&self) -> bool {
@@ -152,7 +191,12 @@ impl Session {
             .await;
         match sent {
             Ok(r) => {
-                if !r.into_inner().revived {
+                let r = r.into_inner();
+                // The first prompt gave the agent its description.
+                if let Some(agent) = &r.agent {
+                    self.retitle(agent);
+                }
+                if !r.revived {
                     // Queued for a turn already running: it is this one.
                     self.mark_started();
                 }

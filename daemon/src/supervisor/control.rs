@@ -48,6 +48,9 @@ impl Supervisor {
                 blocked.detail
             )));
         }
+        if from.is_none() && record.description.is_empty() {
+            self.describe_from_first_message(&record, message).await?;
+        }
         let text = match from {
             Some(sender) => format!("<message from=\"{}\">\n{message}\n</message>", sender.id),
             None => message.to_string(),
@@ -70,6 +73,30 @@ impl Supervisor {
                 Err(e)
             }
         }
+    }
+
+    /// An agent created idle without a description (an editor's new
+    /// session) takes it from its first message, as `run` takes it from its
+    /// prompt: lists and editors' titles show what it is for.
+    async fn describe_from_first_message(
+        &self,
+        record: &AgentRecord,
+        message: &str,
+    ) -> Result<(), AgentdError> {
+        let handle = self.handle(record)?;
+        let _transition = handle.transition.lock().await;
+        // A running loop owns its record; this is for agents between turns.
+        if handle.is_running() {
+            return Ok(());
+        }
+        let mut record = self.reload(record)?;
+        if !record.description.is_empty() {
+            return Ok(());
+        }
+        record.description = super::create::describe(message);
+        record.updated_at_ms = now_ms();
+        self.store.put_agent_durable(&record).await?;
+        Ok(())
     }
 
     /// Makes sure an agent with undelivered messages has a loop to take

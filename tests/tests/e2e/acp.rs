@@ -1,68 +1,22 @@
-//! `agentctl acp` driven by a real ACP client nobody here wrote: the
-//! official TypeScript SDK (`@agentclientprotocol/sdk`, installed into
-//! tests/acp-client by its setup.sh), against the mock model, asserting on
-//! what the editor saw and on what the model was sent.
+//! `agentctl acp` driven by real ACP clients nobody here wrote: the
+//! official TypeScript SDK and the Python SDK (`acp_sdk`), against the mock
+//! model, asserting on what the editor saw and on what the model was sent.
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
-
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use agentd_e2e::Env;
 use agentd_e2e::mock::{MockMessage, MockServer, Reply, last_text};
 use serde_json::{Value, json};
 
-fn client_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("acp-client")
-}
+use super::acp_sdk::Sdk;
 
 pub(super) fn setup() {
-    let dir = client_dir();
-    let out = Command::new("timeout")
-        .args(["900", "flock"])
-        .arg(dir.join(".setup.lock"))
-        .arg("sh")
-        .arg(dir.join("setup.sh"))
-        .current_dir(&dir)
-        .output()
-        .expect("timeout and flock (coreutils, util-linux) are needed");
-    assert!(
-        out.status.success(),
-        "tests/acp-client/setup.sh failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    Sdk::TypeScript.setup();
 }
 
-/// Runs one step of the SDK client; its JSON lines.
+/// Runs one step of the TypeScript SDK client; its JSON lines.
 pub(super) fn client(env: &Env, args: &[&str]) -> Vec<Value> {
-    let cmd = env.ctl_command(&[]);
-    let envs: Vec<_> = cmd
-        .get_envs()
-        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned())))
-        .collect();
-    let out = Command::new("timeout")
-        .arg("120")
-        .arg("node")
-        .arg(client_dir().join("client.mjs"))
-        .arg(agentd_e2e::agentctl_bin())
-        .args(args)
-        .env_clear()
-        .envs(envs)
-        .current_dir(env.project())
-        .output()
-        .expect("node is needed (scripts/test-deps installs it)");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "the ACP client failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    Sdk::TypeScript.run(env, args)
 }
 
 pub(super) fn of_kind<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -94,7 +48,16 @@ const LONG: &str =
 
 #[test]
 fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
-    setup();
+    an_editor_drives_an_agent(Sdk::TypeScript);
+}
+
+#[test]
+fn an_editor_drives_an_agent_through_the_python_acp_sdk() {
+    an_editor_drives_an_agent(Sdk::Python);
+}
+
+fn an_editor_drives_an_agent(sdk: Sdk) {
+    sdk.setup();
     let mock = MockServer::start();
     let env = Env::with_mock(&mock);
     env.write_config("default_model = \"anthropic:claude-test\"\n");
@@ -120,7 +83,7 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     let cwd = env.project().display().to_string();
 
     // First editor process: initialize, new, three prompts.
-    let first = client(&env, &["first", &cwd]);
+    let first = sdk.run(&env, &["first", &cwd]);
     let init = &of_kind(&first, "initialize")[0]["init"];
     assert_eq!(init["protocolVersion"], 1);
     assert_eq!(init["agentCapabilities"]["loadSession"], true);
@@ -208,7 +171,7 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     assert!(last_text(&reqs[4]).contains("TASK-SLOW"));
 
     // Second editor process: list, then load the conversation.
-    let second = client(&env, &["second", &cwd, &id]);
+    let second = sdk.run(&env, &["second", &cwd, &id]);
     let list = &of_kind(&second, "list")[0]["list"]["sessions"];
     assert!(
         list.as_array()
@@ -219,6 +182,17 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     );
     let replay = &of_kind(&second, "load")[0]["updates"];
     let k = kinds(replay);
+    // The title first (the first prompt's first line), then the history.
+    assert_eq!(k[0], "session_info_update", "{replay}");
+    assert_eq!(replay[0]["title"], "TASK-ONE: write one.txt");
+    assert_eq!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["sessionId"] == id)
+            .unwrap()["title"],
+        "TASK-ONE: write one.txt"
+    );
     let users: Vec<String> = replay
         .as_array()
         .unwrap()
@@ -244,7 +218,7 @@ fn an_editor_drives_an_agent_through_the_official_acp_sdk() {
     );
 
     // Third: resume (no replay) and go on.
-    let third = client(&env, &["third", &cwd, &id]);
+    let third = sdk.run(&env, &["third", &cwd, &id]);
     assert_eq!(
         of_kind(&third, "resume")[0]["updates"],
         json!([]),

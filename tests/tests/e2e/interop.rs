@@ -20,7 +20,7 @@ const PROMPT: &str = "Greet the plugin author";
 const ANSWER: &str = "Hello, plugin author: the scripted model answers over stock gRPC.";
 const SERVICE: &str = "agentd.v1.AgentService";
 
-fn client_dir(lang: &str) -> PathBuf {
+pub(super) fn client_dir(lang: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/clients")
         .join(lang)
@@ -53,7 +53,7 @@ fn run_bounded(limit_secs: u32, program: &Path, args: &[&str], cwd: &Path) -> Ou
 /// Runs the client's setup.sh, holding a lock on the client's directory
 /// (`flock`): two test runs must not install into one venv or node_modules
 /// at once.
-fn setup(lang: &str) {
+pub(super) fn setup(lang: &str) {
     let dir = client_dir(lang);
     let lock = dir.join(".setup.lock");
     let script = dir.join("setup.sh");

@@ -13,13 +13,17 @@
 mod acp;
 mod acp_fidelity;
 mod acp_mcp;
+mod acp_sdk;
+mod acp_sessions;
 mod acp_wire;
 mod attach;
+mod attach_half_close;
 mod bad_input;
 mod cli_extras;
 mod compaction;
 mod containment;
 mod disk_full;
+mod documented_codes;
 mod durability;
 mod fork_rules;
 mod forks;

@@ -5,7 +5,10 @@
 //! One step per function: `Outbound::history` replays what is on disk,
 //! `Outbound::in_progress` sends the response still streaming,
 //! `Outbound::live` relays events; what the client sends is handled on its
-//! own task (`inbound`).
+//! own task (`inbound`). Deltas for a client that lags are coalesced
+//! (`coalesce`).
+
+mod coalesce;
 
 use std::sync::Arc;
 
@@ -20,58 +23,11 @@ use crate::agent::Release;
 use crate::agent::hub::{AgentEvent, Subscription};
 use crate::domain::{AgentId, PlanItem};
 use crate::error::AgentdError;
-use crate::model::StreamDelta;
 use crate::supervisor::{AgentHandle, Supervisor};
+use coalesce::{coalesce, gather};
 
 /// Entries read from disk per batch while replaying history.
 const REPLAY_BATCH: usize = 256;
-/// Largest text sent as one coalesced delta.
-const MAX_COALESCED: usize = 16 * 1024;
-
-fn delta_len(d: &StreamDelta) -> usize {
-    match d {
-        StreamDelta::Text { text: s, .. }
-        | StreamDelta::Thinking { thinking: s, .. }
-        | StreamDelta::InputJson { json: s, .. } => s.len(),
-        StreamDelta::ToolUseStart { .. } => usize::MAX,
-    }
-}
-
-/// Appends `next` to `d` when both continue the same block the same way;
-/// otherwise gives `next` back.
-fn coalesce(d: &mut StreamDelta, next: StreamDelta) -> Result<(), StreamDelta> {
-    match (d, next) {
-        (
-            StreamDelta::Text { index, text },
-            StreamDelta::Text {
-                index: i,
-                text: more,
-            },
-        )
-        | (
-            StreamDelta::Thinking {
-                index,
-                thinking: text,
-            },
-            StreamDelta::Thinking {
-                index: i,
-                thinking: more,
-            },
-        )
-        | (
-            StreamDelta::InputJson { index, json: text },
-            StreamDelta::InputJson {
-                index: i,
-                json: more,
-            },
-        ) if *index == i => {
-            text.push_str(&more);
-            Ok(())
-        }
-        (_, next) => Err(next),
-    }
-}
-
 type Events = mpsc::Sender<Result<pb::AttachEvent, Status>>;
 
 fn event(e: pb::attach_event::Event) -> Result<pb::AttachEvent, Status> {
@@ -120,7 +76,8 @@ pub async fn read_start(
 }
 
 /// Serves one attachment until the client detaches or goes away, or the
-/// daemon stops.
+/// daemon stops; or, once the client has closed its side, until the agent
+/// is between turns.
 pub async fn serve(
     sup: Arc<Supervisor>,
     agent: AgentId,
@@ -129,15 +86,19 @@ pub async fn serve(
     out: Events,
 ) {
     let done = CancellationToken::new();
+    let input_closed = CancellationToken::new();
     tokio::spawn(handle_inbound(
         sup.clone(),
         agent,
         inbound,
         out.clone(),
-        done.clone(),
+        Ends {
+            done: done.clone(),
+            input_closed: input_closed.clone(),
+        },
     ));
     let result = tokio::select! {
-        r = outbound(sup.clone(), agent, from_seq, out.clone()) => r,
+        r = outbound(sup.clone(), agent, from_seq, out.clone(), input_closed) => r,
         _ = done.cancelled() => Ok(()),
     };
     done.cancel();
@@ -146,25 +107,40 @@ pub async fn serve(
     }
 }
 
+/// How the client's side ends the attachment.
+struct Ends {
+    /// Now: `detach`, a broken stream, a second `start`.
+    done: CancellationToken,
+    /// Once the agent is between turns: the client closed its side (a
+    /// half-close means "no more input", as `grpcurl -d` and a request
+    /// iterator that runs out send it, not "detach").
+    input_closed: CancellationToken,
+}
+
 /// What the client sends, answered on the stream: messages, background
-/// requests, permission answers; `detach` (or closing its side) ends the
-/// attachment, a second `start` is an error that ends it too.
+/// requests, permission answers; `detach` ends the attachment, a second
+/// `start` is an error that ends it too; closing its side ends what it
+/// sends, and the stream once the agent is between turns.
 async fn handle_inbound(
     sup: Arc<Supervisor>,
     agent: AgentId,
     mut inbound: Streaming<pb::AttachRequest>,
     out: Events,
-    done: CancellationToken,
+    ends: Ends,
 ) {
     use pb::attach_request::Request;
+    let done = ends.done;
     loop {
         let req = tokio::select! {
             r = inbound.next() => r,
             _ = done.cancelled() => return,
         };
         let reply = match req {
-            None
-            | Some(Err(_))
+            None => {
+                ends.input_closed.cancel();
+                return;
+            }
+            Some(Err(_))
             | Some(Ok(pb::AttachRequest {
                 request: Some(Request::Detach(_)),
             })) => {
@@ -235,6 +211,7 @@ async fn outbound(
     agent: AgentId,
     from_seq: u64,
     out: Events,
+    input_closed: CancellationToken,
 ) -> Result<(), AgentdError> {
     let record = sup
         .store()
@@ -249,6 +226,8 @@ async fn outbound(
         cursor: from_seq,
         sent_deltas: 0,
         sent_plan: Arc::new(record.plan.clone()),
+        input_closed,
+        sent_live: record.status.is_live(),
     };
     let agent_event =
         pb::attach_event::Event::Agent(convert::agent(&record, sup.waiting_for(agent)));
@@ -306,6 +285,11 @@ struct Outbound {
     sent_deltas: usize,
     /// The plan this client has (first in the `agent` event).
     sent_plan: Arc<Vec<PlanItem>>,
+    /// The client closed its side: the stream ends once the agent is
+    /// between turns.
+    input_closed: CancellationToken,
+    /// The last status this client was sent is a live one.
+    sent_live: bool,
 }
 
 impl Outbound {
@@ -332,6 +316,7 @@ impl Outbound {
                 }
             }
             first = false;
+            self.sent_live = sub.status.status.is_live();
             self.send(pb::attach_event::Event::Status(convert::status_change(
                 &sub.status,
             )))
@@ -408,11 +393,22 @@ impl Outbound {
     }
 
     /// Relays live events. Ok(true): the client lagged and must be caught
-    /// up again; Ok(false): the stream is over.
+    /// up again; Ok(false): the stream is over (the agent is between turns
+    /// and the client has closed its side).
     async fn live(&mut self, mut events: broadcast::Receiver<AgentEvent>) -> Result<bool, Step> {
         let shutdown = self.sup.shutdown_token();
         let mut held: Option<Result<AgentEvent, broadcast::error::RecvError>> = None;
+        // Once the client has closed its side: how many events published
+        // before it are still to be taken. A message it sent just before
+        // revived the agent: the turn that starts is followed to its end.
+        let mut before_close: Option<usize> = None;
         loop {
+            if before_close.is_none() && self.input_closed.is_cancelled() {
+                before_close = Some(events.len());
+            }
+            if before_close == Some(0) && held.is_none() && !self.sent_live {
+                return Ok(false);
+            }
             // Room in the client's queue first: while a slow client drains
             // it, deltas gather and are then sent coalesced.
             let permit = tokio::select! {
@@ -424,10 +420,14 @@ impl Outbound {
             let next = match held.take() {
                 Some(e) => e,
                 None => tokio::select! {
-                    e = events.recv() => e,
+                    e = events.recv() => {
+                        taken(&mut before_close, 1);
+                        e
+                    }
                     _ = shutdown.cancelled() => {
                         return Err(Step::Failed(AgentdError::ShuttingDown("agentd is shutting down".into())));
                     }
+                    _ = self.input_closed.cancelled(), if before_close.is_none() => continue,
                 },
             };
             let ev = match next {
@@ -440,12 +440,15 @@ impl Outbound {
                     pb::attach_event::Event::Entry(convert::entry(&e))
                 }
                 Ok(AgentEvent::Delta(d)) => {
-                    let (d, rest) = gather(d, &mut events, &mut self.sent_deltas);
+                    let mut took = 0;
+                    let (d, rest) = gather(d, &mut events, &mut self.sent_deltas, &mut took);
+                    taken(&mut before_close, took);
                     held = rest;
                     pb::attach_event::Event::Delta(convert::delta(&d))
                 }
                 Ok(AgentEvent::Tool(t)) => pb::attach_event::Event::Tool(convert::tool(&t)),
                 Ok(AgentEvent::Status(s)) => {
+                    self.sent_live = s.status.is_live();
                     pb::attach_event::Event::Status(convert::status_change(&s))
                 }
                 Ok(AgentEvent::Retry(r)) => {
@@ -475,66 +478,10 @@ impl Outbound {
     }
 }
 
-/// Deltas already waiting are sent as one: a slow client gets the same
-/// text in fewer messages. Returns the delta and the first event that could
-/// not join it; counts the deltas taken in `sent_deltas`.
-fn gather(
-    mut d: StreamDelta,
-    events: &mut broadcast::Receiver<AgentEvent>,
-    sent_deltas: &mut usize,
-) -> (
-    StreamDelta,
-    Option<Result<AgentEvent, broadcast::error::RecvError>>,
-) {
-    *sent_deltas += 1;
-    while delta_len(&d) < MAX_COALESCED {
-        match events.try_recv() {
-            Ok(AgentEvent::Delta(next)) => match coalesce(&mut d, next) {
-                Ok(()) => *sent_deltas += 1,
-                Err(next) => return (d, Some(Ok(AgentEvent::Delta(next)))),
-            },
-            Err(broadcast::error::TryRecvError::Empty) => break,
-            Err(broadcast::error::TryRecvError::Lagged(n)) => {
-                return (d, Some(Err(broadcast::error::RecvError::Lagged(n))));
-            }
-            Err(broadcast::error::TryRecvError::Closed) => {
-                return (d, Some(Err(broadcast::error::RecvError::Closed)));
-            }
-            Ok(other) => return (d, Some(Ok(other))),
-        }
-    }
-    (d, None)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_deltas_continuing_the_same_block_coalesce() {
-        let text = |index, t: &str| StreamDelta::Text {
-            index,
-            text: t.into(),
-        };
-        let mut d = text(0, "Hel");
-        assert!(coalesce(&mut d, text(0, "lo")).is_ok());
-        assert_eq!(d, text(0, "Hello"));
-        assert_eq!(coalesce(&mut d, text(1, "x")), Err(text(1, "x")));
-        let json = StreamDelta::InputJson {
-            index: 0,
-            json: "{".into(),
-        };
-        assert_eq!(coalesce(&mut d, json.clone()), Err(json));
-        let start = StreamDelta::ToolUseStart {
-            index: 2,
-            name: "Bash".into(),
-        };
-        let mut s = start.clone();
-        assert!(coalesce(&mut s, start.clone()).is_err());
-        assert_eq!(
-            delta_len(&start),
-            usize::MAX,
-            "a tool start is never merged into"
-        );
+/// Counts `n` events taken off the channel against those still to take
+/// after the client closed its side.
+fn taken(before_close: &mut Option<usize>, n: usize) {
+    if let Some(left) = before_close {
+        *left = left.saturating_sub(n);
     }
 }
