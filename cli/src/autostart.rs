@@ -80,6 +80,7 @@ async fn agent_client(path: &Path) -> Result<Result<Client, Failure>, ConnectErr
 pub type Client = AgentServiceClient<Channel>;
 
 /// Which daemon to talk to, and whether to start it.
+#[derive(Clone)]
 pub struct Target {
     pub socket: PathBuf,
     pub data_dir: PathBuf,
@@ -107,6 +108,11 @@ impl Target {
             config: Some(config),
             autostart: true,
         }
+    }
+
+    /// Whether a daemon is started when none answers.
+    pub fn autostarts(&self) -> bool {
+        self.autostart
     }
 
     /// A client of the daemon if one answers now; never starts one.

@@ -10,6 +10,8 @@ tests/acp-client/client.mjs (the TypeScript SDK), so one test checks both.
                                                       sessions, list page by page, a bogus cursor
     python client.py <agentctl> errors <cwd> <root>   requests the person got wrong
                                                       (<root> holds agentd's data directory)
+    python client.py <agentctl> restart <cwd>         a prompt during which the test restarts
+                                                      agentd, one more prompt
 
 Updates are printed as the SDK parsed them (its pydantic models, dumped by
 their wire names), so a field the SDK does not know is not shown.
@@ -214,6 +216,14 @@ async def errors(conn, editor, cwd, root):
         await error_of("default model without a key", other.new_session(cwd=cwd, mcp_servers=[]))
 
 
+async def restart(conn, editor, cwd):
+    """The test restarts agentd while the first prompt runs."""
+    sid = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+    out("new", sessionId=sid)
+    for t in ["TASK-RESTART: take your time", "TASK-AFTER: once more"]:
+        await error_of(t, prompt(conn, editor, sid, t))
+
+
 def bridge(extra, editor=None):
     return acp.spawn_agent_process(
         editor or Editor(),
@@ -242,6 +252,8 @@ async def main(step, args):
             await titles(conn, editor, args[0], int(args[1]))
         elif step == "errors":
             await errors(conn, editor, args[0], args[1])
+        elif step == "restart":
+            await restart(conn, editor, args[0])
         else:
             sys.exit(f"client.py: no step {step!r}")
 

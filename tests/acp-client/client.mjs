@@ -14,6 +14,8 @@
 //                                                    page by page, a bogus cursor (tests/tests/e2e/acp_sessions.rs)
 //   node client.mjs <agentctl> errors <cwd> <root>   requests the person got wrong (<root> holds
 //                                                    agentd's data directory; tests/tests/e2e/acp_sessions.rs)
+//   node client.mjs <agentctl> restart <cwd>         new, a prompt during which the test restarts agentd,
+//                                                    one more prompt (tests/tests/e2e/acp_restart.rs)
 //
 // tests/acp-client-python/client.py does the same steps with the Python SDK.
 import { spawn } from "node:child_process";
@@ -252,6 +254,14 @@ await app.connectWith(stream, async (agent) => {
     updates = [];
     await agent.request(acp.methods.agent.session.load, { sessionId: id, cwd, mcpServers: [] });
     out("load", { updates });
+  } else if (step === "restart") {
+    // The test restarts agentd while the first prompt runs.
+    const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    const id = created.sessionId;
+    out("new", { sessionId: id });
+    for (const text of ["TASK-RESTART: take your time", "TASK-AFTER: once more"]) {
+      await errorOf(text, prompt(agent, id, text)).catch(() => {});
+    }
   }
 });
 child.stdin.end();

@@ -6,12 +6,15 @@
 //!
 //! stdout carries only protocol messages; logs go to stderr (`RUST_LOG`).
 
+mod follow;
 mod info;
 mod lines;
 mod mcp;
 mod modes;
 mod peer;
 mod permission;
+mod reconnect;
+mod resume;
 mod session;
 mod subagents;
 mod tool_calls;
@@ -23,10 +26,11 @@ use std::sync::{Arc, Mutex};
 use agentd_shared::proto as pb;
 use serde_json::{Value, json};
 
-use crate::autostart::{Client, Target};
+use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
 use crate::permission_prompt::Mode;
 use peer::{Peer, RpcError, code};
+use reconnect::Link;
 use session::{Session, Start};
 
 #[derive(Debug, clap::Args)]
@@ -43,7 +47,8 @@ pub struct Args {
 const PROTOCOL_VERSION: u64 = 1;
 
 struct Bridge {
-    client: Client,
+    /// The daemon, reached again when it went away.
+    link: Arc<Link>,
     peer: Peer,
     args: Args,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -54,7 +59,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let client = target.client().await?;
     let (peer, writer) = Peer::stdout();
     let bridge = Arc::new(Bridge {
-        client,
+        link: Arc::new(Link::new(target.clone(), client)),
         peer: peer.clone(),
         args,
         sessions: Mutex::new(HashMap::new()),
@@ -195,8 +200,8 @@ impl Bridge {
     }
 
     async fn agent(&self, id: &str) -> Result<pb::Agent, RpcError> {
-        self.client
-            .clone()
+        self.link
+            .client()
             .get_agent(pb::GetAgentRequest { id: id.to_string() })
             .await
             .map(|r| r.into_inner())
@@ -218,7 +223,7 @@ impl Bridge {
         if let Some(old) = old {
             old.close().await;
         }
-        let session = Session::open(&self.client, self.peer.clone(), agent, start).await?;
+        let session = Session::open(&self.link, self.peer.clone(), agent, start).await?;
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -296,7 +301,7 @@ impl Bridge {
                     .as_array()
                     .ok_or_else(|| RpcError::invalid_params("`prompt` (an array) is required"))?;
                 let text = updates::prompt_text(prompt).map_err(RpcError::invalid_params)?;
-                let stop = session.prompt(&self.client, text).await?;
+                let stop = session.prompt(text).await?;
                 Ok(json!({"stopReason": stop}))
             }
             _ => Err(RpcError {
@@ -314,8 +319,7 @@ impl Bridge {
         if method == "session/cancel"
             && let Ok(session) = self.session(&params)
         {
-            let client = self.client.clone();
-            tokio::spawn(async move { session.cancel(&client).await });
+            tokio::spawn(async move { session.cancel().await });
         }
         // Unknown notifications are ignored, as JSON-RPC requires.
     }
@@ -327,8 +331,8 @@ impl Bridge {
         }
         let mcp_servers = mcp::requested(params).map_err(RpcError::invalid_params)?;
         let agent = self
-            .client
-            .clone()
+            .link
+            .client()
             .create_agent(pb::CreateAgentRequest {
                 idle: true,
                 cwd: cwd.to_string(),
@@ -350,8 +354,8 @@ impl Bridge {
 
     async fn update(&self, id: &str, mode: i32, model: String) -> Result<pb::Agent, RpcError> {
         Ok(self
-            .client
-            .clone()
+            .link
+            .client()
             .update_agent(pb::UpdateAgentRequest {
                 id: id.to_string(),
                 permission_mode: mode,
@@ -365,8 +369,8 @@ impl Bridge {
         let cwd = optional_str(params, "cwd")?;
         let cursor = optional_str(params, "cursor")?;
         let agents = self
-            .client
-            .clone()
+            .link
+            .client()
             .list_agents(pb::ListAgentsRequest {
                 all: true,
                 parent_id: String::new(),

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use agentd_shared::proto as pb;
 use pb::permission_answer::Decision;
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use super::peer::Peer;
 use super::session::Session;
@@ -62,19 +61,24 @@ fn asked_call(
     (call_id, call)
 }
 
-/// Asks the editor about `ask` and answers the daemon on `attach`.
+/// Asks the editor about `ask` and answers the daemon up the session's
+/// attach stream — the one current when the answer comes: an ask still
+/// open after the stream was lost and made again is answered there. (An
+/// ask a daemon restart dropped ends with its call, which the revived
+/// agent records as not run; the daemon refuses a late answer to it.)
 pub async fn ask(
     peer: Peer,
     session: Arc<Session>,
-    attach: mpsc::Sender<pb::AttachRequest>,
     subagents: Subagents,
     ask: pb::PermissionRequest,
 ) {
     let reply = |decision: Decision, reason: String| {
-        let attach = attach.clone();
+        let session = session.clone();
         let request_id = ask.request_id.clone();
         async move {
-            let _ = attach
+            session.answered(&request_id);
+            let _ = session
+                .attach_sender()
                 .send(pb::AttachRequest {
                     request: Some(pb::attach_request::Request::PermissionAnswer(
                         crate::permission_prompt::answer(&request_id, decision, reason),

@@ -1,31 +1,26 @@
 //! One ACP session: one agent in the daemon, followed through an Attach
 //! stream. The stream's events become `session/update`s; a prompt is a
 //! message to the agent, answered when the turn it starts ends; the
-//! daemon's permission asks become `session/request_permission`.
+//! daemon's permission asks become `session/request_permission`. When
+//! the daemon goes away under it, the session outlives it: `follow`
+//! attaches again once it is back, and the prompt in flight goes on.
 
-use std::sync::Mutex;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use agentd_shared::proto as pb;
-use pb::attach_event::Event;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use super::follow::{Follow, attach};
 use super::peer::{Peer, RpcError, code};
+use super::reconnect::Link;
 use super::subagents::Subagents;
 use super::tool_calls::ToolCalls;
-use super::updates;
-use crate::autostart::Client;
 
 /// How a turn ended, as ACP's stop reason, or why it could not end well.
 pub type TurnEnd = Result<&'static str, RpcError>;
-
-/// Context window reported in `usage_update` (the daemon does not know
-/// the model's; Anthropic's and most current models' is this size).
-const CONTEXT_WINDOW: u64 = 200_000;
-
-/// How long a turn's answer waits for its subagents' progress to arrive.
-const SUBAGENTS_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A prompt in flight.
 struct Turn {
@@ -37,13 +32,22 @@ struct Turn {
 pub struct Session {
     /// The agent's id: the session's id.
     pub id: String,
-    attach: mpsc::Sender<pb::AttachRequest>,
+    link: Arc<Link>,
+    /// Requests up the current attach stream (replaced when the session
+    /// attaches again).
+    attach: Mutex<mpsc::Sender<pb::AttachRequest>>,
     turn: Mutex<Option<Turn>>,
     /// `session/cancel` came for the prompt in flight.
     cancelled: AtomicBool,
-    /// The attach stream still runs; when it ends (the daemon stopped),
-    /// the session is gone and the editor must load it again.
+    /// The session follows its agent; false once the daemon could not be
+    /// reached again (or the agent is gone): the editor loads it again.
     alive: AtomicBool,
+    /// The editor let go (`session/close`, or it went away): the stream's
+    /// end is no reason to attach again.
+    closed: AtomicBool,
+    /// Permission asks put to the editor and not answered yet (by the
+    /// daemon's request id): an attachment made again shows them again.
+    asking: Mutex<HashSet<String>>,
     /// Tools the editor chose "always reject" for in this session.
     rejected: Mutex<std::collections::HashSet<String>>,
     peer: Peer,
@@ -64,30 +68,26 @@ impl Session {
     /// Attaches to agent `id` and follows it. Returns once the history is
     /// through (replayed or skipped), so the caller can answer.
     pub async fn open(
-        client: &Client,
+        link: &Arc<Link>,
         peer: Peer,
         agent: &pb::Agent,
         start: Start,
-    ) -> Result<std::sync::Arc<Session>, RpcError> {
-        let (tx, rx) = mpsc::channel(16);
+    ) -> Result<Arc<Session>, RpcError> {
         let from_seq = match start {
             Start::Replay => 0,
             Start::Live => agent.transcript_len,
         };
-        tx.send(attach_start(&agent.id, from_seq))
-            .await
-            .map_err(|_| RpcError::new(code::INTERNAL, "cannot attach"))?;
-        let events = client
-            .clone()
-            .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await?
-            .into_inner();
-        let session = std::sync::Arc::new(Session {
+        let generation = link.generation();
+        let (tx, events) = attach(link.client(), &agent.id, from_seq).await?;
+        let session = Arc::new(Session {
             id: agent.id.clone(),
-            attach: tx,
+            link: link.clone(),
+            attach: Mutex::new(tx),
             turn: Mutex::new(None),
             cancelled: AtomicBool::new(false),
             alive: AtomicBool::new(true),
+            closed: AtomicBool::new(false),
+            asking: Mutex::new(HashSet::new()),
             rejected: Mutex::new(Default::default()),
             peer: peer.clone(),
             // The editor has it: from the list it resumed or loaded the
@@ -95,16 +95,10 @@ impl Session {
             title: Mutex::new(super::info::title(agent).map(str::to_string)),
         });
         let (ready_tx, ready_rx) = oneshot::channel();
-        let subagents = Subagents::start(client.clone(), peer.clone(), &agent.id);
+        let subagents = Subagents::start(link.clone(), peer.clone(), &agent.id);
         let calls = ToolCalls::new(agent.cwd.clone().into(), subagents);
-        tokio::spawn(follow(
-            session.clone(),
-            events,
-            peer,
-            start,
-            ready_tx,
-            calls,
-        ));
+        let follow = Follow::new(session.clone(), peer, start, ready_tx, calls, from_seq);
+        tokio::spawn(follow.run(events, generation));
         ready_rx
             .await
             .map_err(|_| RpcError::new(code::INTERNAL, "the daemon ended the attachment"))?;
@@ -147,6 +141,43 @@ impl Session {
         self.alive.load(Ordering::SeqCst)
     }
 
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    pub fn link(&self) -> &Arc<Link> {
+        &self.link
+    }
+
+    /// Where requests up the stream go now.
+    pub fn attach_sender(&self) -> mpsc::Sender<pb::AttachRequest> {
+        self.attach
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The session attached again: requests go up the new stream.
+    pub fn attached_again(&self, tx: mpsc::Sender<pb::AttachRequest>) {
+        *self.attach.lock().unwrap_or_else(|p| p.into_inner()) = tx;
+    }
+
+    /// Marks ask `request_id` as put to the editor; false if it already was.
+    pub fn asking(&self, request_id: &str) -> bool {
+        self.asking
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(request_id.to_string())
+    }
+
+    /// The editor answered ask `request_id`.
+    pub fn answered(&self, request_id: &str) {
+        self.asking
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(request_id);
+    }
+
     pub fn rejects_always(&self, tool: &str) -> bool {
         self.rejected
             .lock()
@@ -163,7 +194,7 @@ impl Session {
 
     /// Sends `text` to the agent and waits for the turn it starts (or
     /// joins) to end.
-    pub async fn prompt(&self, client: &Client, text: String) -> TurnEnd {
+    pub async fn prompt(&self, text: String) -> TurnEnd {
         if !self.is_alive() {
             return Err(RpcError::session_not_found(&self.id));
         }
@@ -182,13 +213,7 @@ impl Session {
             });
         }
         self.cancelled.store(false, Ordering::SeqCst);
-        let sent = client
-            .clone()
-            .send_message(pb::SendMessageRequest {
-                id: self.id.clone(),
-                message: text,
-            })
-            .await;
+        let sent = self.send(text).await;
         match sent {
             Ok(r) => {
                 let r = r.into_inner();
@@ -203,7 +228,7 @@ impl Session {
                 // A cancel that came while the message was on its way found
                 // nothing running yet: now there is.
                 if self.cancelled.load(Ordering::SeqCst) {
-                    self.interrupt(client).await;
+                    self.interrupt().await;
                 }
             }
             Err(status) => {
@@ -219,6 +244,31 @@ impl Session {
         })
     }
 
+    /// SendMessage; once more on a new connection if the daemon was not
+    /// there to take it (it is being restarted).
+    async fn send(
+        &self,
+        text: String,
+    ) -> Result<tonic::Response<pb::SendMessageResponse>, tonic::Status> {
+        let request = pb::SendMessageRequest {
+            id: self.id.clone(),
+            message: text,
+        };
+        let generation = self.link.generation();
+        let sent = self.link.client().send_message(request.clone()).await;
+        match sent {
+            Err(s) if s.code() == tonic::Code::Unavailable => {
+                let client = self
+                    .link
+                    .reconnect(generation)
+                    .await
+                    .map_err(|e| tonic::Status::unavailable(e.0))?;
+                client.clone().send_message(request).await
+            }
+            other => other,
+        }
+    }
+
     fn mark_started(&self) {
         if let Some(turn) = self.turn.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
             turn.started = true;
@@ -227,7 +277,7 @@ impl Session {
 
     /// `session/cancel`: the turn stops now (an interrupt), and the prompt
     /// answers `cancelled`.
-    pub async fn cancel(&self, client: &Client) {
+    pub async fn cancel(&self) {
         if self
             .turn
             .lock()
@@ -237,12 +287,13 @@ impl Session {
             return;
         }
         self.cancelled.store(true, Ordering::SeqCst);
-        self.interrupt(client).await;
+        self.interrupt().await;
     }
 
-    async fn interrupt(&self, client: &Client) {
-        if let Err(status) = client
-            .clone()
+    async fn interrupt(&self) {
+        if let Err(status) = self
+            .link
+            .client()
             .interrupt_agent(pb::InterruptAgentRequest {
                 id: self.id.clone(),
             })
@@ -255,11 +306,12 @@ impl Session {
 
     /// `session/close`: the editor lets go; the agent goes on.
     pub async fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
         if let Some(turn) = self.turn.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = turn.done.send(Ok("cancelled"));
         }
         let _ = self
-            .attach
+            .attach_sender()
             .send(pb::AttachRequest {
                 request: Some(pb::attach_request::Request::Detach(pb::Detach {})),
             })
@@ -267,8 +319,9 @@ impl Session {
     }
 
     /// The agent's status changed: ends the prompt in flight once the
-    /// turn it started is over.
-    fn status_changed(&self, change: &pb::StatusChange) {
+    /// turn it started is over. `restarted`: the first status on an
+    /// attachment made again after the daemon went away.
+    pub fn status_changed(&self, change: &pb::StatusChange, restarted: bool) {
         let status = pb::AgentStatus::try_from(change.status).unwrap_or_default();
         let live = matches!(
             status,
@@ -285,32 +338,31 @@ impl Session {
         if !turn.started {
             return;
         }
-        let end = stop_reason(status, change, self.cancelled.load(Ordering::SeqCst));
+        let end = match status {
+            // agentd is stopping: the agent resumes when it is back, and
+            // the turn goes on on the attachment made then.
+            pb::AgentStatus::Interrupted if !restarted => return,
+            pb::AgentStatus::Interrupted => Err(RpcError::new(
+                code::INTERNAL,
+                format!(
+                    "agentd restarted without resuming agent {} (resume_on_start is off, or its resume is blocked: `agentctl show` says why); send a prompt to continue it",
+                    self.id
+                ),
+            )),
+            _ => stop_reason(status, change, self.cancelled.load(Ordering::SeqCst)),
+        };
         if let Some(turn) = guard.take() {
             let _ = turn.done.send(end);
         }
     }
 
-    /// The attach stream ended (the daemon stopped): the session is gone,
+    /// The session cannot follow its agent any more (`why`): it is gone,
     /// and a prompt in flight fails.
-    fn attachment_ended(&self) {
+    pub fn attachment_ended(&self, why: &str) {
         self.alive.store(false, Ordering::SeqCst);
         if let Some(turn) = self.turn.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = turn.done.send(Err(RpcError::new(
-                code::INTERNAL,
-                "the daemon ended the attachment (is agentd stopping?)",
-            )));
+            let _ = turn.done.send(Err(RpcError::new(code::INTERNAL, why)));
         }
-    }
-}
-
-/// An AttachStart request.
-fn attach_start(id: &str, from_seq: u64) -> pb::AttachRequest {
-    pb::AttachRequest {
-        request: Some(pb::attach_request::Request::Start(pb::AttachStart {
-            id: id.to_string(),
-            from_seq,
-        })),
     }
 }
 
@@ -325,10 +377,6 @@ fn stop_reason(status: pb::AgentStatus, change: &pb::StatusChange, cancelled: bo
         pb::AgentStatus::Failed if change.error.contains("max_turns") => Ok("max_turn_requests"),
         pb::AgentStatus::Failed if change.error.contains("output limit") => Ok("max_tokens"),
         pb::AgentStatus::Failed if change.error.contains("declined to continue") => Ok("refusal"),
-        pb::AgentStatus::Interrupted => Err(RpcError::new(
-            code::INTERNAL,
-            "agentd stopped in the middle of the turn; the agent resumes when it starts again",
-        )),
         _ => Err(RpcError::new(
             code::INTERNAL,
             format!(
@@ -339,231 +387,9 @@ fn stop_reason(status: pb::AgentStatus, change: &pb::StatusChange, cancelled: bo
     }
 }
 
-fn update(peer: &Peer, session: &str, update: Value) {
+pub fn update(peer: &Peer, session: &str, update: Value) {
     peer.notify(
         "session/update",
         json!({"sessionId": session, "update": update}),
     );
-}
-
-/// Follows the attach stream until it ends.
-async fn follow(
-    session: std::sync::Arc<Session>,
-    mut events: tonic::Streaming<pb::AttachEvent>,
-    peer: Peer,
-    start: Start,
-    ready: oneshot::Sender<()>,
-    calls: ToolCalls,
-) {
-    let mut follow = Follow {
-        session,
-        peer,
-        start,
-        ready: Some(ready),
-        streamed: false,
-        calls,
-        early_asks: Vec::new(),
-        attempt: 0,
-        plan: Vec::new(),
-    };
-    while let Ok(Some(event)) = events.message().await {
-        let Some(event) = event.event else { continue };
-        follow.event(event).await;
-    }
-    follow.calls.subagents().stop();
-    for u in follow.calls.turn_ended() {
-        follow.update(u);
-    }
-    follow.session.attachment_ended();
-}
-
-/// What following the attach stream keeps from one event to the next.
-struct Follow {
-    session: std::sync::Arc<Session>,
-    peer: Peer,
-    start: Start,
-    /// Taken when the history is through, to tell `open` it can answer.
-    ready: Option<oneshot::Sender<()>>,
-    /// Text of the response in progress was streamed as deltas.
-    streamed: bool,
-    /// The tool calls shown, until each ends.
-    calls: ToolCalls,
-    /// Permission asks that came with the history wait for the answer to
-    /// load/resume/new to be sent first.
-    early_asks: Vec<pb::PermissionRequest>,
-    /// Each attempt at a response is a message of its own: a retried
-    /// response's text does not run on from the discarded one's.
-    attempt: u64,
-    /// The agent's plan as the attachment started (changed by any update
-    /// that came with the history): a loaded session's is sent after the
-    /// replay.
-    plan: Vec<pb::PlanItem>,
-}
-
-impl Follow {
-    fn update(&self, u: Value) {
-        update(&self.peer, &self.session.id, u);
-    }
-
-    async fn event(&mut self, event: Event) {
-        match event {
-            Event::Entry(entry) => self.entry(&entry),
-            Event::Delta(delta) => self.delta(delta),
-            Event::Tool(tool) if tool.phase == pb::tool_activity::Phase::Started as i32 => {
-                self.update(updates::status_update(&tool.tool_use_id, "in_progress"));
-            }
-            Event::Retry(_) => {
-                self.attempt += 1;
-                self.streamed = false;
-            }
-            Event::Status(change) => self.status(&change).await,
-            Event::Agent(agent) => self.plan = agent.plan,
-            Event::Plan(update) if self.ready.is_some() => self.plan = update.items,
-            Event::Plan(update) => self.update(updates::plan(&update.items)),
-            Event::PermissionRequest(ask) if !ask.resolved => {
-                if self.ready.is_some() {
-                    self.early_asks.push(ask);
-                } else {
-                    self.ask(ask);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// A transcript entry: replayed (or skipped) while the history comes,
-    /// then what it adds to the updates already streamed.
-    fn entry(&mut self, entry: &pb::TranscriptEntry) {
-        if let Some(b) = &entry.compact_boundary {
-            if self.ready.is_none() || self.start == Start::Replay {
-                self.update(updates::compacted(b));
-            }
-            return;
-        }
-        let content: Vec<Value> = serde_json::from_slice(&entry.content_json).unwrap_or_default();
-        let role = match pb::Role::try_from(entry.role).unwrap_or_default() {
-            pb::Role::User => "user",
-            pb::Role::Assistant => "assistant",
-            _ => "system",
-        };
-        if self.ready.is_some() {
-            // History.
-            if self.start == Start::Replay {
-                for u in self.calls.replay(role, &content, &entry.file_changes) {
-                    self.update(u);
-                }
-            }
-            return;
-        }
-        match role {
-            "assistant" => self.assistant_entry(&content, entry.usage.as_ref()),
-            "user" => self.user_entry(&content, &entry.file_changes),
-            _ => {}
-        }
-    }
-
-    /// The text not streamed already, the tool calls, the usage.
-    fn assistant_entry(&mut self, content: &[Value], usage: Option<&pb::Usage>) {
-        for block in content {
-            match block["type"].as_str().unwrap_or_default() {
-                "text" if !self.streamed => self.update(updates::chunk(
-                    "agent_message_chunk",
-                    block["text"].as_str().unwrap_or_default(),
-                )),
-                "tool_use" => {
-                    let u = self.calls.call(block, "pending");
-                    self.update(u);
-                }
-                _ => {}
-            }
-        }
-        self.streamed = false;
-        self.attempt += 1;
-        if let Some(usage) = usage {
-            self.update(updates::usage_update(usage, CONTEXT_WINDOW));
-        }
-    }
-
-    /// Tool results, and the notifications that end background children's calls.
-    fn user_entry(&mut self, content: &[Value], changes: &[pb::FileChange]) {
-        for block in content {
-            match block["type"].as_str().unwrap_or_default() {
-                "tool_result" => {
-                    let u = self.calls.result(block, changes);
-                    self.update(u);
-                }
-                // A background child's notification ends its call.
-                "text" => {
-                    if let Some(u) = self
-                        .calls
-                        .notification(block["text"].as_str().unwrap_or_default())
-                    {
-                        self.update(u);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-
-    fn delta(&mut self, delta: pb::ContentDelta) {
-        let id = &self.session.id;
-        let attempt = self.attempt;
-        match delta.delta {
-            Some(pb::content_delta::Delta::Text(text)) => {
-                self.streamed = true;
-                let mut u = updates::chunk("agent_message_chunk", &text);
-                u["messageId"] = json!(format!("{id}-{attempt}"));
-                self.update(u);
-            }
-            Some(pb::content_delta::Delta::Thinking(text)) => {
-                let mut u = updates::chunk("agent_thought_chunk", &text);
-                u["messageId"] = json!(format!("{id}-{attempt}-thinking"));
-                self.update(u);
-            }
-            _ => {}
-        }
-    }
-
-    /// The first status ends the history (a replay's with the plan):
-    /// `open` answers, then the asks that came with the history go out.
-    async fn status(&mut self, change: &pb::StatusChange) {
-        if let Some(ready) = self.ready.take() {
-            // A replay ends with the plan as it is now.
-            if self.start == Start::Replay && !self.plan.is_empty() {
-                self.update(updates::plan(&self.plan));
-            }
-            let _ = ready.send(());
-            // The response to new/load/resume goes out first.
-            tokio::task::yield_now().await;
-            for ask in std::mem::take(&mut self.early_asks) {
-                self.ask(ask);
-            }
-        }
-        // No call runs once the agent does not: each one shown is ended
-        // before the prompt is answered.
-        let status = pb::AgentStatus::try_from(change.status).unwrap_or_default();
-        if !matches!(
-            status,
-            pb::AgentStatus::Pending | pb::AgentStatus::Running | pb::AgentStatus::Waiting
-        ) {
-            self.calls.subagents().settle(SUBAGENTS_CATCH_UP).await;
-            for u in self.calls.turn_ended() {
-                self.update(u);
-            }
-        }
-        self.session.status_changed(change);
-    }
-
-    /// Asks the editor, in a task of its own; the answer goes up the
-    /// attach stream.
-    fn ask(&self, ask: pb::PermissionRequest) {
-        tokio::spawn(super::permission::ask(
-            self.peer.clone(),
-            self.session.clone(),
-            self.session.attach.clone(),
-            self.calls.subagents().clone(),
-            ask,
-        ));
-    }
 }

@@ -15,7 +15,9 @@
 //! Children are found through the daemon's Watch stream (an agent created
 //! by an `Agent` call names the call: `Agent.parent_tool_use_id`) and
 //! followed through Attach streams of their own, each until the child's
-//! run ends.
+//! run ends. When the daemon goes away, the watch and each follower wait
+//! for it (the session's link) and go on from where they were: a child
+//! interrupted by a restart is revived with its parent.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,11 +26,12 @@ use std::time::Duration;
 use agentd_shared::proto as pb;
 use pb::attach_event::Event;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, watch};
 
+use super::follow::attach;
 use super::peer::Peer;
+use super::reconnect::{Backoff, Link};
 use super::updates;
-use crate::autostart::Client;
 
 /// The subagents of one session; cheap to clone.
 #[derive(Clone)]
@@ -44,7 +47,7 @@ pub struct Subagents {
 
 struct Live {
     peer: Peer,
-    client: Client,
+    link: Arc<Link>,
     /// Set when the session's attachment ends: followers stop.
     stop: watch::Sender<bool>,
 }
@@ -105,11 +108,11 @@ fn live_status(status: i32) -> bool {
 impl Subagents {
     /// Follows the children of session `session` from now on (and those
     /// already running), until `stop`.
-    pub fn start(client: Client, peer: Peer, session: &str) -> Subagents {
+    pub fn start(link: Arc<Link>, peer: Peer, session: &str) -> Subagents {
         let (stop, _) = watch::channel(false);
         let subagents = Subagents {
             state: Arc::default(),
-            live: Some(Arc::new(Live { peer, client, stop })),
+            live: Some(Arc::new(Live { peer, link, stop })),
             session: session.into(),
             follower_ended: Arc::default(),
         };
@@ -183,8 +186,8 @@ impl Subagents {
         // Up the parents to the session's child (depth is capped far below this).
         for _ in 0..32 {
             let a = live
-                .client
-                .clone()
+                .link
+                .client()
                 .get_agent(pb::GetAgentRequest { id })
                 .await
                 .ok()?
@@ -230,13 +233,14 @@ impl Subagents {
         };
         let mut stop = live.stop.subscribe();
         loop {
-            let Ok(stream) = live.client.clone().watch(pb::WatchRequest {}).await else {
+            let generation = live.link.generation();
+            let Ok(stream) = live.link.client().watch(pb::WatchRequest {}).await else {
                 return;
             };
             let mut events = stream.into_inner();
             let children = live
-                .client
-                .clone()
+                .link
+                .client()
                 .list_agents(pb::ListAgentsRequest {
                     all: false,
                     parent_id: self.session.to_string(),
@@ -262,7 +266,11 @@ impl Subagents {
                     Ok(Some(_)) => {}
                     // Fell behind: watch again, and list again.
                     Err(s) if s.code() == tonic::Code::ResourceExhausted => break,
-                    Ok(None) | Err(_) => return,
+                    // The daemon went away: once it is back, the same.
+                    Ok(None) | Err(_) => match live.link.reconnect(generation).await {
+                        Ok(_) => break,
+                        Err(_) => return,
+                    },
                 }
             }
         }
@@ -306,56 +314,73 @@ impl Subagents {
         self.follower_ended.notify_waiters();
     }
 
-    /// The child's calls as the progress of `call`, until its run ends.
+    /// The child's calls as the progress of `call`, until its run ends;
+    /// on a new attachment from the entry after the last one seen when
+    /// the daemon went away.
     async fn relay(&self, live: &Live, agent: &pb::Agent, call: &str) {
-        let call = call.to_string();
         let mut stop = live.stop.subscribe();
-        let (tx, rx) = mpsc::channel(4);
-        let start = pb::AttachRequest {
-            request: Some(pb::attach_request::Request::Start(pb::AttachStart {
-                id: agent.id.clone(),
-                from_seq: 0,
-            })),
-        };
-        if tx.send(start).await.is_err() {
-            return;
-        }
-        let stream = live
-            .client
-            .clone()
-            .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await;
-        let Ok(stream) = stream else { return };
-        let mut events = stream.into_inner();
         let by = (agent.parent_id != *self.session).then(|| agent.short_id.clone());
+        let mut next_seq = 0;
+        let mut restarted = false;
+        let mut refused = 0;
         loop {
-            let next = tokio::select! {
-                _ = stop.changed() => break,
-                next = events.message() => next,
-            };
-            let update = match next {
-                Ok(Some(pb::AttachEvent {
-                    event: Some(Event::Entry(entry)),
-                })) => self.child_entry(&call, by.as_deref(), &entry),
-                Ok(Some(pb::AttachEvent {
-                    event: Some(Event::Status(s)),
-                })) if !live_status(s.status) => {
-                    if let Some(u) = self.child_ended(&call, by.as_deref()) {
-                        live.peer.notify("session/update", self.params(u));
-                    }
+            let generation = live.link.generation();
+            let Ok((tx, mut events)) = attach(live.link.client(), &agent.id, next_seq).await else {
+                refused += 1;
+                if refused > 20 || live.link.reconnect(generation).await.is_err() {
                     break;
                 }
-                Ok(Some(_)) => None,
-                Ok(None) | Err(_) => break,
+                tokio::time::sleep(Backoff::DAEMON.pause(refused)).await;
+                continue;
             };
-            if let Some(u) = update {
-                live.peer.notify("session/update", self.params(u));
+            let ended = loop {
+                let next = tokio::select! {
+                    // The session's attachment ended: its calls were ended.
+                    _ = stop.changed() => break None,
+                    next = events.message() => next,
+                };
+                let update = match next {
+                    Ok(Some(pb::AttachEvent {
+                        event: Some(Event::Entry(entry)),
+                    })) if entry.seq >= next_seq => {
+                        next_seq = entry.seq + 1;
+                        self.child_entry(call, by.as_deref(), &entry)
+                    }
+                    // agentd is stopping: the child resumes when it is back.
+                    Ok(Some(pb::AttachEvent {
+                        event: Some(Event::Status(s)),
+                    })) if s.status == pb::AgentStatus::Interrupted as i32 && !restarted => None,
+                    Ok(Some(pb::AttachEvent {
+                        event: Some(Event::Status(s)),
+                    })) if !live_status(s.status) => break Some(true),
+                    Ok(Some(pb::AttachEvent {
+                        event: Some(Event::Status(_)),
+                    })) => {
+                        restarted = false;
+                        None
+                    }
+                    Ok(Some(_)) => None,
+                    Ok(None) | Err(_) => break Some(false),
+                };
+                if let Some(u) = update {
+                    live.peer.notify("session/update", self.params(u));
+                }
+            };
+            let detach = pb::AttachRequest {
+                request: Some(pb::attach_request::Request::Detach(pb::Detach {})),
+            };
+            let _ = tx.send(detach).await;
+            match ended {
+                None => return,
+                Some(true) => break,
+                Some(false) if live.link.reconnect(generation).await.is_err() => break,
+                Some(false) => {}
             }
+            restarted = true;
         }
-        let detach = pb::AttachRequest {
-            request: Some(pb::attach_request::Request::Detach(pb::Detach {})),
-        };
-        let _ = tx.send(detach).await;
+        if let Some(u) = self.child_ended(call, by.as_deref()) {
+            live.peer.notify("session/update", self.params(u));
+        }
     }
 
     fn params(&self, update: Value) -> Value {

@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use agentd_e2e::Env;
 use serde_json::Value;
@@ -68,13 +68,20 @@ impl Sdk {
     /// Runs one step of the driver in `env`'s world, from its project
     /// directory; its JSON lines.
     pub(super) fn run(self, env: &Env, args: &[&str]) -> Vec<Value> {
+        let driver = self.spawn(env, args);
+        self.finish(driver)
+    }
+
+    /// Starts one step of the driver, for a test that acts while it runs
+    /// (`finish` collects its lines).
+    pub(super) fn spawn(self, env: &Env, args: &[&str]) -> Child {
         let cmd = env.ctl_command(&[]);
         let envs: Vec<_> = cmd
             .get_envs()
             .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned())))
             .collect();
         let driver = self.command();
-        let out = Command::new("timeout")
+        Command::new("timeout")
             .arg("120")
             .arg(driver.get_program())
             .args(driver.get_args())
@@ -83,8 +90,15 @@ impl Sdk {
             .env_clear()
             .envs(envs)
             .current_dir(env.project())
-            .output()
-            .expect("node and python3 are needed (scripts/test-deps installs them)");
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("node and python3 are needed (scripts/test-deps installs them)")
+    }
+
+    /// Waits for a step started by `spawn` to end; its JSON lines.
+    pub(super) fn finish(self, driver: Child) -> Vec<Value> {
+        let out = driver.wait_with_output().expect("the driver's output");
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(
             out.status.success(),

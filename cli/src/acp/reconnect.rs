@@ -1,0 +1,183 @@
+//! The bridge's link to the daemon, and getting it back when the daemon
+//! went away under an open editor (DESIGN §15: a restart is invisible to
+//! the editor). Every request takes the link's current client; whoever
+//! finds the daemon gone asks for a new one, and concurrent askers share
+//! one reconnection.
+//!
+//! The wait is bounded: the daemon is looked for with a growing pause
+//! (`Backoff`); for a grace period only a daemon someone else starts is
+//! taken (a `daemon restart`, the service manager, a test), then the
+//! bridge starts one itself as `agentctl` does (unless `--no-autostart`);
+//! after the deadline it gives up with an error that says where it looked.
+
+use std::time::Duration;
+
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::autostart::{Client, Target};
+
+/// When to look for the daemon again, and when to start one or give up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first pause.
+    pub first: Duration,
+    /// No pause is longer.
+    pub longest: Duration,
+    /// A daemon someone else starts is waited for this long before the
+    /// bridge starts one (an autostart racing a restart would take the
+    /// socket from the daemon being restarted).
+    pub autostart_after: Duration,
+    /// No daemon after this long: the bridge gives up.
+    pub give_up_after: Duration,
+}
+
+/// What to do at one attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// Take a daemon only if one answers.
+    Look,
+    /// Start one if none answers (as `agentctl` does).
+    Start,
+    /// Out of time.
+    GiveUp,
+}
+
+impl Backoff {
+    pub const DAEMON: Backoff = Backoff {
+        first: Duration::from_millis(50),
+        longest: Duration::from_secs(1),
+        autostart_after: Duration::from_secs(5),
+        give_up_after: Duration::from_secs(60),
+    };
+
+    /// The pause after attempt `n` (from 0): doubling, capped.
+    pub fn pause(&self, n: u32) -> Duration {
+        self.first
+            .saturating_mul(1u32.checked_shl(n.min(16)).unwrap_or(u32::MAX))
+            .min(self.longest)
+    }
+
+    /// What to do once `elapsed` has passed since the daemon was lost.
+    pub fn attempt(&self, elapsed: Duration, autostart: bool) -> Attempt {
+        if elapsed >= self.give_up_after {
+            Attempt::GiveUp
+        } else if autostart && elapsed >= self.autostart_after {
+            Attempt::Start
+        } else {
+            Attempt::Look
+        }
+    }
+}
+
+/// The daemon could not be reached again.
+#[derive(Debug)]
+pub struct Unreachable(pub String);
+
+pub struct Link {
+    target: Target,
+    /// The client requests use, and how many times it was replaced.
+    current: std::sync::Mutex<(u64, Client)>,
+    /// Held while a reconnection runs: one at a time.
+    reconnecting: AsyncMutex<()>,
+    backoff: Backoff,
+}
+
+impl Link {
+    pub fn new(target: Target, client: Client) -> Link {
+        Link {
+            target,
+            current: std::sync::Mutex::new((0, client)),
+            reconnecting: AsyncMutex::new(()),
+            backoff: Backoff::DAEMON,
+        }
+    }
+
+    /// The client to use now.
+    pub fn client(&self) -> Client {
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .1
+            .clone()
+    }
+
+    /// Which client `client()` gives: pass it to `reconnect` after using it
+    /// failed.
+    pub fn generation(&self) -> u64 {
+        self.current.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// A client of the daemon as it is now, once the one of generation
+    /// `failed` stopped working: the one another caller already got, or a
+    /// new connection (waited for, see the module doc).
+    pub async fn reconnect(&self, failed: u64) -> Result<Client, Unreachable> {
+        let _one = self.reconnecting.lock().await;
+        if self.generation() != failed {
+            return Ok(self.client());
+        }
+        let since = tokio::time::Instant::now();
+        let mut last = String::from("nothing answered");
+        for n in 0u32.. {
+            let found = match self
+                .backoff
+                .attempt(since.elapsed(), self.target.autostarts())
+            {
+                Attempt::GiveUp => break,
+                Attempt::Look => self.target.running_client().await,
+                Attempt::Start => self.target.client().await.map(Some),
+            };
+            match found {
+                Ok(Some(client)) => {
+                    let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+                    *current = (current.0 + 1, client.clone());
+                    tracing::info!(after = ?since.elapsed(), "reconnected to agentd");
+                    return Ok(client);
+                }
+                Ok(None) => {}
+                Err(e) => last = e.message,
+            }
+            tokio::time::sleep(self.backoff.pause(n)).await;
+        }
+        Err(Unreachable(format!(
+            "agentd went away and did not come back on {} within {}s ({}); start it (`agentd`, or any agentctl command) and load the session again",
+            self.target.socket.display(),
+            self.backoff.give_up_after.as_secs(),
+            last.chars().take(300).collect::<String>(),
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_double_up_to_the_longest() {
+        let b = Backoff::DAEMON;
+        let pauses: Vec<u128> = (0..8).map(|n| b.pause(n).as_millis()).collect();
+        assert_eq!(pauses, vec![50, 100, 200, 400, 800, 1000, 1000, 1000]);
+        assert_eq!(b.pause(u32::MAX), b.longest, "no overflow however long");
+    }
+
+    #[test]
+    fn a_restarted_daemon_is_waited_for_before_one_is_started_and_the_wait_ends() {
+        let b = Backoff::DAEMON;
+        let s = Duration::from_secs;
+        assert_eq!(b.attempt(s(0), true), Attempt::Look);
+        assert_eq!(b.attempt(s(4), true), Attempt::Look);
+        assert_eq!(b.attempt(s(5), true), Attempt::Start);
+        assert_eq!(b.attempt(s(59), true), Attempt::Start);
+        assert_eq!(b.attempt(s(60), true), Attempt::GiveUp);
+        // --no-autostart: only looked for, until the deadline.
+        assert_eq!(b.attempt(s(30), false), Attempt::Look);
+        assert_eq!(b.attempt(s(61), false), Attempt::GiveUp);
+        // The attempts until giving up are bounded: the pauses add up.
+        let mut elapsed = Duration::ZERO;
+        let mut n = 0;
+        while b.attempt(elapsed, true) != Attempt::GiveUp {
+            elapsed += b.pause(n);
+            n += 1;
+        }
+        assert!(n < 80, "{n} attempts");
+    }
+}
