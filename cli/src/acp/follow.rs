@@ -145,6 +145,7 @@ impl Follow {
         failed: u64,
     ) -> Result<(Streaming<pb::AttachEvent>, u64), String> {
         self.resume.lost();
+        self.session.detached();
         let link = self.session.link().clone();
         let mut failed = failed;
         for n in 0..ATTACH_TRIES {

@@ -92,6 +92,14 @@ impl Link {
         }
     }
 
+    #[cfg(test)]
+    fn with_backoff(target: Target, client: Client, backoff: Backoff) -> Link {
+        Link {
+            backoff,
+            ..Link::new(target, client)
+        }
+    }
+
     /// The client to use now.
     pub fn client(&self) -> Client {
         self.current
@@ -150,6 +158,50 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A link whose client goes nowhere, to a socket nothing listens on.
+    fn nowhere(dir: &std::path::Path) -> Link {
+        let channel = tonic::transport::Endpoint::from_static("http://[::1]:1").connect_lazy();
+        let target = Target::new(
+            Some(&dir.join("agentd.sock")),
+            Some(&dir.join("data")),
+            false,
+        );
+        let quick = Backoff {
+            first: Duration::from_millis(5),
+            longest: Duration::from_millis(20),
+            autostart_after: Duration::from_secs(1),
+            give_up_after: Duration::from_millis(150),
+        };
+        Link::with_backoff(target, Client::new(channel), quick)
+    }
+
+    #[tokio::test]
+    async fn a_daemon_that_does_not_come_back_is_given_up_on_with_where_it_was_looked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = nowhere(dir.path());
+        let started = std::time::Instant::now();
+        let Err(Unreachable(why)) = link.reconnect(link.generation()).await else {
+            panic!("nothing listens there");
+        };
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(why.contains("agentd.sock"), "{why}");
+        assert!(why.contains("did not come back"), "{why}");
+        // No daemon was started beside it (--no-autostart).
+        assert!(!dir.path().join("data/agentd.log").exists());
+        assert_eq!(link.generation(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_reconnection_someone_else_made_is_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = nowhere(dir.path());
+        // The caller's client is not the current one any more: it gets
+        // the current one at once, without looking for the daemon.
+        let started = std::time::Instant::now();
+        assert!(link.reconnect(link.generation() + 1).await.is_ok());
+        assert!(started.elapsed() < Duration::from_millis(100));
+    }
 
     #[test]
     fn pauses_double_up_to_the_longest() {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use agentd_shared::proto as pb;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::follow::{Follow, attach};
 use super::peer::{Peer, RpcError, code};
@@ -42,6 +42,9 @@ pub struct Session {
     /// The session follows its agent; false once the daemon could not be
     /// reached again (or the agent is gone): the editor loads it again.
     alive: AtomicBool,
+    /// False while the stream is lost and not made again: a prompt waits
+    /// for it, so the new stream sees its turn from the start.
+    attached: watch::Sender<bool>,
     /// The editor let go (`session/close`, or it went away): the stream's
     /// end is no reason to attach again.
     closed: AtomicBool,
@@ -87,6 +90,7 @@ impl Session {
             cancelled: AtomicBool::new(false),
             alive: AtomicBool::new(true),
             closed: AtomicBool::new(false),
+            attached: watch::Sender::new(true),
             asking: Mutex::new(HashSet::new()),
             rejected: Mutex::new(Default::default()),
             peer: peer.clone(),
@@ -157,9 +161,32 @@ impl Session {
             .clone()
     }
 
+    /// The stream was lost: prompts wait for the next one.
+    pub fn detached(&self) {
+        self.attached.send_replace(false);
+    }
+
     /// The session attached again: requests go up the new stream.
     pub fn attached_again(&self, tx: mpsc::Sender<pb::AttachRequest>) {
         *self.attach.lock().unwrap_or_else(|p| p.into_inner()) = tx;
+        self.attached.send_replace(true);
+    }
+
+    /// Waits while the stream is being made again; false if the session
+    /// ended meanwhile.
+    async fn attached(&self) -> bool {
+        let mut attached = self.attached.subscribe();
+        loop {
+            if !self.is_alive() {
+                return false;
+            }
+            if *attached.borrow_and_update() {
+                return true;
+            }
+            if attached.changed().await.is_err() {
+                return self.is_alive();
+            }
+        }
     }
 
     /// Marks ask `request_id` as put to the editor; false if it already was.
@@ -250,6 +277,10 @@ impl Session {
         &self,
         text: String,
     ) -> Result<tonic::Response<pb::SendMessageResponse>, tonic::Status> {
+        let gone = || tonic::Status::not_found(format!("session {} is gone", self.id));
+        if !self.attached().await {
+            return Err(gone());
+        }
         let request = pb::SendMessageRequest {
             id: self.id.clone(),
             message: text,
@@ -263,6 +294,9 @@ impl Session {
                     .reconnect(generation)
                     .await
                     .map_err(|e| tonic::Status::unavailable(e.0))?;
+                if !self.attached().await {
+                    return Err(gone());
+                }
                 client.clone().send_message(request).await
             }
             other => other,
@@ -360,6 +394,8 @@ impl Session {
     /// and a prompt in flight fails.
     pub fn attachment_ended(&self, why: &str) {
         self.alive.store(false, Ordering::SeqCst);
+        // Prompts waiting for the stream learn the session ended.
+        self.attached.send_replace(false);
         if let Some(turn) = self.turn.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = turn.done.send(Err(RpcError::new(code::INTERNAL, why)));
         }

@@ -275,7 +275,7 @@ fn a_cancel_right_behind_its_prompt_still_stops_the_turn() {
 }
 
 #[test]
-fn a_line_that_is_not_utf8_is_a_parse_error_and_a_session_outlived_by_its_daemon_is_gone() {
+fn a_line_that_is_not_utf8_is_a_parse_error_and_a_prompt_waits_for_a_restarting_daemon() {
     let mock = MockServer::start();
     let env = world(&mock);
     let daemon = env.start_daemon();
@@ -300,16 +300,22 @@ fn a_line_that_is_not_utf8_is_a_parse_error_and_a_session_outlived_by_its_daemon
         .as_str()
         .unwrap()
         .to_string();
-    // The daemon stops under the open session: the next prompt is told
-    // at once that the session is gone (load it again), never left hanging.
+    // The daemon stops under the open session, and a prompt comes while
+    // it is away: it waits for the daemon to be back (not a session
+    // gone), then runs.
     assert!(daemon.terminate().success());
-    std::thread::sleep(Duration::from_millis(300));
-    let gone = editor.call(
-        3,
-        "session/prompt",
-        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "still there?"}]}),
+    editor.send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "still there?"}]}}),
     );
-    assert_eq!(gone.last().unwrap()["error"]["code"], -32002, "{gone:?}");
+    std::thread::sleep(Duration::from_millis(500));
+    let _daemon = env.start_daemon();
+    let answer = editor.until("the prompt's answer", |m| m["id"] == 3);
+    assert_eq!(
+        answer.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{answer:?}"
+    );
     drop(editor.stdin.take());
     assert!(editor.child.wait().unwrap().success());
 }
