@@ -12,6 +12,12 @@ tests/acp-client/client.mjs (the TypeScript SDK), so one test checks both.
                                                       (<root> holds agentd's data directory)
     python client.py <agentctl> restart <cwd>         a prompt during which the test restarts
                                                       agentd, one more prompt
+    python client.py <agentctl> plan   <cwd>          new, one prompt, load
+    python client.py <agentctl> mcp    <cwd> <json>   new with the mcpServers <json>, one prompt,
+                                                      then sessions whose servers are refused
+    python client.py <agentctl> files  <cwd> <mode>   the bridge in <mode>: new, one prompt
+    python client.py <agentctl> subagent <cwd> <mode> new, one prompt whose subagent makes calls;
+                                                      waits for its progress to be final
 
 Updates are printed as the SDK parsed them (its pydantic models, dumped by
 their wire names), so a field the SDK does not know is not shown.
@@ -26,8 +32,11 @@ import acp
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    HttpMcpServer,
     Implementation,
+    McpServerStdio,
     RequestPermissionResponse,
+    SseMcpServer,
 )
 
 
@@ -61,6 +70,7 @@ class Editor:
             title=tool_call.title,
             toolCallId=tool_call.tool_call_id,
             options=[o.kind for o in options],
+            meta=tool_call.field_meta,
         )
         option = next(o for o in options if o.kind == self.permission)
         if self.on_allowed is not None:
@@ -224,13 +234,89 @@ async def restart(conn, editor, cwd):
         await error_of(t, prompt(conn, editor, sid, t))
 
 
-def bridge(extra, editor=None):
+async def plan(conn, editor, cwd):
+    sid = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+    out("new", sessionId=sid)
+    await prompt(conn, editor, sid, "TASK-PLAN: plan the work")
+    editor.updates = []
+    await conn.load_session(cwd=cwd, session_id=sid, mcp_servers=[])
+    out("load", updates=editor.updates)
+
+
+def mcp_server(server):
+    """An mcpServers entry as the SDK's model of its transport."""
+    kinds = {"http": HttpMcpServer, "sse": SseMcpServer}
+    return kinds.get(server.get("type"), McpServerStdio).model_validate(server)
+
+
+async def mcp(conn, editor, cwd, servers):
+    servers = [mcp_server(s) for s in json.loads(servers)]
+    sid = (await conn.new_session(cwd=cwd, mcp_servers=servers)).session_id
+    out("new", sessionId=sid)
+    await prompt(conn, editor, sid, "TASK-MCP: call the editor's servers")
+
+    def new_with(server):
+        return lambda: conn.new_session(cwd=cwd, mcp_servers=[server])
+
+    def raw_new_with(server):
+        # The SDK's models cannot hold a stdio server without a command, so
+        # this one goes out through the SDK's JSON-RPC connection as is.
+        params = {"cwd": cwd, "mcpServers": [server]}
+        return lambda: conn._conn.send_request("session/new", params)
+
+    refused = [
+        (
+            "old",
+            new_with(SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[])),
+        ),
+        ("nocommand", raw_new_with({"name": "nocommand", "args": [], "env": []})),
+        ("bad name", new_with(McpServerStdio(name="bad name", command="/bin/true", args=[], env=[]))),
+    ]
+    for name, call in refused:
+        try:
+            r = await call()
+        except acp.RequestError as e:
+            out("refused", server=name, code=e.code, message=str(e))
+            continue
+        created = r["sessionId"] if isinstance(r, dict) else r.session_id
+        out("accepted", server=name, sessionId=created)
+
+
+async def files(conn, editor, cwd):
+    sid = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+    out("new", sessionId=sid)
+    await prompt(conn, editor, sid, "TASK-FILES: change the files")
+
+
+def subagent_final(update):
+    """Whether `update` shows every one of a subagent's calls ended."""
+    progress = ((update.get("_meta") or {}).get("agentd") or {}).get("subagent") or {}
+    calls = progress.get("toolCalls") or []
+    return len(calls) >= 2 and all(c.get("status") in ("completed", "failed") for c in calls)
+
+
+async def subagent(conn, editor, cwd):
+    sid = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+    out("new", sessionId=sid)
+    editor.updates = []
+    r = await conn.prompt(session_id=sid, prompt=text("TASK-SUB: delegate it"))
+    at_answer = len(editor.updates)
+    # The subagent's progress comes on a stream of its own: wait (bounded)
+    # until an update shows every one of its calls ended.
+    for _ in range(400):
+        if any(subagent_final(u) for u in editor.updates):
+            break
+        await asyncio.sleep(0.05)
+    out("prompt", stopReason=r.stop_reason, updates=editor.updates, atAnswer=at_answer)
+
+
+def bridge(extra, editor=None, mode="default"):
     return acp.spawn_agent_process(
         editor or Editor(),
         AGENTCTL,
         "acp",
         "--permission-mode",
-        "default",
+        mode,
         *extra,
         env=dict(os.environ),
         # The bridge's logs go to the test's stderr, not into a pipe.
@@ -240,7 +326,9 @@ def bridge(extra, editor=None):
 
 async def main(step, args):
     editor = Editor()
-    async with bridge([], editor) as (conn, _process):
+    # `files` and `subagent` start the bridge in the permission mode given.
+    mode = args[1] if step in ("files", "subagent") else "default"
+    async with bridge([], editor, mode) as (conn, _process):
         await initialize(conn)
         if step == "first":
             await first(conn, editor, args[0])
@@ -254,6 +342,14 @@ async def main(step, args):
             await errors(conn, editor, args[0], args[1])
         elif step == "restart":
             await restart(conn, editor, args[0])
+        elif step == "plan":
+            await plan(conn, editor, args[0])
+        elif step == "mcp":
+            await mcp(conn, editor, args[0], args[1])
+        elif step == "files":
+            await files(conn, editor, args[0])
+        elif step == "subagent":
+            await subagent(conn, editor, args[0])
         else:
             sys.exit(f"client.py: no step {step!r}")
 

@@ -1,5 +1,5 @@
-//! What an editor shows is what happened (DESIGN §15), through the
-//! official ACP TypeScript SDK: Write/Edit diffs carry the text the files
+//! What an editor shows is what happened (DESIGN §15), through both ACP
+//! SDKs (`acp_sdk`), held to the same checks: Write/Edit diffs carry the text the files
 //! held (recorded by the daemon as the tools ran, whatever the bridge's own
 //! directory holds, in default and bypass mode, after a SIGKILL and in a
 //! `session/load` replay), paths are absolute, and a foreground subagent is
@@ -13,7 +13,8 @@ use agentd_e2e::Env;
 use agentd_e2e::mock::{MockServer, Reply, n_messages, prompt_of};
 use serde_json::{Value, json};
 
-use super::acp::{client, of_kind, setup};
+use super::acp::of_kind;
+use super::acp_sdk::Sdk;
 
 /// A directory for the agent, apart from the bridge's (the project), with
 /// the files the script changes; the project holds decoys of the same
@@ -108,8 +109,17 @@ fn assert_exact_diffs(updates: &[Value], dir: &Path) {
 }
 
 #[test]
-fn diffs_carry_what_the_files_held_also_after_a_restart_and_in_a_replay() {
-    setup();
+fn diffs_carry_what_the_files_held_also_after_a_restart_and_in_a_replay_typescript() {
+    diffs_carry_what_the_files_held(Sdk::TypeScript);
+}
+
+#[test]
+fn diffs_carry_what_the_files_held_also_after_a_restart_and_in_a_replay_python() {
+    diffs_carry_what_the_files_held(Sdk::Python);
+}
+
+fn diffs_carry_what_the_files_held(sdk: Sdk) {
+    sdk.setup();
     let mock = MockServer::start();
     let env = Env::with_mock(&mock);
     env.write_config("default_model = \"anthropic:claude-test\"\n");
@@ -118,7 +128,7 @@ fn diffs_carry_what_the_files_held_also_after_a_restart_and_in_a_replay() {
     // Default mode: each call is allowed in the editor before it runs.
     let dir = agent_dir(&env, "asking");
     script(&mock);
-    let lines = client(&env, &["files", &dir.display().to_string(), "default"]);
+    let lines = sdk.run(&env, &["files", &dir.display().to_string(), "default"]);
     assert_eq!(of_kind(&lines, "permission").len(), 3, "{lines:?}");
     let updates = updates_of(&lines);
     assert_exact_diffs(&updates, &dir);
@@ -130,7 +140,7 @@ fn diffs_carry_what_the_files_held_also_after_a_restart_and_in_a_replay() {
     // Bypass mode: the write has happened before the editor hears of it.
     let dir = agent_dir(&env, "bypassing");
     script(&mock);
-    let lines = client(&env, &["files", &dir.display().to_string(), "bypass"]);
+    let lines = sdk.run(&env, &["files", &dir.display().to_string(), "bypass"]);
     assert!(of_kind(&lines, "permission").is_empty());
     assert_exact_diffs(&updates_of(&lines), &dir);
     assert_eq!(
@@ -167,7 +177,7 @@ fn diffs_carry_what_the_files_held_also_after_a_restart_and_in_a_replay() {
         "{}",
         text.stderr
     );
-    let loaded = client(&env, &["second", &dir.display().to_string(), &asking]);
+    let loaded = sdk.run(&env, &["second", &dir.display().to_string(), &asking]);
     let replay = of_kind(&loaded, "load")[0]["updates"]
         .as_array()
         .unwrap()
@@ -176,8 +186,17 @@ fn diffs_carry_what_the_files_held_also_after_a_restart_and_in_a_replay() {
 }
 
 #[test]
-fn a_foreground_subagent_is_one_call_whose_progress_is_its_calls() {
-    setup();
+fn a_foreground_subagent_is_one_call_whose_progress_is_its_calls_typescript() {
+    a_foreground_subagent_is_one_call(Sdk::TypeScript);
+}
+
+#[test]
+fn a_foreground_subagent_is_one_call_whose_progress_is_its_calls_python() {
+    a_foreground_subagent_is_one_call(Sdk::Python);
+}
+
+fn a_foreground_subagent_is_one_call(sdk: Sdk) {
+    sdk.setup();
     let mock = MockServer::start();
     let env = Env::with_mock(&mock);
     env.write_config("default_model = \"anthropic:claude-test\"\n");
@@ -216,7 +235,7 @@ fn a_foreground_subagent_is_one_call_whose_progress_is_its_calls() {
     mock.when(parent(3), Reply::text("the subagent did it"));
     let dir = std::fs::canonicalize(env.project()).unwrap();
 
-    let lines = client(&env, &["subagent", &dir.display().to_string(), "default"]);
+    let lines = sdk.run(&env, &["subagent", &dir.display().to_string(), "default"]);
     let p = &of_kind(&lines, "prompt")[0];
     assert_eq!(p["stopReason"], "end_turn", "{p}");
     let updates = p["updates"].as_array().unwrap();

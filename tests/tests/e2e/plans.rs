@@ -18,6 +18,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::acp;
+use super::acp_sdk::Sdk;
 
 /// Claude Code's answer to a successful TodoWrite, which agentd gives too.
 const DONE: &str = "Todos have been modified successfully. Ensure that you continue to use the \
@@ -449,8 +450,18 @@ fn a_fork_sees_its_parents_plan_in_context_but_starts_without_one() {
 }
 
 #[test]
-fn an_editor_is_sent_the_plan_as_it_changes_and_when_it_loads_the_session() {
-    acp::setup();
+fn an_editor_is_sent_the_plan_as_it_changes_and_when_it_loads_the_session_typescript() {
+    an_editor_is_sent_the_plan(Sdk::TypeScript);
+}
+
+#[test]
+fn an_editor_is_sent_the_plan_as_it_changes_and_when_it_loads_the_session_python() {
+    an_editor_is_sent_the_plan(Sdk::Python);
+}
+
+/// The same checks through either ACP SDK (`acp_sdk`).
+fn an_editor_is_sent_the_plan(sdk: Sdk) {
+    sdk.setup();
     let mock = MockServer::start();
     let env = Env::with_mock(&mock);
     env.write_config("default_model = \"anthropic:claude-test\"\n");
@@ -461,7 +472,7 @@ fn an_editor_is_sent_the_plan_as_it_changes_and_when_it_loads_the_session() {
         Reply::text("All planned."),
     ]);
     let cwd = env.project().display().to_string();
-    let lines = acp::client(&env, &["plan", &cwd]);
+    let lines = sdk.run(&env, &["plan", &cwd]);
     let entries = |plan: &Value| -> Value {
         plan["todos"]
             .as_array()
