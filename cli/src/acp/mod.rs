@@ -6,6 +6,7 @@
 //!
 //! stdout carries only protocol messages; logs go to stderr (`RUST_LOG`).
 
+mod backlog;
 mod info;
 mod lines;
 mod mcp;

@@ -366,7 +366,13 @@ async fn follow(
         attempt: 0,
         plan: Vec::new(),
     };
-    while let Ok(Some(event)) = events.message().await {
+    loop {
+        // The editor is written what came before more is taken (a replay
+        // must not queue whole in memory).
+        follow.peer.room().await;
+        let Ok(Some(event)) = events.message().await else {
+            break;
+        };
         let Some(event) = event.event else { continue };
         follow.event(event).await;
     }
