@@ -112,6 +112,9 @@ impl Follow {
     pub async fn run(mut self, mut events: Streaming<pb::AttachEvent>, mut generation: u64) {
         let why = loop {
             let lost = loop {
+                // The editor is written what came before more is taken (a
+                // replay must not queue whole in memory).
+                self.peer.room().await;
                 match events.message().await {
                     Ok(Some(pb::AttachEvent { event: Some(e) })) => self.event(e).await,
                     Ok(Some(_)) => {}

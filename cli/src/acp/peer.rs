@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
+use super::backlog::Backlog;
+
 /// JSON-RPC and ACP error codes.
 pub mod code {
     pub const PARSE_ERROR: i64 = -32700;
@@ -84,29 +86,50 @@ type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, Value>>>>>;
 #[derive(Clone)]
 pub struct Peer {
     out: mpsc::UnboundedSender<String>,
+    /// What `out` holds, in bytes (readers of the daemon wait on it).
+    backlog: Arc<Backlog>,
     next_id: Arc<AtomicI64>,
     pending: Pending,
 }
+
+/// Lines already queued go out in one write and one flush, up to this
+/// many bytes: a write per line cannot keep up with a replay.
+const BATCH: usize = 64 * 1024;
 
 impl Peer {
     /// A peer writing to stdout; the writer task ends when every Peer is
     /// dropped.
     pub fn stdout() -> (Peer, tokio::task::JoinHandle<()>) {
         let (out, mut rx) = mpsc::unbounded_channel::<String>();
+        let backlog = Arc::new(Backlog::default());
+        let drained = backlog.clone();
         let writer = tokio::spawn(async move {
             let mut stdout = tokio::io::stdout();
+            let mut batch = Vec::with_capacity(BATCH);
             while let Some(line) = rx.recv().await {
-                if stdout.write_all(line.as_bytes()).await.is_err()
-                    || stdout.write_all(b"\n").await.is_err()
-                    || stdout.flush().await.is_err()
-                {
+                batch.clear();
+                // The bytes `send` counted: the lines without their newlines.
+                let mut counted = 0;
+                let mut next = Some(line);
+                while let Some(line) = next.take() {
+                    counted += line.len();
+                    batch.extend_from_slice(line.as_bytes());
+                    batch.push(b'\n');
+                    if batch.len() < BATCH {
+                        next = rx.try_recv().ok();
+                    }
+                }
+                if stdout.write_all(&batch).await.is_err() || stdout.flush().await.is_err() {
                     break;
                 }
+                drained.written(counted);
             }
+            drained.close();
         });
         (
             Peer {
                 out,
+                backlog,
                 next_id: Arc::new(AtomicI64::new(0)),
                 pending: Arc::new(Mutex::new(HashMap::new())),
             },
@@ -115,7 +138,19 @@ impl Peer {
     }
 
     fn send(&self, message: Value) {
-        let _ = self.out.send(message.to_string());
+        let line = message.to_string();
+        let n = line.len();
+        self.backlog.queued(n);
+        if self.out.send(line).is_err() {
+            self.backlog.written(n);
+        }
+    }
+
+    /// Returns once the editor has been written most of what was sent
+    /// (`Backlog`): a reader of the daemon's stream waits here before
+    /// taking more.
+    pub async fn room(&self) {
+        self.backlog.room().await;
     }
 
     pub fn respond(&self, id: Value, result: Result<Value, RpcError>) {

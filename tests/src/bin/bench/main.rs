@@ -16,6 +16,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- sandbox [--runs 300] [--files 1000]
 //! cargo run --release -p agentd-e2e --bin bench -- service [--runs 100] [--cold-runs 15]
 //! cargo run --release -p agentd-e2e --bin bench -- acp [--runs 50]
+//! cargo run --release -p agentd-e2e --bin bench -- acp-load [--turns 1000] [--every 250] [--runs 3]
 //! cargo run --release -p agentd-e2e --bin bench -- rpc [--runs 5000]
 //! cargo run --release -p agentd-e2e --bin bench -- compact [--window 20000] [--step-bytes 1200] [--times 5]
 //! cargo run --release -p agentd-e2e --bin bench -- torture [--kills 1000] [--seed N|random] [--faults 0.15] [--disk-full] [--live 8] [--verbose]
@@ -28,6 +29,7 @@
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 mod acp;
+mod acp_load;
 mod compact;
 mod fanout;
 mod mcp;
@@ -865,6 +867,7 @@ fn main() {
         Some("sandbox") => sandbox::bench_sandbox(&args),
         Some("service") => service::bench_service(&args),
         Some("acp") => acp::bench_acp(&args),
+        Some("acp-load") => acp_load::bench_acp_load(&args),
         Some("rpc") => rpc::bench_rpc(&args),
         Some("compact") => compact::bench_compact(&args),
         Some("torture") => torture::bench_torture(&args),
@@ -873,7 +876,7 @@ fn main() {
         Some("mcp") => mcp::bench_mcp(&args),
         _ => {
             eprintln!(
-                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox|service|acp|rpc|scale|pueue|mcp [options] (see the source's header)"
+                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox|service|acp|acp-load|rpc|scale|pueue|mcp [options] (see the source's header)"
             );
             std::process::exit(2);
         }
