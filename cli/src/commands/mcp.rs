@@ -168,14 +168,25 @@ async fn list(
     for s in &resp.servers {
         print_server(s, agent_type.as_deref());
     }
-    if resp
+    let unapproved: Vec<&pb::McpServerReport> = resp
         .servers
         .iter()
-        .any(|s| s.state == pb::McpServerState::Unapproved as i32)
-    {
+        .filter(|s| s.state == pb::McpServerState::Unapproved as i32)
+        .collect();
+    if !unapproved.is_empty() {
+        let of_type = match &agent_type {
+            Some(t)
+                if unapproved
+                    .iter()
+                    .all(|s| s.source == pb::McpSource::AgentType as i32) =>
+            {
+                format!("--type {t} ")
+            }
+            _ => String::new(),
+        };
         println!(
             "A repository's servers run only once approved, as defined now: \
-             `agentctl mcp approve NAME` (or --all) in {}.",
+             `agentctl mcp approve {of_type}NAME` (or --all) in {}.",
             resp.repository
         );
     }

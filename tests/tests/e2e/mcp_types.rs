@@ -136,7 +136,8 @@ fn a_repository_types_servers_run_only_once_approved_for_that_type() {
         .stdout
         .clone();
     assert!(
-        text.contains("agentctl mcp approve --type db-helper db"),
+        text.contains("agentctl mcp approve --type db-helper db")
+            && text.contains("agentctl mcp approve --type db-helper NAME"),
         "{text}"
     );
     assert!(
