@@ -7,16 +7,14 @@
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
 use agentd_e2e::mcp_fixtures::{self, KillOnDrop};
-use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
+use agentd_e2e::mock::{MockServer, Reply};
 use agentd_e2e::{Env, tool_results};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::acp::of_kind;
 use super::acp_sdk::Sdk;
 
-fn call(id: &str, tool: &str, input: Value) -> Reply {
-    Reply::Message(MockMessage::text(format!("calling {tool}")).with(Block::tool(id, tool, input)))
-}
+use super::mcp_common::call;
 
 #[test]
 fn an_editors_stdio_and_http_servers_are_the_sessions_tools_typescript() {

@@ -35,6 +35,7 @@ mod instructions;
 mod interop;
 mod interrupt;
 mod mcp;
+mod mcp_common;
 mod mcp_requested;
 mod mcp_shared;
 mod mcp_trust;

@@ -9,18 +9,11 @@
 use std::path::Path;
 
 use agentd_e2e::mcp_fixtures::{self, KillOnDrop, McpFixtures};
-use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, RecordedRequest, Reply};
+use agentd_e2e::mock::{MODEL, MockServer, RecordedRequest, Reply};
 use agentd_e2e::{Env, tool_results};
 use serde_json::{Value, json};
 
-fn fixtures() -> McpFixtures {
-    mcp_fixtures::setup().unwrap_or_else(|e| panic!("the MCP fixtures cannot be set up: {e}"))
-}
-
-/// A TOML string.
-fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap()
-}
+use super::mcp_common::{call, fixtures, quoted, starts};
 
 /// `[mcp_servers.NAME]` for a stdio command, with `extra` lines.
 fn stdio_server(name: &str, (command, args): (String, Vec<String>), extra: &str) -> String {
@@ -44,10 +37,6 @@ fn last_results(r: &RecordedRequest) -> Vec<Value> {
         .collect()
 }
 
-fn call(id: &str, tool: &str, input: Value) -> Reply {
-    Reply::Message(MockMessage::text(format!("calling {tool}")).with(Block::tool(id, tool, input)))
-}
-
 /// config.toml with the fixture as server `fx`, logging its starts (and
 /// the cancellations it receives) to `name` in the workspace, where the
 /// sandboxed server may write; the log's path.
@@ -59,12 +48,6 @@ fn logged_fixture(env: &Env, fx: &McpFixtures, name: &str) -> std::path::PathBuf
     );
     env.write_config(&stdio_server("fx", fx.python_stdio_command(), &extra));
     log
-}
-
-fn starts(log: &Path) -> usize {
-    std::fs::read_to_string(log)
-        .map(|t| t.lines().filter(|l| l.starts_with("started")).count())
-        .unwrap_or(0)
 }
 
 #[test]

@@ -5,17 +5,15 @@
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
-use agentd_e2e::mcp_fixtures::{self, KillOnDrop, McpFixtures};
-use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, Reply};
+use agentd_e2e::mcp_fixtures::{self, KillOnDrop};
+use agentd_e2e::mock::{MODEL, MockServer, Reply};
 use agentd_e2e::{Env, tool_results};
 use agentd_shared::proto as pb;
 use pb::mcp_server_definition::Transport;
 use serde_json::json;
 use tonic::Code;
 
-fn fixtures() -> McpFixtures {
-    mcp_fixtures::setup().unwrap_or_else(|e| panic!("the MCP fixtures cannot be set up: {e}"))
-}
+use super::mcp_common::{call, fixtures};
 
 fn stdio(name: &str, (command, args): (String, Vec<String>)) -> pb::McpServerDefinition {
     pb::McpServerDefinition {
@@ -52,10 +50,6 @@ fn create(env: &Env, servers: Vec<pb::McpServerDefinition>) -> Result<pb::Agent,
             .await
             .map(tonic::Response::into_inner)
     })
-}
-
-fn call(id: &str, tool: &str, input: serde_json::Value) -> Reply {
-    Reply::Message(MockMessage::text(format!("calling {tool}")).with(Block::tool(id, tool, input)))
 }
 
 #[test]

@@ -11,18 +11,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentd_e2e::mcp_fixtures::{self, McpFixtures};
-use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, Reply, n_messages, prompt_of};
+use agentd_e2e::mcp_fixtures::McpFixtures;
+use agentd_e2e::mock::{MODEL, MockServer, Reply, n_messages, prompt_of};
 use agentd_e2e::{Env, tool_results};
 use serde_json::json;
 
-fn fixtures() -> McpFixtures {
-    mcp_fixtures::setup().unwrap_or_else(|e| panic!("the MCP fixtures cannot be set up: {e}"))
-}
-
-fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap()
-}
+use super::mcp_common::{call, fixtures, quoted};
 
 /// `[mcp_servers.NAME]` running the fixture over stdio, logging to `log`.
 fn server(fx: &McpFixtures, name: &str, log: &Path, extra: &str) -> String {
@@ -34,10 +28,6 @@ fn server(fx: &McpFixtures, name: &str, log: &Path, extra: &str) -> String {
         args.join(", "),
         quoted(&log.display().to_string())
     )
-}
-
-fn call(id: &str, tool: &str, input: serde_json::Value) -> Reply {
-    Reply::Message(MockMessage::text("calling").with(Block::tool(id, tool, input)))
 }
 
 /// The model: an agent whose prompt is `hold S …` asks server S for its

@@ -11,15 +11,13 @@
 use std::path::{Path, PathBuf};
 
 use agentd_e2e::gitrepo::{git, init_repo};
-use agentd_e2e::mcp_fixtures::{self, McpFixtures};
+use agentd_e2e::mcp_fixtures::McpFixtures;
 use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, Reply};
 use agentd_e2e::{Env, tool_results};
 use agentd_shared::proto as pb;
 use serde_json::{Value, json};
 
-fn fixtures() -> McpFixtures {
-    mcp_fixtures::setup().unwrap_or_else(|e| panic!("the MCP fixtures cannot be set up: {e}"))
-}
+use super::mcp_common::{fixtures, mcp_tools, notes, starts};
 
 /// A `.mcp.json` server that appends "started" to `marker` and then runs
 /// the fixture server over stdio; `extra` args follow the script (`sh`
@@ -45,13 +43,6 @@ fn write_mcp_json(repo: &Path, servers: Value) {
     .unwrap();
 }
 
-/// Times a server was started (lines in its marker).
-fn starts(marker: &Path) -> usize {
-    std::fs::read_to_string(marker)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
 /// `mcp list --json`'s entry for `name`.
 fn listed(env: &Env, name: &str) -> Value {
     let all = env.ctl(&["mcp", "list", "--json"]).expect_code(0).json();
@@ -63,10 +54,6 @@ fn listed(env: &Env, name: &str) -> Value {
         .unwrap_or_else(|| panic!("{name} is not listed: {all}"))
 }
 
-fn mcp_tools(names: &[String]) -> Vec<&String> {
-    names.iter().filter(|n| n.starts_with("mcp__")).collect()
-}
-
 /// Runs an agent in the foreground that answers "done" at once; the tools
 /// its first request offered.
 fn run_agent(env: &Env, mock: &MockServer, name: &str) -> Vec<String> {
@@ -75,15 +62,6 @@ fn run_agent(env: &Env, mock: &MockServer, name: &str) -> Vec<String> {
     env.ctl(&["run", "--model", MODEL, "--name", name, "go"])
         .expect_code(0);
     mock.requests()[before].tool_names()
-}
-
-fn notes(shown: &Value) -> Vec<String> {
-    shown["mcp_notes"]
-        .as_array()
-        .unwrap_or_else(|| panic!("mcp_notes in show --json: {shown}"))
-        .iter()
-        .map(|n| n.as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]

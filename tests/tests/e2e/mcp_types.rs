@@ -11,14 +11,12 @@
 use std::path::Path;
 
 use agentd_e2e::gitrepo::init_repo;
-use agentd_e2e::mcp_fixtures::{self, McpFixtures};
-use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, Reply};
+use agentd_e2e::mcp_fixtures::McpFixtures;
+use agentd_e2e::mock::{MODEL, MockServer, Reply};
 use agentd_e2e::{Env, tool_results};
 use serde_json::{Value, json};
 
-fn fixtures() -> McpFixtures {
-    mcp_fixtures::setup().unwrap_or_else(|e| panic!("the MCP fixtures cannot be set up: {e}"))
-}
+use super::mcp_common::{call, fixtures, mcp_tools, notes, starts};
 
 /// A type file whose `db` server appends "started" to `marker` and then
 /// runs the fixture server over stdio, in Claude Code's list form; the
@@ -35,16 +33,6 @@ fn type_file(fx: &McpFixtures, marker: &Path) -> String {
         "---\nname: db-helper\ndescription: Looks things up in the database\ntools: Read\n\
          mcpServers:\n  - db: {server}\n  - github\n---\nYou look things up.\n"
     )
-}
-
-fn starts(marker: &Path) -> usize {
-    std::fs::read_to_string(marker)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
-fn call(id: &str, tool: &str, input: Value) -> Reply {
-    Reply::Message(MockMessage::text("calling").with(Block::tool(id, tool, input)))
 }
 
 /// Runs a parent in the foreground that starts one `db-helper` subagent;
@@ -79,19 +67,6 @@ fn run_typed_child(
     let shown = env.show(child["id"].as_str().unwrap());
     assert_eq!(shown["subagent_type"], "db-helper", "{shown}");
     (tools, shown)
-}
-
-fn mcp_tools(names: &[String]) -> Vec<&String> {
-    names.iter().filter(|n| n.starts_with("mcp__")).collect()
-}
-
-fn notes(shown: &Value) -> Vec<String> {
-    shown["mcp_notes"]
-        .as_array()
-        .unwrap_or_else(|| panic!("mcp_notes in show --json: {shown}"))
-        .iter()
-        .map(|n| n.as_str().unwrap().to_string())
-        .collect()
 }
 
 fn listed(env: &Env, name: &str) -> Value {
