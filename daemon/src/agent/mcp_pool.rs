@@ -273,24 +273,11 @@ impl Drop for ServerSlot {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use super::*;
     use crate::domain::SandboxMode;
-    use crate::mcp::{ServerName, Transport};
-    use crate::sandbox::Policy;
 
-    fn def(command: &str) -> ServerDef {
-        ServerDef::new(
-            ServerName::parse("fx").unwrap(),
-            Transport::Stdio {
-                command: command.into(),
-                args: Vec::new(),
-                env: BTreeMap::new(),
-                cwd: None,
-            },
-        )
-    }
+    use crate::sandbox::Policy;
 
     fn ctx(cwd: &str, env: &Arc<crate::tools::ToolEnv>, policy: Option<Policy>) -> ToolContext {
         let mut ctx = ToolContext::new(PathBuf::from(cwd), CancellationToken::new());
@@ -314,8 +301,8 @@ mod tests {
         let env = Arc::default();
         let write = |tmp| ctx("/w", &env, policy(SandboxMode::WorkspaceWrite, false, tmp));
         // Two agents: their own temp dirs differ, which does not matter.
-        let a = pool.slot(&def("srv"), &write("/t/a"));
-        let b = pool.slot(&def("srv"), &write("/t/b"));
+        let a = pool.slot(&ServerDef::stdio_for_test("fx", "srv"), &write("/t/a"));
+        let b = pool.slot(&ServerDef::stdio_for_test("fx", "srv"), &write("/t/b"));
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(pool.shared_slots(), 1);
         // The shared server's temp dir is its own, never an agent's.
@@ -325,9 +312,9 @@ mod tests {
         assert!(!tmp.starts_with("/t"), "{}", tmp.display());
 
         let apart = [
-            pool.slot(&def("other"), &write("/t/a")),
+            pool.slot(&ServerDef::stdio_for_test("fx", "other"), &write("/t/a")),
             pool.slot(
-                &def("srv"),
+                &ServerDef::stdio_for_test("fx", "srv"),
                 &ctx(
                     "/elsewhere",
                     &env,
@@ -335,7 +322,7 @@ mod tests {
                 ),
             ),
             pool.slot(
-                &def("srv"),
+                &ServerDef::stdio_for_test("fx", "srv"),
                 &ctx(
                     "/w",
                     &env,
@@ -343,12 +330,15 @@ mod tests {
                 ),
             ),
             pool.slot(
-                &def("srv"),
+                &ServerDef::stdio_for_test("fx", "srv"),
                 &ctx("/w", &env, policy(SandboxMode::ReadOnly, false, "/t/a")),
             ),
-            pool.slot(&def("srv"), &ctx("/w", &env, None)),
             pool.slot(
-                &def("srv"),
+                &ServerDef::stdio_for_test("fx", "srv"),
+                &ctx("/w", &env, None),
+            ),
+            pool.slot(
+                &ServerDef::stdio_for_test("fx", "srv"),
                 &ctx(
                     "/w",
                     &Arc::default(),
@@ -359,7 +349,7 @@ mod tests {
         for slot in &apart {
             assert!(!Arc::ptr_eq(&a, slot));
         }
-        let mut solo = def("srv");
+        let mut solo = ServerDef::stdio_for_test("fx", "srv");
         solo.shared = false;
         let own = pool.slot(&solo, &write("/t/a"));
         assert!(!Arc::ptr_eq(&a, &own) && own.own.is_none());
@@ -371,7 +361,7 @@ mod tests {
         drop((a, b, apart));
         assert_eq!(pool.shared_slots(), 0);
         assert!(!tmp.exists(), "{}", tmp.display());
-        let again = pool.slot(&def("srv"), &write("/t/c"));
+        let again = pool.slot(&ServerDef::stdio_for_test("fx", "srv"), &write("/t/c"));
         assert_eq!(pool.shared_slots(), 1);
         assert!(again.live.try_lock().unwrap().is_none());
         drop(again);

@@ -330,6 +330,22 @@ impl ServerDef {
         }
     }
 
+    /// A stdio server `name` running `command` with no arguments or
+    /// environment, with the defaults (for tests).
+    #[cfg(test)]
+    #[allow(clippy::unwrap_used)]
+    pub(crate) fn stdio_for_test(name: &str, command: &str) -> ServerDef {
+        ServerDef::new(
+            ServerName::parse(name).unwrap(),
+            Transport::Stdio {
+                command: command.into(),
+                args: Vec::new(),
+                env: std::collections::BTreeMap::new(),
+                cwd: None,
+            },
+        )
+    }
+
     /// The definition as stored in an agent's record.
     pub fn to_json(&self) -> String {
         // Every field is a string, map, list, bool or integer: this cannot fail.

@@ -282,22 +282,8 @@ impl Supervisor {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use super::*;
-    use crate::mcp::Transport;
-
-    fn stdio(name: &str, command: &str) -> ServerDef {
-        ServerDef::new(
-            ServerName::parse(name).unwrap(),
-            Transport::Stdio {
-                command: command.into(),
-                args: Vec::new(),
-                env: BTreeMap::new(),
-                cwd: None,
-            },
-        )
-    }
 
     fn repo_with(json: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
@@ -314,7 +300,7 @@ mod tests {
             r#"{"mcpServers": {"a": {"command": "x"}, "github": {"command": "y"},
                 "bad": {"command": "z", "sandbox": "off"}}}"#,
         );
-        let config = [stdio("github", "mine")];
+        let config = [ServerDef::stdio_for_test("github", "mine")];
         let name = |n: &str| ServerName::parse(n).unwrap();
         let all = select(&root, &config, &McpSelection::All).unwrap();
         assert_eq!(all.len(), 1);

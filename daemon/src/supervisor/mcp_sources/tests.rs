@@ -1,21 +1,8 @@
 #![allow(clippy::unwrap_used)]
-use std::collections::BTreeMap;
 
 use super::*;
 use crate::mcp::Transport;
 use crate::store::StoreOptions;
-
-fn stdio(name: &str, command: &str) -> ServerDef {
-    ServerDef::new(
-        ServerName::parse(name).unwrap(),
-        Transport::Stdio {
-            command: command.into(),
-            args: Vec::new(),
-            env: BTreeMap::new(),
-            cwd: None,
-        },
-    )
-}
 
 fn repo_with(json: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -49,7 +36,10 @@ async fn a_types_servers_come_between_config_and_the_repository() {
             "extra": {"command": "repo-extra"}}}"#,
     );
     let store = Store::open(&dir.path().join("data"), StoreOptions::default()).unwrap();
-    let config = [stdio("mine", "x"), stdio("shared", "config-shared")];
+    let config = [
+        ServerDef::stdio_for_test("mine", "x"),
+        ServerDef::stdio_for_test("shared", "config-shared"),
+    ];
     let by_name = |c: &Candidates, n: &str| {
         c.servers
             .iter()
@@ -97,7 +87,7 @@ async fn a_types_servers_come_between_config_and_the_repository() {
         "a reference .mcp.json defines is no note: {notes:?}"
     );
     // A server the editor passes satisfies a reference too.
-    let notes = found.agent_notes(&[stdio("missing", "editor")]);
+    let notes = found.agent_notes(&[ServerDef::stdio_for_test("missing", "editor")]);
     assert!(!notes.iter().any(|n| n.contains("asks for")), "{notes:?}");
 
     // A repository's type: never config's names, approved apart from
@@ -142,7 +132,7 @@ async fn a_types_servers_come_between_config_and_the_repository() {
 
     // Approved under the type's name: the type's server, not a
     // .mcp.json server of that name.
-    let tool = stdio("tool", "type-tool");
+    let tool = ServerDef::stdio_for_test("tool", "type-tool");
     let approve = |name: String, def: &ServerDef| McpApproval {
         name,
         fingerprint: def.fingerprint(),
@@ -186,7 +176,7 @@ fn command_of(def: &ServerDef) -> String {
 async fn a_repository_server_starts_only_as_the_definition_approved() {
     let (dir, root) = repo_with(r#"{"mcpServers": {"tools": {"command": "run-me"}}}"#);
     let store = Store::open(&dir.path().join("data"), StoreOptions::default()).unwrap();
-    let config = [stdio("mine", "x")];
+    let config = [ServerDef::stdio_for_test("mine", "x")];
     let found = Candidates::gather(&store, &config, None, &root);
     assert_eq!(
         names(&found),
@@ -206,7 +196,7 @@ async fn a_repository_server_starts_only_as_the_definition_approved() {
     );
     assert!(notes[0].contains("agentctl mcp approve tools"), "{notes:?}");
 
-    let tools = stdio("tools", "run-me");
+    let tools = ServerDef::stdio_for_test("tools", "run-me");
     let approval = |def: &ServerDef| McpApproval {
         name: def.name.as_str().into(),
         fingerprint: def.fingerprint(),
@@ -245,7 +235,12 @@ async fn a_repository_server_starts_only_as_the_definition_approved() {
 fn outside_a_repository_only_config_servers_count() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("data"), StoreOptions::default()).unwrap();
-    let found = Candidates::gather(&store, &[stdio("mine", "x")], None, Path::new("/"));
+    let found = Candidates::gather(
+        &store,
+        &[ServerDef::stdio_for_test("mine", "x")],
+        None,
+        Path::new("/"),
+    );
     assert_eq!(names(&found), [("mine", McpOrigin::Config, true)]);
     assert!(found.notes.is_empty());
 }
