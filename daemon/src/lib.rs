@@ -5,6 +5,7 @@
 //! runs its turn loop ([`agent`]). The [`supervisor`] keeps the live agents;
 //! the [`server`] exposes them over gRPC on a Unix socket.
 
+pub mod acp_client;
 pub mod agent;
 pub mod beneath;
 pub mod config;

@@ -15,6 +15,11 @@ pub struct Args {
     /// Model as <scheme>:<name>: anthropic:<model>, openai:<model>, scripted:<file>.
     #[arg(long, env = "AGENTD_MODEL")]
     model: Option<String>,
+    /// Run it with another coding agent over ACP instead of a model:
+    /// claude-code, codex, gemini, or an [agents.NAME] of config.toml. It
+    /// picks its own model (--model does not apply).
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
     /// A name to refer to the agent by, instead of its id.
     #[arg(long)]
     name: Option<String>,
@@ -91,7 +96,18 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     };
     let cwd = std::path::absolute(&cwd)
         .map_err(|e| Failure::failed(format!("cannot resolve {}: {e}", cwd.display())))?;
-    let model = args.model.as_deref().map(absolute_model).transpose()?;
+    let model = match &args.agent {
+        // AGENTD_MODEL may be set for agentd's own agents: only an
+        // explicit --model conflicts.
+        Some(_) if std::env::args().any(|a| a == "--model" || a.starts_with("--model=")) => {
+            return Err(Failure::new(
+                2,
+                "--agent runs another coding agent, which picks its own model: leave out --model",
+            ));
+        }
+        Some(_) => None,
+        None => args.model.as_deref().map(absolute_model).transpose()?,
+    };
     let mut client = target.client().await?;
     let agent = client
         .create_agent(pb::CreateAgentRequest {
@@ -113,6 +129,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 .map_or(pb::SandboxMode::Unspecified, Sandbox::wire) as i32,
             no_network: args.no_network,
             no_instructions: args.no_instructions,
+            executor: args.agent.unwrap_or_default(),
             ..Default::default()
         })
         .await?

@@ -29,6 +29,7 @@ pub fn resume_blocked_name(reason: i32) -> Option<&'static str> {
         R::ProfileInvalid => Some("profile_invalid"),
         R::ForkContextMissing => Some("fork_context_missing"),
         R::AgentTypeUnknown => Some("agent_type_unknown"),
+        R::ExternalAgentCannotResume => Some("external_agent_cannot_resume"),
     }
 }
 

@@ -305,7 +305,7 @@ impl TurnLoop {
         tokio::select! {
             biased;
             _ = self.stops.interrupt.cancelled() => Err(Halt::Stop(self.stops.aborted())),
-            r = self.provider.complete(request, &on_event) => Ok(r),
+            r = super::runner::complete(self.provider.as_ref(), request, &on_event) => Ok(r),
         }
     }
 

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::orchestration;
 use super::types::AgentType;
-use crate::domain::{PromptContext, json_bytes};
+use crate::domain::{ExternalAgentName, PromptContext, json_bytes};
 use crate::tools;
 
 /// Renders the system prompt and the tools array for a new agent: a
@@ -74,6 +74,29 @@ background agent reports back later as a <task-notification> user message.",
     }
 }
 
+/// The `Agent` tool's description in `tools_json` with the external
+/// agents (DESIGN §19) it can hand a task to named; unchanged when there
+/// are none or the agent has no `Agent` tool.
+pub fn mention_external_agents(tools_json: &[u8], names: &[ExternalAgentName]) -> Vec<u8> {
+    let Ok(Value::Array(mut tools)) = serde_json::from_slice::<Value>(tools_json) else {
+        return tools_json.to_vec();
+    };
+    if names.is_empty() {
+        return tools_json.to_vec();
+    }
+    let list: Vec<&str> = names.iter().map(ExternalAgentName::as_str).collect();
+    for tool in tools.iter_mut().filter(|t| t["name"] == "Agent") {
+        let described = tool["description"].as_str().unwrap_or("").to_string();
+        tool["description"] = Value::from(format!(
+            "{described}\nOther coding agents installed here can take a task too: `subagent_type` \
+one of {}. Each runs in its own process with its own model and tools, in your working directory \
+(or its own worktree with isolation \"worktree\"); it does not see this conversation.",
+            list.join(", ")
+        ));
+    }
+    json_bytes(&Value::Array(tools))
+}
+
 const TOP_LEVEL_INTRO: &str = "You are a coding agent supervised by agentd. You work \
 autonomously on the task in the user's message, using the tools you are given, and finish with \
 a concise final answer that states what you did and what you found.";
@@ -112,6 +135,39 @@ mod tests {
         let system: Value = serde_json::from_slice(&a.system_json).unwrap();
         assert!(system[0]["text"].as_str().unwrap().contains("/repo"));
         assert_eq!(system.as_array().unwrap().len(), 1, "no instructions block");
+    }
+
+    #[test]
+    fn external_agents_are_named_in_the_agent_tool_only_when_there_are_some() {
+        let p = render(Path::new("/repo"), 0, None, None);
+        assert_eq!(mention_external_agents(&p.tools_json, &[]), p.tools_json);
+        let names = [ExternalAgentName::parse("claude-code").unwrap()];
+        let tools: Value =
+            serde_json::from_slice(&mention_external_agents(&p.tools_json, &names)).unwrap();
+        let agent = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "Agent")
+            .unwrap();
+        assert!(
+            agent["description"]
+                .as_str()
+                .unwrap()
+                .contains("one of claude-code.")
+        );
+        let bash = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "Bash")
+            .unwrap();
+        assert!(
+            !bash["description"]
+                .as_str()
+                .unwrap()
+                .contains("claude-code")
+        );
     }
 
     #[test]

@@ -292,6 +292,7 @@ mod tests {
             no_network,
             workspace: PathBuf::from("/w"),
             tmpdir: PathBuf::from(tmp),
+            also_writable: Vec::new(),
         })
     }
 

@@ -243,6 +243,7 @@ pub(super) async fn start(def: &ServerDef, ctx: &ToolContext) -> Result<Live, St
                     env,
                     cwd: cwd.as_deref(),
                     confined: def.sandbox == SandboxChoice::Agent,
+                    capture_stderr: false,
                 },
                 ctx,
             )

@@ -6,7 +6,7 @@
 //! answer it is the supervisor's (`supervisor::asks`).
 
 use crate::domain::{
-    AgentId, AgentRecord, McpToolName, PermissionMode, ShortId, ToolName, ToolRef,
+    AgentId, AgentRecord, ExternalToolKind, McpToolName, PermissionMode, ShortId, ToolName, ToolRef,
 };
 
 /// What the mode says about one tool call.
@@ -47,6 +47,25 @@ pub fn gate_mcp(record: &AgentRecord, tool: &McpToolName, read_only: bool) -> Ga
         PermissionMode::AcceptEdits | PermissionMode::Default => Gate::Ask,
         PermissionMode::Plan => Gate::Refuse(format!(
             "{tool} is not available in plan mode: its server does not mark it read-only, and this agent may only read."
+        )),
+    }
+}
+
+/// What the mode says about an external agent's call (DESIGN §19) of a
+/// kind no tool of agentd's stands for: `think` never asks; the others ask
+/// in `default` and `accept-edits` mode and are refused in `plan` mode —
+/// except `switch_mode`, an agent asking to leave plan mode, which asks.
+pub fn gate_external(record: &AgentRecord, kind: ExternalToolKind) -> Gate {
+    if kind == ExternalToolKind::Think || record.always_allowed.contains(&ToolRef::External(kind)) {
+        return Gate::Allow;
+    }
+    match record.permission_mode {
+        PermissionMode::Bypass => Gate::Allow,
+        PermissionMode::AcceptEdits | PermissionMode::Default => Gate::Ask,
+        PermissionMode::Plan if kind == ExternalToolKind::SwitchMode => Gate::Ask,
+        PermissionMode::Plan => Gate::Refuse(format!(
+            "{} calls are not available in plan mode: this agent may only read.",
+            kind.as_str()
         )),
     }
 }
@@ -107,6 +126,27 @@ mod tests {
         always.always_allowed.push(ToolName::Bash.into());
         assert_eq!(gate(&always, ToolName::Bash), Gate::Allow);
         assert_eq!(gate(&always, ToolName::Write), Gate::Ask);
+    }
+
+    #[test]
+    fn external_kinds_ask_and_plan_mode_refuses_all_but_switching_mode() {
+        let d = with_mode(PermissionMode::Default);
+        assert_eq!(gate_external(&d, ExternalToolKind::Fetch), Gate::Ask);
+        assert_eq!(gate_external(&d, ExternalToolKind::Think), Gate::Allow);
+        let p = with_mode(PermissionMode::Plan);
+        assert!(matches!(
+            gate_external(&p, ExternalToolKind::Other),
+            Gate::Refuse(_)
+        ));
+        assert_eq!(gate_external(&p, ExternalToolKind::SwitchMode), Gate::Ask);
+        let b = with_mode(PermissionMode::Bypass);
+        assert_eq!(gate_external(&b, ExternalToolKind::Other), Gate::Allow);
+        let mut always = with_mode(PermissionMode::Default);
+        always
+            .always_allowed
+            .push(ToolRef::External(ExternalToolKind::Fetch));
+        assert_eq!(gate_external(&always, ExternalToolKind::Fetch), Gate::Allow);
+        assert_eq!(gate_external(&always, ExternalToolKind::Other), Gate::Ask);
     }
 
     #[test]

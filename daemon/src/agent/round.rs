@@ -278,6 +278,7 @@ impl TurnLoop {
         let gate = match &tool {
             ToolRef::Builtin(t) => permission::gate(&self.record, *t),
             ToolRef::Mcp(m) => permission::gate_mcp(&self.record, m, self.mcp.is_read_only(m)),
+            ToolRef::External(k) => permission::gate_external(&self.record, *k),
         };
         match gate {
             Gate::Allow => return Ok(Ok(None)),

@@ -18,12 +18,14 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::compaction::CompactQueue;
+use super::external::ExternalSetup;
 use super::fanout::FanOutRole;
 use super::foreground::Foreground;
 use super::host::AgentHost;
 use super::hub::Hub;
 use super::mcp_servers::McpServers;
 use super::round::{Call, calls_of};
+use super::runner::Runner;
 use super::slot::SlotLease;
 use crate::domain::{
     AgentRecord, CompactTrigger, Outcome, PromptContext, Role, Status, StopReason, ToolAllowlist,
@@ -171,7 +173,8 @@ pub struct LoopSetup {
     pub slot: Arc<SlotLease>,
     pub record: AgentRecord,
     pub prompt: PromptContext,
-    pub provider: Provider,
+    /// Who answers: a model agentd calls, or another coding agent.
+    pub runner: Runner,
     pub stops: StopSignals,
     pub tool_env: Arc<ToolEnv>,
     pub spool: Spool,
@@ -197,7 +200,10 @@ pub struct TurnLoop {
     pub(super) tools_json: Arc<[u8]>,
     /// Tools this agent may run (its type's); others get a tool error.
     pub(super) allowed_tools: Option<ToolAllowlist>,
-    pub(super) provider: Provider,
+    /// None for an agent another coding agent runs (`external`).
+    pub(super) provider: Option<Provider>,
+    /// Taken when the run starts: set for an external agent.
+    pub(super) external: Option<ExternalSetup>,
     pub(super) stops: StopSignals,
     pub(super) tool_env: Arc<ToolEnv>,
     /// This run's processes (its PID namespace); ended with the run.
@@ -228,6 +234,10 @@ impl TurnLoop {
     /// the loop's own task, never under a lock.
     pub fn new(setup: LoopSetup) -> Result<TurnLoop, StoreError> {
         let (messages, next_seq) = load_conversation(&setup.store, &setup.record)?;
+        let (provider, external) = match setup.runner {
+            Runner::Model(p) => (Some(p), None),
+            Runner::External(x) => (None, Some(x)),
+        };
         Ok(TurnLoop {
             store: setup.store,
             host: setup.host,
@@ -238,7 +248,8 @@ impl TurnLoop {
             system_json: setup.prompt.system_json.into(),
             tools_json: setup.prompt.tools_json.into(),
             allowed_tools: setup.prompt.allowed_tools,
-            provider: setup.provider,
+            provider,
+            external,
             stops: setup.stops,
             tool_env: setup.tool_env,
             processes: Arc::default(),
@@ -292,6 +303,9 @@ impl TurnLoop {
     }
 
     async fn drive(&mut self) -> Result<RunEnd, Halt> {
+        if let Some(external) = self.external.take() {
+            return self.drive_external(external).await;
+        }
         self.set_status(Status::Running).await?;
         self.answer_interrupted_calls().await?;
         if let Some(end) = self.compact_only().await {
@@ -402,7 +416,7 @@ impl TurnLoop {
                 }
                 return Err(Halt::Stop(stop));
             }
-            r = self.provider.complete(&request, &on_event) => r,
+            r = super::runner::complete(self.provider.as_ref(), &request, &on_event) => r,
         };
         if let Some(group) = leader {
             group.release();

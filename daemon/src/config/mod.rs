@@ -2,6 +2,7 @@
 //! keys optional. `entries` renders it for `agentctl config`, with where
 //! each value came from and whether a reload (SIGHUP) can change it.
 
+pub mod agents;
 pub mod entries;
 
 use std::collections::BTreeMap;
@@ -102,6 +103,10 @@ pub struct Config {
     /// §18), checked as the file is read.
     #[serde(deserialize_with = "crate::mcp::deserialize_toml_servers")]
     pub mcp_servers: Vec<crate::mcp::ServerDef>,
+    /// `[agents.NAME]`: coding agents agentd runs over ACP (DESIGN §19),
+    /// besides the built-in ones (`agents`).
+    #[serde(deserialize_with = "agents::deserialize_agents")]
+    pub agents: Vec<agents::ExternalAgentDef>,
     /// The dotted keys the file set (`anthropic.base_url`, `prices`…):
     /// where a value came from, for `agentctl config`.
     #[serde(skip)]
@@ -189,6 +194,7 @@ impl Default for Config {
             prices: BTreeMap::new(),
             models: BTreeMap::new(),
             mcp_servers: Vec::new(),
+            agents: Vec::new(),
             file_keys: Default::default(),
             env_set: entries::env_set(),
         }
@@ -227,7 +233,7 @@ impl Config {
         for (key, value) in &table {
             match value {
                 toml::Value::Table(inner)
-                    if key != "prices" && key != "models" && key != "mcp_servers" =>
+                    if !matches!(key.as_str(), "prices" | "models" | "mcp_servers" | "agents") =>
                 {
                     config
                         .file_keys

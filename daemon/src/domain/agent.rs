@@ -1,6 +1,6 @@
 //! An agent's registry record and the closed sets of values it holds.
 
-use super::{AgentWorktree, InstructionsLoaded, McpServerSummary, SandboxMode};
+use super::{AgentWorktree, ExternalRun, InstructionsLoaded, McpServerSummary, SandboxMode};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -147,6 +147,10 @@ pub enum ResumeBlockedReason {
     ProfileInvalid,
     ForkContextMissing,
     AgentTypeUnknown,
+    /// An external agent whose session cannot be reopened (it offers
+    /// neither `session/load` nor `session/resume`), or whose entry is
+    /// gone from config.toml.
+    ExternalAgentCannotResume,
 }
 
 impl ResumeBlockedReason {
@@ -159,6 +163,7 @@ impl ResumeBlockedReason {
             ResumeBlockedReason::ProfileInvalid => "profile_invalid",
             ResumeBlockedReason::ForkContextMissing => "fork_context_missing",
             ResumeBlockedReason::AgentTypeUnknown => "agent_type_unknown",
+            ResumeBlockedReason::ExternalAgentCannotResume => "external_agent_cannot_resume",
         }
     }
 
@@ -171,6 +176,7 @@ impl ResumeBlockedReason {
             ResumeBlockedReason::ProfileInvalid,
             ResumeBlockedReason::ForkContextMissing,
             ResumeBlockedReason::AgentTypeUnknown,
+            ResumeBlockedReason::ExternalAgentCannotResume,
         ]
         .into_iter()
         .find(|r| r.as_str() == text)
@@ -282,6 +288,8 @@ pub struct AgentRecord {
     /// none). Written by its turn loop only, durably before the call's
     /// result (`agent::plan`).
     pub plan: Vec<PlanItem>,
+    /// Set when another coding agent runs it over ACP (DESIGN §19).
+    pub external: Option<ExternalRun>,
 }
 
 /// How an agent's run ended, in its own words.
@@ -358,6 +366,7 @@ impl AgentRecord {
             mcp_servers: Vec::new(),
             mcp_notes: Vec::new(),
             plan: Vec::new(),
+            external: None,
         }
     }
 

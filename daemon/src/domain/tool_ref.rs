@@ -40,6 +40,9 @@ impl fmt::Display for McpToolName {
 pub enum ToolRef {
     Builtin(ToolName),
     Mcp(McpToolName),
+    /// A call of an external agent's (DESIGN §19) of a kind none of
+    /// agentd's tools stands for.
+    External(super::ExternalToolKind),
 }
 
 impl ToolRef {
@@ -48,12 +51,14 @@ impl ToolRef {
         ToolName::parse(name)
             .map(ToolRef::Builtin)
             .or_else(|| McpToolName::parse(name).map(ToolRef::Mcp))
+            .or_else(|| super::ExternalToolKind::parse(name).map(ToolRef::External))
     }
 
     pub fn as_str(&self) -> &str {
         match self {
             ToolRef::Builtin(t) => t.as_str(),
             ToolRef::Mcp(m) => m.as_str(),
+            ToolRef::External(k) => k.as_str(),
         }
     }
 }

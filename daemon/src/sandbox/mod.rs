@@ -38,6 +38,10 @@ pub struct Policy {
     pub workspace: PathBuf,
     /// The agent's private temp dir (exported as TMPDIR).
     pub tmpdir: PathBuf,
+    /// Also writable (workspace-write): where an external agent keeps its
+    /// own sessions and login (`[agents.NAME] writable`, DESIGN §19).
+    /// Empty for agentd's own tools.
+    pub also_writable: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -64,6 +68,7 @@ impl Policy {
             no_network: record.no_network,
             workspace,
             tmpdir,
+            also_writable: Vec::new(),
         })
     }
 }

@@ -206,6 +206,13 @@ impl Confinement {
                     writable(),
                 ))
                 .map_err(err)?;
+            // Only those that exist: a path that does not cannot be opened
+            // for a rule (and is made by no one but its owner).
+            let extra: Vec<&std::path::PathBuf> =
+                policy.also_writable.iter().filter(|p| p.exists()).collect();
+            created = created
+                .add_rules(path_beneath_rules(extra, writable()))
+                .map_err(err)?;
         }
         let fd: Option<OwnedFd> = created.into();
         let fd = fd.ok_or_else(|| {

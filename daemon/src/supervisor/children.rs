@@ -13,7 +13,8 @@ use crate::agent::fork::{self, PLACEHOLDER};
 use crate::agent::{OrchestrationCall, WaitEnd, types};
 use crate::domain::text::non_blank;
 use crate::domain::{
-    AgentName, AgentRecord, FORK_TYPE, ForkTools, ForkTurns, Isolation, Status, ToolName,
+    AgentName, AgentRecord, ExternalAgentName, FORK_TYPE, ForkTools, ForkTurns, Isolation, Status,
+    ToolName,
 };
 use crate::error::{AgentdError, quote};
 use crate::model::{MessageBytes, ModelSpec};
@@ -111,38 +112,17 @@ impl Supervisor {
         }
         self.within_depth(caller)?;
         let type_name = type_name.unwrap_or(types::DEFAULT_TYPE);
-        let agent_type =
-            types::resolve(type_name, &caller.cwd, &agentd_shared::paths::config_dir())
-                .map_err(|e| ToolOutput::error(e.to_string()))?;
-        let background = input
-            .get("run_in_background")
-            .and_then(Value::as_bool)
-            .unwrap_or(agent_type.background);
-        let model = input
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .or_else(|| types::model_for_child(agent_type.model.as_deref(), &caller.model))
-            .filter(|m| !m.trim().is_empty())
-            .map(|m| ModelSpec::parse(m.trim()))
-            .transpose()
-            .map_err(|e| ToolOutput::error(e.to_string()))?;
-        let req = NewAgent {
-            prompt: prompt.to_string(),
-            model,
-            name: agent_name(input)?,
-            description: non_blank(description),
-            cwd: caller.cwd.clone(),
-            background,
-            permission_mode: agent_type.permission_mode,
-            parent_tool_use_id: call.tool_use_id.to_string(),
+        let (req, agent_type) = self.subagent_request(
+            call,
+            type_name,
+            description,
+            prompt,
             isolation,
-            working_dir: non_blank(&working_dir),
-            mcp_servers: self.requested_servers_of(caller),
-            ..Default::default()
-        };
+            &working_dir,
+        )?;
+        let background = req.background;
         let prepared = self
-            .prepare(&req, Some(caller), Some(&agent_type))
+            .prepare(&req, Some(caller), agent_type.as_ref())
             .map_err(|e| ToolOutput::error(e.to_string()))?;
         let (tx, rx) = oneshot::channel();
         let waiter = (!background).then_some(tx);
@@ -177,6 +157,86 @@ impl Supervisor {
             )),
             None => ToolOutput::error(format!("lost track of agent {id}")),
         })
+    }
+
+    /// What an `Agent` call asks for: a subagent of `type_name` — an
+    /// agent type, or else an external agent of that name (DESIGN §19),
+    /// which runs on its own model.
+    fn subagent_request(
+        &self,
+        call: &OrchestrationCall<'_>,
+        type_name: &str,
+        description: &str,
+        prompt: &str,
+        isolation: Isolation,
+        working_dir: &str,
+    ) -> Result<(NewAgent, Option<types::AgentType>), ToolOutput> {
+        let (caller, input) = (call.caller, call.input);
+        let agent_type =
+            match types::resolve(type_name, &caller.cwd, &agentd_shared::paths::config_dir()) {
+                Ok(t) => Some(t),
+                Err(types::TypeError::Unknown(why)) => {
+                    let external = ExternalAgentName::parse(type_name)
+                        .ok()
+                        .filter(|n| self.external_def(n).is_ok());
+                    if external.is_none() {
+                        let names: Vec<String> = self
+                            .external_agents()
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect();
+                        return Err(ToolOutput::error(if names.is_empty() {
+                            why
+                        } else {
+                            format!("{why}; external agents: {}", names.join(", "))
+                        }));
+                    }
+                    None
+                }
+                Err(e) => return Err(ToolOutput::error(e.to_string())),
+            };
+        let executor = match agent_type {
+            Some(_) => None,
+            None => ExternalAgentName::parse(type_name).ok(),
+        };
+        let background = input
+            .get("run_in_background")
+            .and_then(Value::as_bool)
+            .unwrap_or(agent_type.as_ref().is_some_and(|t| t.background));
+        let asked_model = input
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if executor.is_some() && asked_model.is_some() {
+            return Err(ToolOutput::error(format!(
+                "`{type_name}` is an external agent and picks its own model; call Agent without `model`"
+            )));
+        }
+        let model = match &agent_type {
+            Some(t) => asked_model
+                .or_else(|| types::model_for_child(t.model.as_deref(), &caller.model))
+                .filter(|m| !m.trim().is_empty())
+                .map(|m| ModelSpec::parse(m.trim()))
+                .transpose()
+                .map_err(|e| ToolOutput::error(e.to_string()))?,
+            None => None,
+        };
+        let req = NewAgent {
+            prompt: prompt.to_string(),
+            model,
+            name: agent_name(input)?,
+            description: non_blank(description),
+            cwd: caller.cwd.clone(),
+            background,
+            permission_mode: agent_type.as_ref().and_then(|t| t.permission_mode),
+            parent_tool_use_id: call.tool_use_id.to_string(),
+            isolation,
+            working_dir: non_blank(working_dir),
+            mcp_servers: self.requested_servers_of(caller),
+            executor,
+            ..Default::default()
+        };
+        Ok((req, agent_type))
     }
 
     /// `Agent` with `subagent_type: "fork"`: a fork of the caller, in the

@@ -291,6 +291,7 @@ impl Supervisor {
                 self.settle_worktree(&mut cancelled).await;
                 self.store.put_agent_durable(&cancelled).await?;
                 handle.hub.publish_status(StatusSnapshot::of(&cancelled));
+                self.end_external(&cancelled).await;
             }
             token
         };

@@ -67,13 +67,16 @@ pub struct NewAgent {
     /// given. Listed after config's; one replaces a config server of its
     /// name (`mcp::setup::chosen`).
     pub mcp_servers: Vec<ServerDef>,
+    /// Run by this external agent over ACP (DESIGN §19), not a model.
+    pub executor: Option<crate::domain::ExternalAgentName>,
 }
 
 /// A validated new agent, not yet stored.
 pub(super) struct Prepared {
     pub(super) record: AgentRecord,
     pub(super) prompt: PromptContext,
-    pub(super) provider: Provider,
+    /// None for an agent an external agent runs.
+    pub(super) provider: Option<Provider>,
     /// What its transcript starts with: the prompt, or a fork's inherited
     /// messages and its own.
     pub(super) entries: Vec<TranscriptEntry>,
@@ -105,8 +108,20 @@ impl Supervisor {
     ) -> Result<Prepared, AgentdError> {
         self.admit("prompt", if req.idle { "(idle)" } else { &req.prompt })?;
         let place = place(req, agent_type)?;
-        let model = self.model_for(req.model.as_ref(), parent)?;
-        let provider = Provider::from_spec(&model, &place.cwd, self.settings.models())?;
+        let (model, provider) = match &req.executor {
+            Some(name) => {
+                self.external_def(name).map_err(AgentdError::refused)?;
+                (
+                    crate::domain::ExternalRun::new(name.clone()).model_label(),
+                    None,
+                )
+            }
+            None => {
+                let model = self.model_for(req.model.as_ref(), parent)?;
+                let provider = Provider::from_spec(&model, &place.cwd, self.settings.models())?;
+                (model.to_string(), Some(provider))
+            }
+        };
         if let Some(name) = &req.name {
             self.ensure_name_free(name.as_str())?;
         }
@@ -115,18 +130,24 @@ impl Supervisor {
         let plan = self.plan_tree(place.isolation, &place.cwd, req.base.as_deref(), &short_id)?;
         // Read where the person asked the agent to work: a worktree to be
         // made from it holds the same files (it does not exist yet).
-        let instructions = self.instructions_for(req, parent, &place.cwd);
+        // An external agent reads its own project instructions.
+        let instructions = req
+            .executor
+            .is_none()
+            .then(|| self.instructions_for(req, parent, &place.cwd))
+            .flatten();
         let now = now_ms();
         let mut record = AgentRecord::new(id, short_id, now);
         record.cwd = plan.as_ref().map_or(place.cwd, |p| p.cwd.clone());
         record.worktree = plan.as_ref().map(worktree::Plan::record).or(place.pinned);
-        record.model = model.to_string();
+        record.model = model;
+        record.external = req.executor.clone().map(crate::domain::ExternalRun::new);
         self.describe_new(&mut record, req, parent, agent_type);
         if let Some(p) = parent {
             self.child_stays_within(p, &record)?;
         }
         self.sandbox_admits(&record)?;
-        let prompt = context::render(
+        let mut prompt = context::render(
             &record.cwd,
             now,
             agent_type,
@@ -135,6 +156,8 @@ impl Supervisor {
                 .and_then(|i| i.prompt_text())
                 .as_deref(),
         );
+        prompt.tools_json =
+            context::mention_external_agents(&prompt.tools_json, &self.external_agents());
         record.instructions = instructions.map_or_else(
             || InstructionsLoaded {
                 skipped: true,
@@ -199,7 +222,10 @@ impl Supervisor {
             .description
             .clone()
             .unwrap_or_else(|| describe(&req.prompt));
-        record.subagent_type = agent_type.map(|t| t.name.clone()).unwrap_or_default();
+        record.subagent_type = agent_type
+            .map(|t| t.name.clone())
+            .or_else(|| req.executor.as_ref().map(ToString::to_string))
+            .unwrap_or_default();
         record.background = req.background;
         record.parent = parent.map(|p| p.id);
         record.query_source = if parent.is_some() {

@@ -85,6 +85,9 @@ impl Supervisor {
         origin: Origin<'_>,
     ) -> Result<Prepared, AgentdError> {
         self.admit("fork's directive", &req.directive)?;
+        if let Some(refusal) = super::external::no_fork(parent) {
+            return Err(refusal);
+        }
         let directive = req.directive.trim();
         let profile = match &req.tools {
             ForkTools::Profile(name) => {
@@ -169,7 +172,7 @@ impl Supervisor {
             mcp_pending: None,
             record,
             prompt,
-            provider,
+            provider: Some(provider),
             entries,
             fan_out: self.fan_outs.join(parent.id, last_seq, req.fork_turns),
             worktree: plan,

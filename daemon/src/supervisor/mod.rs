@@ -32,6 +32,7 @@ mod children;
 mod compaction;
 mod control;
 mod create;
+mod external;
 mod fanout;
 mod fork;
 mod host;

@@ -39,6 +39,9 @@ pub struct AgentHandle {
     /// run (revive) or to end it (cancel of an idle agent): one of them
     /// sees the other's result, never a stale copy.
     pub(super) transition: tokio::sync::Mutex<()>,
+    /// An external agent's process between runs (DESIGN §19); ended when
+    /// the handle goes (the agent removed).
+    pub(super) external: Arc<crate::agent::external::live::ExternalSlot>,
 }
 
 impl AgentHandle {
@@ -150,6 +153,7 @@ impl Supervisor {
             )),
             run: Mutex::new(None),
             transition: tokio::sync::Mutex::new(()),
+            external: Arc::default(),
         });
         Ok(self
             .registry

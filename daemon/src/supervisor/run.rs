@@ -34,7 +34,7 @@ impl Supervisor {
         self: &Arc<Self>,
         record: AgentRecord,
         prompt: PromptContext,
-        provider: Provider,
+        provider: Option<Provider>,
         foreground: Foreground,
         fan_out: FanOutRole,
     ) -> Result<bool, AgentdError> {
@@ -54,12 +54,13 @@ impl Supervisor {
         self: &Arc<Self>,
         record: AgentRecord,
         prompt: PromptContext,
-        provider: Provider,
+        provider: Option<Provider>,
         foreground: Foreground,
         fan_out: FanOutRole,
         compaction: Arc<CompactQueue>,
     ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
+        let runner = self.runner(&record, &prompt, provider, &handle)?;
         let mcp = Arc::new(McpServers::new(
             &Setup::from_json(&prompt.mcp_json),
             self.mcp_pool.clone(),
@@ -96,7 +97,7 @@ impl Supervisor {
                 spool: Spool::new(&sup.settings.info().data_dir, record.id),
                 record: record.clone(),
                 prompt,
-                provider,
+                runner,
                 stops: stops.clone(),
                 tool_env: sup.settings.tool_env().clone(),
                 max_output_tokens: sup.config().max_output_tokens,
@@ -231,7 +232,10 @@ impl Supervisor {
     }
 
     /// Why `record` cannot run again, if it cannot; else what it runs with.
-    fn resumable(&self, record: &AgentRecord) -> Result<(PromptContext, Provider), ResumeBlocked> {
+    fn resumable(
+        &self,
+        record: &AgentRecord,
+    ) -> Result<(PromptContext, Option<Provider>), ResumeBlocked> {
         let blocked = |reason, detail: String| ResumeBlocked { reason, detail };
         let prompt = match self.store.get_prompt(record.id) {
             Ok(Some(p)) => p,
@@ -256,10 +260,16 @@ impl Supervisor {
                 format!("its working directory {} is gone", record.cwd.display()),
             ));
         }
+        if let Some(ext) = &record.external {
+            self.external_resumable(record, ext).map_err(|detail| {
+                blocked(ResumeBlockedReason::ExternalAgentCannotResume, detail)
+            })?;
+            return Ok((prompt, None));
+        }
         let provider = ModelSpec::parse(&record.model)
             .and_then(|spec| Provider::from_spec(&spec, &record.cwd, self.settings.models()))
             .map_err(|e| blocked(ResumeBlockedReason::ModelUnavailable, e.to_string()))?;
-        Ok((prompt, provider))
+        Ok((prompt, Some(provider)))
     }
 
     /// Starts a loop for an existing agent (revival, resume after restart).

@@ -25,6 +25,9 @@ pub(crate) struct ServerCommand<'a> {
     pub cwd: Option<&'a Path>,
     /// Run under the agent's sandbox (when it has one).
     pub confined: bool,
+    /// Pipe its standard error (the caller takes it from the child);
+    /// else it goes nowhere.
+    pub capture_stderr: bool,
 }
 
 /// Starts `command` for the agent of `ctx`: the process (killed, with its
@@ -41,7 +44,11 @@ pub(crate) async fn spawn(
         .current_dir(&cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stderr(if command.capture_stderr {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
     for name in &ctx.env.secrets {
         cmd.env_remove(name);
     }

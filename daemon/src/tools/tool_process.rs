@@ -150,6 +150,23 @@ impl ToolProcess {
         let _ = self.child.start_kill();
     }
 
+    /// Asks the command and its process group to end (SIGTERM), as `kill`
+    /// finds them; a process that needs to save its state gets the chance.
+    pub(crate) fn terminate(&self) {
+        match &self.how {
+            How::Grouped(group) => {
+                if let Some(pgid) = group.pgid {
+                    let _ = killpg(pgid, Signal::SIGTERM);
+                }
+            }
+            How::Contained => {
+                if let Some(command) = self.child.id().and_then(only_child) {
+                    let _ = killpg(command, Signal::SIGTERM);
+                }
+            }
+        }
+    }
+
     /// Waits briefly for a killed command so it does not linger as a zombie.
     pub(crate) async fn reap(&mut self) {
         if tokio::time::timeout(Duration::from_secs(5), self.child.wait())

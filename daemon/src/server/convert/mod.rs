@@ -124,6 +124,9 @@ fn resume_blocked_reason(r: ResumeBlockedReason) -> pb::ResumeBlockedReason {
         ResumeBlockedReason::ProfileInvalid => pb::ResumeBlockedReason::ProfileInvalid,
         ResumeBlockedReason::ForkContextMissing => pb::ResumeBlockedReason::ForkContextMissing,
         ResumeBlockedReason::AgentTypeUnknown => pb::ResumeBlockedReason::AgentTypeUnknown,
+        ResumeBlockedReason::ExternalAgentCannotResume => {
+            pb::ResumeBlockedReason::ExternalAgentCannotResume
+        }
     }
 }
 
@@ -246,6 +249,16 @@ pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
         mcp_servers: r.mcp_servers.iter().map(mcp::agent_server).collect(),
         mcp_notes: r.mcp_notes.clone(),
         parent_tool_use_id: r.parent_tool_use_id.clone(),
+        executor: r
+            .external
+            .as_ref()
+            .map(|e| e.agent.to_string())
+            .unwrap_or_default(),
+        external_session_id: r
+            .external
+            .as_ref()
+            .map(|e| e.session_id.clone())
+            .unwrap_or_default(),
     }
 }
 

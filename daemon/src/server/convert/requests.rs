@@ -10,7 +10,7 @@ use agentd_shared::proto as pb;
 
 use super::{isolation_from_wire, permission_mode_from_wire, sandbox_from_wire};
 use crate::domain::text::{non_blank, quote};
-use crate::domain::{AgentName, ForkTools, ForkTurns, Isolation};
+use crate::domain::{AgentName, ExternalAgentName, ForkTools, ForkTurns, Isolation};
 use crate::error::AgentdError;
 use crate::model::ModelSpec;
 use crate::supervisor::{ForkRequest, NewAgent};
@@ -35,6 +35,19 @@ pub fn new_agent(r: pb::CreateAgentRequest) -> Result<NewAgent, AgentdError> {
         return Err(AgentdError::not_yet("subagent types for top-level agents"));
     }
     let mcp_servers = super::mcp::requested_servers(r.mcp_servers)?;
+    let executor = executor(&r.executor)?;
+    if executor.is_some() {
+        if !r.model.is_empty() {
+            return Err(AgentdError::invalid(
+                "an external agent picks its own model: leave model empty with executor",
+            ));
+        }
+        if r.no_network {
+            return Err(AgentdError::invalid(
+                "an external agent reaches its own model over the network: no_network cannot be combined with executor",
+            ));
+        }
+    }
     Ok(NewAgent {
         cwd: cwd(&r.cwd)?,
         base: base(&r.base, isolation)?,
@@ -53,7 +66,18 @@ pub fn new_agent(r: pb::CreateAgentRequest) -> Result<NewAgent, AgentdError> {
         idle: r.idle,
         no_instructions: r.no_instructions,
         mcp_servers,
+        executor,
     })
+}
+
+/// The external agent asked for: empty is none.
+fn executor(name: &str) -> Result<Option<ExternalAgentName>, AgentdError> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    ExternalAgentName::parse(name)
+        .map(Some)
+        .map_err(AgentdError::invalid)
 }
 
 /// `ForkAgent`'s request: who to fork (as the client named it) and how.

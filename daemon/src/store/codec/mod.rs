@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use prost::Message;
 
+mod external;
 mod mcp;
 mod plan;
 use crate::domain::SandboxMode;
@@ -19,6 +20,7 @@ use crate::domain::{
     Outcome, PermissionMode, PromptContext, QuerySource, ResumeBlocked, ResumeBlockedReason,
     ShortId, Status, ToolAllowlist, ToolRef, Usage, WorkSummary, WorktreeState,
 };
+use external::{StoredExternal, external_of, stored_external};
 use mcp::{StoredMcpServer, mcp_of, stored_mcp};
 use plan::{StoredPlanItem, plan_of, stored_plan};
 
@@ -125,6 +127,9 @@ struct StoredAgent {
     mcp_servers: Vec<StoredMcpServer>,
     #[prost(string, repeated, tag = "40")]
     mcp_notes: Vec<String>,
+    /// Set for an agent another coding agent runs over ACP (`codec::external`).
+    #[prost(message, optional, tag = "41")]
+    external: Option<StoredExternal>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -395,6 +400,7 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
         plan: stored_plan(&r.plan),
         mcp_servers: stored_mcp(&r.mcp_servers),
         mcp_notes: r.mcp_notes.clone(),
+        external: r.external.as_ref().map(stored_external),
     }
     .encode_to_vec()
 }
@@ -484,6 +490,7 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
         plan: plan_of(s.plan)?,
         mcp_servers: mcp_of(s.mcp_servers)?,
         mcp_notes: s.mcp_notes,
+        external: s.external.map(external_of).transpose()?,
         query_source: match (s.query_source, &parent) {
             (0, None) | (1, _) => QuerySource::Client,
             (0, Some(_)) | (2, _) => QuerySource::Subagent,
@@ -642,6 +649,13 @@ mod tests {
         };
         r.compactions = 2;
         r.mcp_notes = vec![".mcp.json server \"x\" (stdio) was not started".into()];
+        r.external = Some(crate::domain::ExternalRun {
+            agent: crate::domain::ExternalAgentName::parse("claude-code").unwrap(),
+            session_id: "sess-1".into(),
+            sent_through: 5,
+            turn_open: true,
+            reopenable: true,
+        });
         r
     }
 
@@ -675,6 +689,22 @@ mod tests {
             Err(Corrupt::Field("permission mode"))
         ));
         assert!(decode_agent(&[0xff, 0xff, 0xff]).is_err());
+    }
+
+    #[test]
+    fn an_unreadable_external_agent_name_is_corrupt_and_none_is_not_external() {
+        let r = sample();
+        let mut s = StoredAgent::decode(encode_agent(&r).as_slice()).unwrap();
+        let mut bad = s.clone();
+        if let Some(e) = bad.external.as_mut() {
+            e.agent = "Not A Name".into();
+        }
+        assert!(matches!(
+            decode_agent(&bad.encode_to_vec()),
+            Err(Corrupt::Field("external agent"))
+        ));
+        s.external = None;
+        assert_eq!(decode_agent(&s.encode_to_vec()).unwrap().external, None);
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub fn bench_sandbox(args: &[String]) {
         no_network: false,
         workspace: project.clone(),
         tmpdir: tmp,
+        also_writable: Vec::new(),
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

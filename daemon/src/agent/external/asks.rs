@@ -1,0 +1,99 @@
+//! An external agent's `session/request_permission`, answered as agentd's
+//! own asks are (DESIGN §8, §19): its call's kind is gated as the tool it
+//! is (`execute` as Bash, `edit`/`delete`/`move` as Edit, `read` and
+//! `search` as Read and Grep; the other kinds by `gate_external`), so the
+//! agent's permission mode decides — bypass allows, plan refuses edits —
+//! and what is left is asked of agentd's clients, who answer as for any
+//! agent (an "always" is kept in the record and given to the agent as its
+//! `allow_always` option).
+
+use serde_json::Value;
+
+use super::super::round::Call;
+use super::super::turn_loop::{Halt, RunEnd, TurnLoop};
+use super::turn::TurnState;
+use crate::acp_client::wire::{self, CallKind, OptionKind, PermissionRequest};
+use crate::acp_client::{Connection, RpcError};
+use crate::domain::{ExternalToolKind, ToolName, ToolRef};
+
+/// The tool a call of `kind` is gated as.
+pub(super) fn tool_of(kind: CallKind) -> ToolRef {
+    match kind {
+        CallKind::Execute => ToolName::Bash.into(),
+        CallKind::Edit | CallKind::Delete | CallKind::Move => ToolName::Edit.into(),
+        CallKind::Read => ToolName::Read.into(),
+        CallKind::Search => ToolName::Grep.into(),
+        CallKind::Fetch => ToolRef::External(ExternalToolKind::Fetch),
+        CallKind::SwitchMode => ToolRef::External(ExternalToolKind::SwitchMode),
+        CallKind::Think => ToolRef::External(ExternalToolKind::Think),
+        CallKind::Other => ToolRef::External(ExternalToolKind::Other),
+    }
+}
+
+impl TurnLoop {
+    /// Answers one permission request of the agent's. Err(stop) when the
+    /// agent was stopped while the ask waited (the request is answered
+    /// `cancelled`; the caller cancels the turn).
+    pub(super) async fn answer_permission(
+        &mut self,
+        turn: &mut TurnState,
+        conn: &Connection,
+        id: Value,
+        params: &Value,
+    ) -> Result<Result<(), RunEnd>, Halt> {
+        let request = match PermissionRequest::read(params) {
+            Ok(r) => r,
+            Err(why) => {
+                conn.respond(id, Err(RpcError::new(RpcError::INVALID_PARAMS, why)));
+                return Ok(Ok(()));
+            }
+        };
+        self.ensure_call(turn, &request.call).await?;
+        let kind = request
+            .call
+            .kind
+            .or_else(|| TurnLoop::call_kind(turn, &request.call.id))
+            .unwrap_or(CallKind::Other);
+        let tool = tool_of(kind);
+        let call = Call {
+            id: request.call.id.clone(),
+            name: tool.to_string(),
+            input: request.call.raw_input.clone().unwrap_or(Value::Null),
+        };
+        let allowed_before = self.record.always_allowed.len();
+        let answer = match self.permit(tool, &call).await? {
+            Err(stop) => {
+                conn.respond(id, Ok(wire::permission_outcome(None)));
+                return Ok(Err(stop));
+            }
+            Ok(Some(_refused)) => request.option(OptionKind::RejectOnce),
+            Ok(None) if self.record.always_allowed.len() > allowed_before => {
+                // The answer was "always": kept in the record too.
+                if let Err(halt) = self.write_record().await {
+                    conn.respond(id, Ok(wire::permission_outcome(None)));
+                    return Err(halt);
+                }
+                request.option(OptionKind::AllowAlways)
+            }
+            Ok(None) => request.option(OptionKind::AllowOnce),
+        };
+        conn.respond(id, Ok(wire::permission_outcome(answer)));
+        Ok(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_gated_as_the_tool_they_are() {
+        assert_eq!(tool_of(CallKind::Execute), ToolRef::Builtin(ToolName::Bash));
+        assert_eq!(tool_of(CallKind::Delete), ToolRef::Builtin(ToolName::Edit));
+        assert_eq!(tool_of(CallKind::Search), ToolRef::Builtin(ToolName::Grep));
+        assert_eq!(
+            tool_of(CallKind::Other),
+            ToolRef::External(ExternalToolKind::Other)
+        );
+    }
+}

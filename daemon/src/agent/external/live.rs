@@ -1,0 +1,327 @@
+//! An external agent's process and its open ACP session: started in the
+//! agent's working directory or worktree, under its sandbox unless the
+//! entry says `sandbox = "off"`, initialized, and given a session — a new
+//! one, or the one the record names, reopened with `session/resume` or
+//! `session/load`.
+//!
+//! It outlives a run: an agent that completes keeps its process for
+//! [`IDLE_KEEP`] (its `ExternalSlot`), so the next message does not pay
+//! for a start; after that, or when the slot is dropped (the agent
+//! removed, the daemon gone), the process is killed with its namespace.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc;
+
+use crate::acp_client::wire::{self, AgentInfo};
+use crate::acp_client::{CallError, Connection, Incoming, RpcError};
+use crate::config::agents::{ExternalAgentDef, ExternalSandbox};
+use crate::tools::server_process::{self, ServerCommand};
+use crate::tools::{AgentProcesses, ToolContext, ToolProcess};
+
+/// How long a completed external agent keeps its process.
+pub const IDLE_KEEP: Duration = Duration::from_secs(600);
+/// How long `initialize` and opening a session may take (Claude Code
+/// starts in seconds; a first `npx` can take longer).
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long an ended agent has to exit before it is killed.
+const END_GRACE: Duration = Duration::from_secs(3);
+/// The end of the agent's standard error kept for error messages.
+const STDERR_TAIL: usize = 4096;
+
+/// A running external agent with its session open.
+pub struct LiveAgent {
+    pub conn: Connection,
+    pub incoming: mpsc::Receiver<Incoming>,
+    pub info: AgentInfo,
+    pub session_id: String,
+    stderr: Arc<std::sync::Mutex<Vec<u8>>>,
+    process: ToolProcess,
+    /// The namespace it runs in, ended with it.
+    _processes: Arc<AgentProcesses>,
+}
+
+/// Why an external agent could not be started or its session opened.
+#[derive(Debug)]
+pub enum StartError {
+    /// The session it had cannot be reopened (no load or resume on
+    /// offer, or the agent refused it): the agent is blocked.
+    CannotReopen(String),
+    /// Anything else (the command failed, the handshake broke, no login).
+    Failed(String),
+}
+
+impl LiveAgent {
+    /// Starts `def` for the agent of `ctx` and opens its session:
+    /// `session_id` (the record's) is reopened, empty makes a new one.
+    pub async fn start(
+        def: &ExternalAgentDef,
+        ctx: &ToolContext,
+        session_id: &str,
+        mcp_servers: &[crate::mcp::ServerDef],
+    ) -> Result<(LiveAgent, Vec<String>), StartError> {
+        let processes = ctx.processes.clone();
+        let (mut process, stdin, stdout) = server_process::spawn(
+            &ServerCommand {
+                program: &def.command,
+                args: &def.args,
+                env: &def.env,
+                cwd: None,
+                confined: def.sandbox == ExternalSandbox::Agent,
+                capture_stderr: true,
+            },
+            ctx,
+        )
+        .await
+        .map_err(|e| StartError::Failed(format!("cannot start `{}`: {e}", def.command)))?;
+        let stderr = Arc::new(std::sync::Mutex::new(Vec::new()));
+        if let Some(pipe) = process.child.stderr.take() {
+            tokio::spawn(keep_tail(pipe, stderr.clone()));
+        }
+        let (conn, incoming) = Connection::start(stdout, stdin);
+        let mut live = LiveAgent {
+            conn,
+            incoming,
+            info: AgentInfo::default(),
+            session_id: String::new(),
+            stderr,
+            process,
+            _processes: processes,
+        };
+        let opened = tokio::time::timeout(
+            START_TIMEOUT,
+            live.handshake(def, ctx, session_id, mcp_servers),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(StartError::Failed(format!(
+                "`{}` did not answer within {} s",
+                def.name,
+                START_TIMEOUT.as_secs()
+            )))
+        });
+        match opened {
+            Ok(notes) => Ok((live, notes)),
+            Err(e) => {
+                live.end().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn handshake(
+        &mut self,
+        def: &ExternalAgentDef,
+        ctx: &ToolContext,
+        session_id: &str,
+        mcp_servers: &[crate::mcp::ServerDef],
+    ) -> Result<Vec<String>, StartError> {
+        let failed = |what: &str, e: CallError, live: &LiveAgent| {
+            StartError::Failed(format!(
+                "{} {what}: {}{}",
+                def.name,
+                explain(&e),
+                live.stderr_hint()
+            ))
+        };
+        let init = self
+            .conn
+            .request("initialize", wire::initialize())
+            .await
+            .map_err(|e| failed("did not initialize", e, self))?;
+        self.info = AgentInfo::read(&init);
+        if self.info.protocol_version != wire::PROTOCOL_VERSION {
+            return Err(StartError::Failed(format!(
+                "{} speaks ACP version {}, agentd speaks {}",
+                def.name,
+                self.info.protocol_version,
+                wire::PROTOCOL_VERSION
+            )));
+        }
+        let cwd = ctx.cwd.display().to_string();
+        let (servers, notes) = wire::mcp_servers(mcp_servers, &ctx.cwd, self.info.mcp_http);
+        let params = json!({"cwd": cwd, "mcpServers": servers});
+        if session_id.is_empty() {
+            let opened = self
+                .conn
+                .request("session/new", params)
+                .await
+                .map_err(|e| failed("did not open a session", e, self))?;
+            self.session_id = opened["sessionId"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    StartError::Failed(format!("{} opened a session without an id", def.name))
+                })?
+                .to_string();
+            return Ok(notes);
+        }
+        let mut params = params;
+        params["sessionId"] = Value::from(session_id);
+        let method = if self.info.resume_session {
+            "session/resume"
+        } else if self.info.load_session {
+            "session/load"
+        } else {
+            return Err(StartError::CannotReopen(format!(
+                "{} offers neither session/load nor session/resume, so its session {session_id} cannot be reopened in a new process",
+                def.name
+            )));
+        };
+        // A load replays the history as updates, which agentd has
+        // already: they are read and dropped while the request runs (the
+        // queue is bounded, and a long replay must not stall it).
+        let conn = self.conn.clone();
+        let reopened = conn.request(method, params);
+        tokio::pin!(reopened);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut reopened => break answer,
+                Some(_) = self.incoming.recv() => {}
+            }
+        };
+        answer.map_err(|e| match e {
+            CallError::Rpc(e) => StartError::CannotReopen(format!(
+                "{} refused to reopen its session {session_id} ({method}): {e}",
+                def.name
+            )),
+            e => failed("did not reopen its session", e, self),
+        })?;
+        self.drain();
+        self.session_id = session_id.to_string();
+        Ok(notes)
+    }
+
+    /// The end of what it wrote to standard error, for a message.
+    pub fn stderr_hint(&self) -> String {
+        let tail = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
+        let text = String::from_utf8_lossy(&tail);
+        let last = text.trim().lines().last().unwrap_or("").trim();
+        if last.is_empty() {
+            String::new()
+        } else {
+            format!(" (its last words: {})", crate::error::quote(last))
+        }
+    }
+
+    /// Drops the replay and other updates queued before a prompt.
+    pub fn drain(&mut self) {
+        while let Ok(message) = self.incoming.try_recv() {
+            if let Incoming::Request { id, .. } = message {
+                self.conn.respond(
+                    id,
+                    Err(RpcError::new(-32603, "the turn this was asked in is over")),
+                );
+            }
+        }
+    }
+
+    /// Asks it to end (SIGTERM to its group: agents such as Claude Code
+    /// do not end when their input closes, and write their session's last
+    /// message on the way out), gives it [`END_GRACE`], then kills it.
+    pub async fn end(self) {
+        let LiveAgent {
+            conn,
+            incoming,
+            mut process,
+            ..
+        } = self;
+        drop(incoming);
+        drop(conn);
+        process.terminate();
+        if tokio::time::timeout(END_GRACE, process.wait())
+            .await
+            .is_err()
+        {
+            process.kill();
+            process.reap().await;
+        }
+    }
+}
+
+/// An error of a request in words.
+pub fn explain(e: &CallError) -> String {
+    match e {
+        CallError::Rpc(r) if r.code == RpcError::AUTH_REQUIRED => format!(
+            "it needs you to log in first ({r}); log in with the agent itself, or give it a key in [agents.NAME] env"
+        ),
+        e => e.to_string(),
+    }
+}
+
+async fn keep_tail(mut pipe: tokio::process::ChildStderr, tail: Arc<std::sync::Mutex<Vec<u8>>>) {
+    let mut buf = vec![0u8; 4096];
+    while let Ok(n) = pipe.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut kept = tail.lock().unwrap_or_else(|p| p.into_inner());
+        kept.extend_from_slice(&buf[..n]);
+        if kept.len() > STDERR_TAIL {
+            let cut = kept.len() - STDERR_TAIL;
+            kept.drain(..cut);
+        }
+    }
+}
+
+/// Where an agent's live external process waits between runs.
+#[derive(Default)]
+pub struct ExternalSlot {
+    live: tokio::sync::Mutex<Option<LiveAgent>>,
+    /// Bumped at each take and put, so an idle timer only ends the
+    /// process it was armed for.
+    generation: AtomicU64,
+}
+
+impl ExternalSlot {
+    /// The live process, if one waits (and is still connected).
+    pub async fn take(&self) -> Option<LiveAgent> {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let live = self.live.lock().await.take()?;
+        if live.conn.is_closed() {
+            live.end().await;
+            return None;
+        }
+        Some(live)
+    }
+
+    /// Keeps `live` for the next run, for [`IDLE_KEEP`] at most.
+    pub async fn put(self: &Arc<Self>, live: LiveAgent) {
+        let armed = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        *self.live.lock().await = Some(live);
+        let slot = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(IDLE_KEEP).await;
+            let Some(slot) = slot.upgrade() else { return };
+            if slot.generation.load(Ordering::SeqCst) != armed {
+                return;
+            }
+            let idle = slot.live.lock().await.take();
+            if let Some(live) = idle {
+                tracing::info!(
+                    "ending an external agent idle for {} s",
+                    IDLE_KEEP.as_secs()
+                );
+                live.end().await;
+            }
+        });
+    }
+
+    /// Whether a live process waits.
+    pub fn has_live(&self) -> bool {
+        self.live.try_lock().map(|l| l.is_some()).unwrap_or(true)
+    }
+
+    /// Ends the waiting process now (the agent was cancelled or removed).
+    pub async fn end(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let live = self.live.lock().await.take();
+        if let Some(live) = live {
+            live.end().await;
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! One prompt turn of an external agent: what its `session/update`s
+//! become in the transcript, each durable before any client can see it.
+//!
+//! - Message and thought chunks are gathered and written as one assistant
+//!   entry (a `text` or `thinking` block) when something else comes, when
+//!   the turn ends, or [`FLUSH_AFTER`] after the first chunk not yet
+//!   written — so attachers see the answer grow a few times a second.
+//! - A tool call is an assistant entry with its `tool_use` block (its ACP
+//!   title as the name, its raw input, its kind as `acp_kind`); when it
+//!   completes or fails, a user entry with its `tool_result` (the text of
+//!   its content) and, beside it, the files its diffs changed.
+//! - A plan replaces the agent's plan in its record, durably, then is
+//!   published.
+//! - A turn that ends with calls still open ends them as errors, so every
+//!   `tool_use` has its result.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::super::hub::ToolEvent;
+use super::super::turn_loop::{Halt, TurnLoop};
+use crate::acp_client::wire::{CallFields, CallKind, Diff, PromptEnd, Update};
+use crate::domain::{FileChange, Role, StopReason, ToolFileChange, json_bytes};
+
+/// How long chunks wait before they are written anyway.
+pub(super) const FLUSH_AFTER: Duration = Duration::from_millis(200);
+/// The longest tool title kept as a call's name.
+const MAX_TITLE: usize = 200;
+
+/// What one turn has gathered and not yet written.
+#[derive(Default)]
+pub(super) struct TurnState {
+    /// Blocks not yet written, in order: ("text" | "thinking", text).
+    pending: Vec<(&'static str, String)>,
+    /// When the oldest unwritten chunk came.
+    pending_since: Option<Instant>,
+    /// Calls announced and not yet ended, by id.
+    open: HashMap<String, CallFields>,
+    /// The text since the last call: the turn's answer.
+    pub(super) answer: String,
+}
+
+impl TurnState {
+    /// When the pending chunks are due to be written.
+    pub(super) fn flush_at(&self) -> Option<Instant> {
+        self.pending_since.map(|t| t + FLUSH_AFTER)
+    }
+
+    fn push(&mut self, kind: &'static str, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        if kind == "text" {
+            self.answer.push_str(&text);
+        }
+        match self.pending.last_mut() {
+            Some((k, t)) if *k == kind => t.push_str(&text),
+            _ => self.pending.push((kind, text)),
+        }
+        self.pending_since.get_or_insert_with(Instant::now);
+    }
+}
+
+impl TurnLoop {
+    /// Applies one update of the turn.
+    pub(super) async fn apply_update(
+        &mut self,
+        turn: &mut TurnState,
+        update: Update,
+    ) -> Result<(), Halt> {
+        match update {
+            Update::Text(t) => turn.push("text", t),
+            Update::Thought(t) => turn.push("thinking", t),
+            Update::Call(fields) => {
+                self.flush_chunks(turn, None, None).await?;
+                if turn.open.contains_key(&fields.id) {
+                    return self.update_call(turn, fields).await;
+                }
+                self.open_call(turn, fields).await?;
+            }
+            Update::CallUpdate(fields) => {
+                self.flush_chunks(turn, None, None).await?;
+                if !turn.open.contains_key(&fields.id) {
+                    // Updated before it was announced: announced now.
+                    return self.open_call(turn, fields).await;
+                }
+                self.update_call(turn, fields).await?;
+            }
+            Update::Plan(plan) => {
+                self.flush_chunks(turn, None, None).await?;
+                if plan != self.record.plan {
+                    let before = std::mem::replace(&mut self.record.plan, plan);
+                    if let Err(halt) = self.write_record().await {
+                        self.record.plan = before;
+                        return Err(halt);
+                    }
+                    self.hub.publish_plan(self.record.plan.clone());
+                }
+            }
+            Update::UserText => {}
+            Update::Ignored(kind) => {
+                tracing::debug!(agent = %self.record.id, kind, "external agent update not shown");
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes sure the call `fields` names has its `tool_use` entry (a
+    /// permission request can come before the call's announcement).
+    pub(super) async fn ensure_call(
+        &mut self,
+        turn: &mut TurnState,
+        fields: &CallFields,
+    ) -> Result<(), Halt> {
+        if turn.open.contains_key(&fields.id) {
+            return Ok(());
+        }
+        self.flush_chunks(turn, None, None).await?;
+        let announced = CallFields {
+            status: None,
+            ..fields.clone()
+        };
+        self.open_call(turn, announced).await
+    }
+
+    /// The kind of an open call, as its updates last said.
+    pub(super) fn call_kind(turn: &TurnState, id: &str) -> Option<CallKind> {
+        turn.open.get(id).and_then(|c| c.kind)
+    }
+
+    async fn open_call(&mut self, turn: &mut TurnState, fields: CallFields) -> Result<(), Halt> {
+        let name = fields
+            .title
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| cut(t.trim(), MAX_TITLE))
+            .unwrap_or_else(|| fields.kind.unwrap_or(CallKind::Other).as_str().to_string());
+        let mut block = json!({
+            "type": "tool_use",
+            "id": fields.id,
+            "name": name,
+            "input": fields.raw_input.clone().unwrap_or_else(|| json!({})),
+            "acp_kind": fields.kind.unwrap_or(CallKind::Other).as_str(),
+        });
+        if !fields.locations.is_empty() {
+            block["locations"] = fields
+                .locations
+                .iter()
+                .map(|(p, line)| json!({"path": p, "line": line}))
+                .collect();
+        }
+        self.write_entry(
+            Role::Assistant,
+            json_bytes(&json!([block])),
+            None,
+            Some(StopReason::ToolUse),
+            &[],
+        )
+        .await?;
+        self.record.tool_uses += 1;
+        self.hub.publish_tool(ToolEvent {
+            tool_use_id: fields.id.clone(),
+            name,
+            finished: false,
+            summary: String::new(),
+            is_error: false,
+        });
+        turn.answer.clear();
+        let done = fields.status.is_some_and(|s| s.is_done());
+        let id = fields.id.clone();
+        turn.open.insert(id.clone(), fields);
+        if done {
+            self.end_call(turn, &id, None).await?;
+        }
+        Ok(())
+    }
+
+    async fn update_call(&mut self, turn: &mut TurnState, fields: CallFields) -> Result<(), Halt> {
+        let id = fields.id.clone();
+        let Some(open) = turn.open.get_mut(&id) else {
+            return Ok(());
+        };
+        merge(open, fields);
+        if open.status.is_some_and(|s| s.is_done()) {
+            self.end_call(turn, &id, None).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the call's result and closes it; `forced` is the error of a
+    /// call the turn ended without finishing.
+    async fn end_call(
+        &mut self,
+        turn: &mut TurnState,
+        id: &str,
+        forced: Option<&str>,
+    ) -> Result<(), Halt> {
+        let Some(call) = turn.open.remove(id) else {
+            return Ok(());
+        };
+        let failed =
+            forced.is_some() || call.status == Some(crate::acp_client::wire::CallStatus::Failed);
+        let text = match (forced, call.text.as_deref()) {
+            (Some(why), _) => why.to_string(),
+            (None, Some(t)) if !t.is_empty() => t.to_string(),
+            (None, _) if failed => "failed".to_string(),
+            (None, _) => "done".to_string(),
+        };
+        let changes = call
+            .diffs
+            .iter()
+            .map(|d| ToolFileChange {
+                tool_use_id: id.to_string(),
+                change: file_change(d, &self.record.cwd),
+            })
+            .collect();
+        let block =
+            json!({"type": "tool_result", "tool_use_id": id, "content": text, "is_error": failed});
+        self.write_results(json_bytes(&json!([block])), changes, &[])
+            .await?;
+        self.hub.publish_tool(ToolEvent {
+            tool_use_id: id.to_string(),
+            name: call.title.unwrap_or_default(),
+            finished: true,
+            summary: cut(&text, MAX_TITLE),
+            is_error: failed,
+        });
+        Ok(())
+    }
+
+    /// Writes the chunks gathered so far as one assistant entry; at the
+    /// turn's end with its stop reason and usage.
+    pub(super) async fn flush_chunks(
+        &mut self,
+        turn: &mut TurnState,
+        stop: Option<StopReason>,
+        usage: Option<crate::domain::Usage>,
+    ) -> Result<(), Halt> {
+        turn.pending_since = None;
+        if turn.pending.is_empty() {
+            return Ok(());
+        }
+        let blocks: Vec<Value> = std::mem::take(&mut turn.pending)
+            .into_iter()
+            .map(|(kind, text)| match kind {
+                "thinking" => json!({"type": "thinking", "thinking": text, "signature": ""}),
+                _ => json!({"type": "text", "text": text}),
+            })
+            .collect();
+        self.write_entry(
+            Role::Assistant,
+            json_bytes(&Value::Array(blocks)),
+            usage,
+            stop,
+            &[],
+        )
+        .await
+    }
+
+    /// Ends the turn: what is gathered is written with the turn's stop
+    /// reason and usage, and calls left open end as errors with `why`.
+    pub(super) async fn close_turn(
+        &mut self,
+        turn: &mut TurnState,
+        end: Option<&PromptEnd>,
+        why: &str,
+    ) -> Result<(), Halt> {
+        let stop = end.map(|e| stop_reason(&e.stop_reason));
+        let usage = end.and_then(|e| e.usage);
+        if let Some(u) = &usage {
+            self.record.usage.add(u);
+        }
+        self.flush_chunks(turn, stop, usage).await?;
+        let open: Vec<String> = turn.open.keys().cloned().collect();
+        for id in open {
+            self.end_call(turn, &id, Some(why)).await?;
+        }
+        Ok(())
+    }
+}
+
+/// `text` cut to `max` characters (marked when cut).
+fn cut(text: &str, max: usize) -> String {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(max).collect();
+    if chars.next().is_some() {
+        format!("{head}…")
+    } else {
+        head
+    }
+}
+
+/// Later fields replace earlier ones; content given replaces content.
+fn merge(open: &mut CallFields, update: CallFields) {
+    if update.title.is_some() {
+        open.title = update.title;
+    }
+    if update.kind.is_some() {
+        open.kind = update.kind;
+    }
+    if update.status.is_some() {
+        open.status = update.status;
+    }
+    if update.raw_input.is_some() {
+        open.raw_input = update.raw_input;
+    }
+    if update.text.is_some() {
+        open.text = update.text;
+    }
+    if !update.diffs.is_empty() {
+        open.diffs = update.diffs;
+    }
+    if !update.locations.is_empty() {
+        open.locations = update.locations;
+    }
+}
+
+/// A diff as the file change clients show; a relative path is the agent's
+/// directory's.
+fn file_change(diff: &Diff, cwd: &Path) -> FileChange {
+    let path = if diff.path.is_absolute() {
+        diff.path.clone()
+    } else {
+        cwd.join(&diff.path)
+    };
+    let before = diff
+        .old_text
+        .as_deref()
+        .map(|t| (t.as_bytes(), t.len() as u64));
+    FileChange::between(path, before, &diff.new_text)
+}
+
+/// ACP's stop reason as the transcript keeps it.
+fn stop_reason(acp: &str) -> StopReason {
+    match acp {
+        "end_turn" => StopReason::EndTurn,
+        "max_tokens" => StopReason::MaxTokens,
+        "refusal" => StopReason::Refusal,
+        other => StopReason::Other(crate::error::quote(other).to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_of_a_kind_are_joined_and_the_answer_is_the_text() {
+        let mut t = TurnState::default();
+        assert_eq!(t.flush_at(), None);
+        t.push("thinking", "hm".into());
+        t.push("text", "Hel".into());
+        t.push("text", "lo".into());
+        t.push("text", String::new());
+        assert_eq!(
+            t.pending,
+            vec![
+                ("thinking", "hm".to_string()),
+                ("text", "Hello".to_string())
+            ]
+        );
+        assert_eq!(t.answer, "Hello");
+        assert!(t.flush_at().is_some());
+    }
+
+    #[test]
+    fn updates_merge_and_diffs_become_file_changes() {
+        let mut open = CallFields {
+            id: "t".into(),
+            title: Some("Edit".into()),
+            ..CallFields::default()
+        };
+        merge(
+            &mut open,
+            CallFields {
+                id: "t".into(),
+                raw_input: Some(json!({"a": 1})),
+                text: Some("ok".into()),
+                ..CallFields::default()
+            },
+        );
+        assert_eq!(open.title.as_deref(), Some("Edit"));
+        assert_eq!(open.raw_input, Some(json!({"a": 1})));
+        let change = file_change(
+            &Diff {
+                path: "src/a.rs".into(),
+                old_text: None,
+                new_text: "x\n".into(),
+            },
+            Path::new("/w"),
+        );
+        assert_eq!(change.path, Path::new("/w/src/a.rs"));
+        assert_eq!(change.before, crate::domain::Before::Absent);
+        assert_eq!(
+            stop_reason("max_turn_requests").as_str(),
+            "max_turn_requests"
+        );
+        assert_eq!(stop_reason("end_turn"), StopReason::EndTurn);
+    }
+}

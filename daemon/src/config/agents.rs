@@ -1,0 +1,282 @@
+//! `[agents.NAME]`: the coding agents agentd can run over ACP (DESIGN §19),
+//! and the built-in entries for Claude Code, Codex and Gemini CLI, offered
+//! when their command is on PATH.
+//!
+//! ```toml
+//! [agents.claude-code]
+//! command = "claude-agent-acp"
+//! args = []
+//! env = { ANTHROPIC_API_KEY = "sk-…" }   # added to its environment
+//! sandbox = "agent"                       # or "off"
+//! writable = ["~/.claude", "~/.claude.json"]
+//! ```
+//!
+//! The process gets the environment tools get (agentd's provider keys and
+//! `[secrets]` removed), plus `env`. Under the agent's sandbox it may
+//! write beneath its workspace, its temp dir and `writable` (where the
+//! external agent keeps its own sessions and login).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::domain::ExternalAgentName;
+
+/// Whether the external agent runs under the agent's sandbox.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExternalSandbox {
+    /// The agent's sandbox (and PID namespace), as its tools get.
+    #[default]
+    Agent,
+    /// Unconfined (the entry's owner decided).
+    Off,
+}
+
+/// One external agent: how to start it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternalAgentDef {
+    pub name: ExternalAgentName,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub sandbox: ExternalSandbox,
+    /// Absolute paths it may write beneath besides its workspace.
+    pub writable: Vec<PathBuf>,
+    /// Not from config.toml: a built-in entry.
+    pub built_in: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    sandbox: ExternalSandbox,
+    #[serde(default)]
+    writable: Vec<String>,
+}
+
+/// config.toml's entries, checked as the file is read.
+pub fn deserialize_agents<'de, D>(d: D) -> Result<Vec<ExternalAgentDef>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let table = BTreeMap::<String, toml::Value>::deserialize(d)?;
+    let home = home();
+    let mut defs = Vec::new();
+    for (name, value) in table {
+        let parsed = ExternalAgentName::parse(&name).map_err(serde::de::Error::custom)?;
+        let raw: RawEntry = value.try_into().map_err(|e: toml::de::Error| {
+            serde::de::Error::custom(format!("agents.{name}: {}", e.message()))
+        })?;
+        if raw.command.trim().is_empty() {
+            return Err(serde::de::Error::custom(format!(
+                "agents.{name}: `command` is empty"
+            )));
+        }
+        let writable = raw
+            .writable
+            .iter()
+            .map(|p| expand(p, home.as_deref()))
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(|e| serde::de::Error::custom(format!("agents.{name}: {e}")))?;
+        defs.push(ExternalAgentDef {
+            name: parsed,
+            command: raw.command,
+            args: raw.args,
+            env: raw.env,
+            sandbox: raw.sandbox,
+            writable,
+            built_in: false,
+        });
+    }
+    Ok(defs)
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `~/x` against `home`; anything else must be absolute.
+fn expand(path: &str, home: Option<&Path>) -> Result<PathBuf, String> {
+    let expanded = match path.strip_prefix("~/") {
+        Some(rest) => home
+            .ok_or_else(|| format!("`{path}` needs HOME, which is not set"))?
+            .join(rest),
+        None => PathBuf::from(path),
+    };
+    if !expanded.is_absolute() {
+        return Err(format!(
+            "writable path `{}` must be absolute or start with ~/",
+            crate::error::quote(path)
+        ));
+    }
+    Ok(expanded)
+}
+
+/// The built-in entries: (name, command, args, state paths under HOME).
+const BUILT_IN: [(&str, &str, &[&str], &[&str]); 3] = [
+    (
+        "claude-code",
+        "claude-agent-acp",
+        &[],
+        &[".claude", ".claude.json", ".claude.json.backup"],
+    ),
+    ("codex", "codex-acp", &[], &[".codex"]),
+    ("gemini", "gemini", &["--acp"], &[".gemini"]),
+];
+
+/// The names of the built-in entries.
+pub fn built_in_names() -> impl Iterator<Item = &'static str> {
+    BUILT_IN.iter().map(|(name, ..)| *name)
+}
+
+/// The entry named `name`: config.toml's, else a built-in one whose
+/// command is on `path` (the daemon's PATH). The error says what to do.
+pub fn resolve(
+    configured: &[ExternalAgentDef],
+    name: &ExternalAgentName,
+    path: Option<&std::ffi::OsStr>,
+) -> Result<ExternalAgentDef, String> {
+    if let Some(def) = configured.iter().find(|d| &d.name == name) {
+        return Ok(def.clone());
+    }
+    let Some((_, command, args, state)) = BUILT_IN.iter().find(|(n, ..)| *n == name.as_str())
+    else {
+        let known: Vec<String> = configured
+            .iter()
+            .map(|d| d.name.to_string())
+            .chain(built_in_names().map(String::from))
+            .collect();
+        return Err(format!(
+            "no external agent `{name}` is configured (known: {}); add [agents.{name}] with its `command` to config.toml",
+            known.join(", ")
+        ));
+    };
+    if on_path(command, path).is_none() {
+        return Err(format!(
+            "`{name}` runs `{command}`, which is not on agentd's PATH; install it, or set [agents.{name}] command = \"/path/to/{command}\" in config.toml"
+        ));
+    }
+    let home = home();
+    Ok(ExternalAgentDef {
+        name: name.clone(),
+        command: (*command).to_string(),
+        args: args.iter().map(|a| (*a).to_string()).collect(),
+        env: BTreeMap::new(),
+        sandbox: ExternalSandbox::Agent,
+        writable: home
+            .map(|h| state.iter().map(|s| h.join(s)).collect())
+            .unwrap_or_default(),
+        built_in: true,
+    })
+}
+
+/// The entries an agent can be run by here: config.toml's and the
+/// built-in ones whose command is on `path`, by name.
+pub fn available(
+    configured: &[ExternalAgentDef],
+    path: Option<&std::ffi::OsStr>,
+) -> Vec<ExternalAgentName> {
+    let mut names: Vec<ExternalAgentName> = configured.iter().map(|d| d.name.clone()).collect();
+    for (name, command, ..) in BUILT_IN {
+        if let Ok(n) = ExternalAgentName::parse(name)
+            && !names.contains(&n)
+            && on_path(command, path).is_some()
+        {
+            names.push(n);
+        }
+    }
+    names.sort();
+    names
+}
+
+/// Where `command` is found on `path` (a command with a `/` as given).
+fn on_path(command: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.contains('/') {
+        let p = PathBuf::from(command);
+        return executable(&p).then_some(p);
+    }
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(command))
+        .find(|p| executable(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Wrapper {
+        #[serde(deserialize_with = "deserialize_agents", default)]
+        agents: Vec<ExternalAgentDef>,
+    }
+
+    fn parse(text: &str) -> Result<Vec<ExternalAgentDef>, String> {
+        toml::from_str::<Wrapper>(text)
+            .map(|w| w.agents)
+            .map_err(|e| e.message().to_string())
+    }
+
+    #[test]
+    fn entries_parse_and_are_checked() {
+        let defs = parse(
+            "[agents.mine]\ncommand = \"/opt/mine\"\nargs = [\"--acp\"]\nenv = { K = \"v\" }\nsandbox = \"off\"\nwritable = [\"/var/mine\"]\n",
+        )
+        .unwrap();
+        assert_eq!(defs.len(), 1);
+        assert_eq!(defs[0].name.as_str(), "mine");
+        assert_eq!(defs[0].args, vec!["--acp"]);
+        assert_eq!(defs[0].env["K"], "v");
+        assert_eq!(defs[0].sandbox, ExternalSandbox::Off);
+        assert_eq!(defs[0].writable, vec![PathBuf::from("/var/mine")]);
+        for bad in [
+            "[agents.mine]\nargs = []\n",
+            "[agents.mine]\ncommand = \"x\"\nsandbox = \"sometimes\"\n",
+            "[agents.mine]\ncommand = \"x\"\nteleport = true\n",
+            "[agents.Mine]\ncommand = \"x\"\n",
+            "[agents.mine]\ncommand = \" \"\n",
+            "[agents.mine]\ncommand = \"x\"\nwritable = [\"relative/dir\"]\n",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn built_ins_need_their_command_on_path_and_config_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("claude-agent-acp");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths([dir.path()]).unwrap();
+        let claude = ExternalAgentName::parse("claude-code").unwrap();
+        let def = resolve(&[], &claude, Some(&path)).unwrap();
+        assert!(def.built_in);
+        assert_eq!(def.command, "claude-agent-acp");
+        let codex = ExternalAgentName::parse("codex").unwrap();
+        let err = resolve(&[], &codex, Some(&path)).unwrap_err();
+        assert!(
+            err.contains("codex-acp") && err.contains("not on agentd's PATH"),
+            "{err}"
+        );
+        assert_eq!(available(&[], Some(&path)), vec![claude.clone()]);
+        let mine = parse("[agents.claude-code]\ncommand = \"/opt/cc\"\n").unwrap();
+        assert_eq!(resolve(&mine, &claude, None).unwrap().command, "/opt/cc");
+        let unknown = ExternalAgentName::parse("aider").unwrap();
+        let err = resolve(&mine, &unknown, Some(&path)).unwrap_err();
+        assert!(err.contains("[agents.aider]"), "{err}");
+    }
+}

@@ -1,0 +1,42 @@
+//! How an external agent's session is laid out on disk, inside its record
+//! (`codec`, `StoredAgent` tag 41). A name this agentd cannot read is
+//! corrupt, never read as "not external" (which would hand the agent to a
+//! model it never had).
+
+use super::Corrupt;
+use crate::domain::{ExternalAgentName, ExternalRun};
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct StoredExternal {
+    #[prost(string, tag = "1")]
+    agent: String,
+    #[prost(string, tag = "2")]
+    session_id: String,
+    #[prost(uint64, tag = "3")]
+    sent_through: u64,
+    #[prost(bool, tag = "4")]
+    turn_open: bool,
+    #[prost(bool, tag = "5")]
+    reopenable: bool,
+}
+
+pub(super) fn stored_external(run: &ExternalRun) -> StoredExternal {
+    StoredExternal {
+        agent: run.agent.as_str().to_string(),
+        session_id: run.session_id.clone(),
+        sent_through: run.sent_through,
+        turn_open: run.turn_open,
+        reopenable: run.reopenable,
+    }
+}
+
+pub(super) fn external_of(stored: StoredExternal) -> Result<ExternalRun, Corrupt> {
+    Ok(ExternalRun {
+        agent: ExternalAgentName::parse(&stored.agent)
+            .map_err(|_| Corrupt::Field("external agent"))?,
+        session_id: stored.session_id,
+        sent_through: stored.sent_through,
+        turn_open: stored.turn_open,
+        reopenable: stored.reopenable,
+    })
+}
