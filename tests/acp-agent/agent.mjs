@@ -15,7 +15,8 @@
 //                       to the agent's own requests such as
 //                       session/request_permission: id + result or error),
 //                       plus {"event":"start","pid":N,"cwd":"...","argv":[...]}
-//                       at startup and {"event":"exit"} when stdin closes.
+//                       at startup and {"event":"exit"} when stdin closes
+//                       (the agent then exits 0, even mid-turn).
 //   TEST_AGENT_NO_LOAD=1   initialize says loadSession false and
 //                       session/load fails with -32601 (method not found).
 //   TEST_AGENT_RESUME=1    initialize offers sessionCapabilities.resume and
@@ -29,6 +30,7 @@
 // fails with -32002 and data {sessionId}), session/resume, session/prompt,
 // session/cancel. A prompt names a session opened (new, load or resume) on
 // this connection, else -32002; a second prompt while one runs: -32600.
+// mcpServers are accepted and not used (the log shows what was sent).
 //
 // Prompts: the text blocks joined. Text not starting with "script:" is
 // answered with one agent_message_chunk "echo: <text>" and end_turn.

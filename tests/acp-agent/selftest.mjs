@@ -453,6 +453,7 @@ for (const [name, body] of checks) {
     await body();
   } catch (e) {
     console.error(`FAILED ${name}: ${e.stack ?? e}`);
+    console.error(`(its files are kept in ${root})`);
     if (first) console.error(`agent stderr:\n${first.stderr}`);
     process.exit(1);
   }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Prepares the ACP test client: installs the packages pinned in
+# Prepares the ACP test agent (agent.mjs): installs the packages pinned in
 # package-lock.json into node_modules/ with `npm ci`, only when the lock file
 # differs from the one last installed, so a second run takes well under a
 # second. Install scripts are not run: none of these packages needs one.
