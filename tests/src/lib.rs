@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod acp_agent;
 pub mod compacting;
 pub mod disk;
 pub mod forking;
@@ -18,6 +19,7 @@ pub mod mock;
 pub mod parent;
 pub mod root;
 pub mod script;
+pub mod setup_sh;
 pub mod torture;
 
 use mock::{MockServer, text_of};

@@ -19,8 +19,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How long setup.sh may take: a first run downloads from PyPI and npm.
-const SETUP_LIMIT_SECS: u32 = 900;
 /// How long an HTTP server may take to accept connections.
 const HTTP_READY_LIMIT: Duration = Duration::from_secs(30);
 /// How much of a server's output a failure message shows.
@@ -54,38 +52,9 @@ pub fn setup() -> Result<McpFixtures, String> {
 
 fn run_setup() -> Result<McpFixtures, String> {
     let dir = dir();
-    let lock = dir.join(".setup.lock");
+    let said = crate::setup_sh::run(&dir, "python3 with venv, npm")
+        .map_err(|e| format!("the MCP servers the tests use are not installed: {e}"))?;
     let script = dir.join("setup.sh");
-    let out = Command::new("timeout")
-        .arg(SETUP_LIMIT_SECS.to_string())
-        .arg("flock")
-        .arg(&lock)
-        .arg("sh")
-        .arg(&script)
-        .current_dir(&dir)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run timeout(1) ({e}): coreutils is needed"))?;
-    let code = out.status.code().unwrap_or(-1);
-    let said = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if code == 124 {
-        return Err(format!(
-            "{} did not finish within {SETUP_LIMIT_SECS} s\n{said}",
-            script.display()
-        ));
-    }
-    if code != 0 {
-        return Err(format!(
-            "{} failed, so the MCP servers the tests use are not installed \
-             (exit {code}; 127 or 'flock: failed to execute' means a tool is missing: \
-             flock, python3 with venv, npm)\n{said}",
-            script.display()
-        ));
-    }
     let fixtures = McpFixtures {
         python: dir.join(".venv/bin/python"),
         server_py: dir.join("server.py"),

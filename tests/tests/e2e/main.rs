@@ -16,6 +16,7 @@ mod acp_mcp;
 mod acp_restart;
 mod acp_sdk;
 mod acp_sessions;
+mod acp_test_agent;
 mod acp_wire;
 mod attach;
 mod attach_half_close;
