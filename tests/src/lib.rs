@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub mod acp_agent;
+pub mod acp_stdio;
+pub mod claude_code;
 pub mod compacting;
 pub mod disk;
 pub mod forking;

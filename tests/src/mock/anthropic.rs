@@ -203,23 +203,15 @@ pub fn validate(body: &Value) -> Result<(), String> {
         Some(n) if n >= 1 => n,
         _ => return Err("max_tokens: Field required (a positive integer)".into()),
     };
-    if let Some(thinking) = obj.get("thinking")
-        && thinking.get("type").and_then(Value::as_str) == Some("enabled")
+    if let Some(thinking) = obj.get("thinking") {
+        check_thinking(thinking, max_tokens)?;
+    }
+    if let Some(effort) = obj.get("output_config").and_then(|c| c.get("effort"))
+        && !matches!(effort.as_str(), Some("low" | "medium" | "high" | "max"))
     {
-        let budget = thinking.get("budget_tokens").and_then(Value::as_u64);
-        match budget {
-            Some(b) if b < 1024 => {
-                return Err(
-                    "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
-                        .into(),
-                );
-            }
-            Some(b) if b >= max_tokens => {
-                return Err("`max_tokens` must be greater than `thinking.budget_tokens`".into());
-            }
-            Some(_) => {}
-            None => return Err("thinking.enabled.budget_tokens: Field required".into()),
-        }
+        return Err(format!(
+            "output_config.effort: Input should be 'low', 'medium', 'high' or 'max' (got {effort})"
+        ));
     }
     match obj.get("system") {
         None | Some(Value::String(_)) => {}
@@ -353,6 +345,30 @@ pub fn validate(body: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// `thinking`: `{"type": "enabled", "budget_tokens": N}` (at least 1024,
+/// under `max_tokens`), `{"type": "disabled"}` or `{"type": "adaptive"}`
+/// (the model decides; Claude Code sends it).
+fn check_thinking(thinking: &Value, max_tokens: u64) -> Result<(), String> {
+    match thinking.get("type").and_then(Value::as_str) {
+        Some("disabled" | "adaptive") => Ok(()),
+        Some("enabled") => match thinking.get("budget_tokens").and_then(Value::as_u64) {
+            Some(b) if b < 1024 => Err(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+                    .into(),
+            ),
+            Some(b) if b >= max_tokens => {
+                Err("`max_tokens` must be greater than `thinking.budget_tokens`".into())
+            }
+            Some(_) => Ok(()),
+            None => Err("thinking.enabled.budget_tokens: Field required".into()),
+        },
+        _ => Err(format!(
+            "thinking: Input tag {} found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'",
+            thinking.get("type").unwrap_or(&Value::Null)
+        )),
+    }
+}
+
 fn tool_uses(message: &Value) -> Vec<&str> {
     if message.get("role").and_then(Value::as_str) != Some("assistant") {
         return Vec::new();
@@ -420,6 +436,47 @@ mod tests {
         );
         assert!(validate(&base(json!([user, tool_use]))).is_err());
         assert!(validate(&base(json!([result("toolu_1")]))).is_err());
+    }
+
+    #[test]
+    fn thinking_and_effort() {
+        let with = |extra: Value| {
+            let mut body = base(json!([{"role": "user", "content": "hi"}]));
+            body["max_tokens"] = json!(32000);
+            for (k, v) in extra.as_object().unwrap() {
+                body[k] = v.clone();
+            }
+            validate(&body)
+        };
+        // Claude Code's settings.
+        assert!(
+            with(json!({"thinking": {"type": "adaptive"}, "output_config": {"effort": "medium"}}))
+                .is_ok()
+        );
+        assert!(with(json!({"thinking": {"type": "disabled"}})).is_ok());
+        assert!(with(json!({"thinking": {"type": "enabled", "budget_tokens": 2048}})).is_ok());
+        let err = with(json!({"thinking": {"type": "enabled", "budget_tokens": 100}})).unwrap_err();
+        assert!(err.contains("1024"), "{err}");
+        let err = with(json!({"thinking": {"type": "enabled"}})).unwrap_err();
+        assert!(err.contains("budget_tokens: Field required"), "{err}");
+        let err = with(json!({"thinking": {"type": "sometimes"}})).unwrap_err();
+        assert!(
+            err.contains("'sometimes'") || err.contains("\"sometimes\""),
+            "{err}"
+        );
+        assert!(err.contains("'adaptive'"), "{err}");
+        assert!(with(json!({"thinking": {}})).is_err());
+        let err = with(json!({"output_config": {"effort": "extreme"}})).unwrap_err();
+        assert!(
+            err.contains("output_config.effort") && err.contains("extreme"),
+            "{err}"
+        );
+        for effort in ["low", "medium", "high", "max"] {
+            assert!(
+                with(json!({"output_config": {"effort": effort}})).is_ok(),
+                "{effort}"
+            );
+        }
     }
 
     #[test]

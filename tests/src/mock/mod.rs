@@ -117,7 +117,11 @@ pub fn n_messages(r: &RecordedRequest) -> usize {
 pub struct RecordedRequest {
     pub api: Api,
     pub method: String,
+    /// The path without its query string (routing ignores the query).
     pub path: String,
+    /// The query string without `?` (Claude Code calls
+    /// `/v1/messages?beta=true`); `None` when the target has none.
+    pub query: Option<String>,
     /// Header names lower-case, in arrival order.
     pub headers: Vec<(String, String)>,
     /// The exact request body bytes.

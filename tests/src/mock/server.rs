@@ -125,6 +125,7 @@ async fn handle(
     let received_at = Instant::now();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
+    let query = parts.uri.query().map(str::to_string);
     let api = if path.ends_with("/chat/completions") {
         Api::OpenAi
     } else {
@@ -146,6 +147,7 @@ async fn handle(
         api,
         method: parts.method.as_str().to_string(),
         path,
+        query,
         headers: parts
             .headers
             .iter()
@@ -266,10 +268,15 @@ fn decide(shared: &Arc<Shared>, mut record: RecordedRequest) -> Action {
     let action = route(shared, &mut state, &mut record);
     if state.config.log_requests {
         eprintln!(
-            "mock-model: #{} {} {} -> {}{}",
+            "mock-model: #{} {} {}{} -> {}{}",
             record.index,
             record.method,
             record.path,
+            record
+                .query
+                .as_ref()
+                .map(|q| format!("?{q}"))
+                .unwrap_or_default(),
             describe(&action),
             record
                 .cache

@@ -466,6 +466,50 @@ async fn records_exact_bytes_and_headers() {
     assert_eq!(r.model(), Some("claude-test"));
 }
 
+/// Claude Code calls `/v1/messages?beta=true` and probes the base URL with
+/// `HEAD /` at start: the first is served as `/v1/messages` with its query
+/// recorded, the second gets a 404 and is recorded too.
+#[tokio::test]
+async fn a_query_string_is_recorded_and_does_not_change_the_route() {
+    let mock = MockServer::start();
+    mock.enqueue(Reply::text("ok"));
+    let resp = client()
+        .post(format!("{}/v1/messages?beta=true", mock.url()))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .json(&request(vec![user("hi")]))
+        .send()
+        .await
+        .unwrap();
+    let evs = events(resp).await;
+    assert_eq!(evs.last().unwrap().0, "message_stop");
+    let resp = client().head(mock.url()).send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+    let count = client()
+        .post(format!("{}/v1/messages/count_tokens?beta=true", mock.url()))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": "claude-test", "messages": [user("hi")]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(count.status(), 200);
+    let reqs = mock.requests();
+    let seen: Vec<_> = reqs
+        .iter()
+        .map(|r| (r.method.as_str(), r.path.as_str(), r.query.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("POST", "/v1/messages", Some("beta=true")),
+            ("HEAD", "/", None),
+            ("POST", "/v1/messages/count_tokens", Some("beta=true")),
+        ]
+    );
+    assert!(reqs[0].cache.is_some(), "the message was streamed");
+}
+
 #[test]
 #[should_panic(expected = "got 0")]
 fn wait_for_requests_times_out() {

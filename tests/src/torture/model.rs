@@ -423,6 +423,7 @@ mod tests {
             api: crate::mock::Api::Anthropic,
             method: "POST".into(),
             path: "/v1/messages".into(),
+            query: None,
             headers: Vec::new(),
             body: json.to_string().into_bytes(),
             json,

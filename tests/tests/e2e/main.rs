@@ -21,6 +21,7 @@ mod acp_wire;
 mod attach;
 mod attach_half_close;
 mod bad_input;
+mod claude_code_probe;
 mod cli_extras;
 mod compaction;
 mod containment;
