@@ -32,8 +32,10 @@
 // this connection, else -32002; a second prompt while one runs: -32600.
 // mcpServers are accepted and not used (the log shows what was sent).
 //
-// Prompts: the text blocks joined. Text not starting with "script:" is
-// answered with one agent_message_chunk "echo: <text>" and end_turn.
+// Prompts: when the first text block starts with "script:", that block is
+// the script (later blocks, such as agentd's worktree notice, are context);
+// otherwise the text blocks, joined by a blank line, are answered with one
+// agent_message_chunk "echo: <text>" and end_turn.
 // "script:" is followed by a JSON array of steps, run in order (the whole
 // script is checked first; a bad one fails the prompt with -32602
 // "Invalid params: step N: <problem>" and nothing runs or is recorded):
@@ -163,13 +165,11 @@ async function prompt({ params, client }) {
   const session = active.get(params.sessionId);
   if (!session) throw notFound(params.sessionId);
   if (session.turn) throw acp.RequestError.invalidRequest(undefined, "a prompt is already running in this session");
-  const text = params.prompt
-    .filter((b) => b.type === "text")
-    .map((b) => b.text)
-    .join("");
+  const texts = params.prompt.filter((b) => b.type === "text").map((b) => b.text);
+  const text = texts.join("\n\n");
   let steps;
   try {
-    steps = parseScript(text);
+    steps = parseScript(texts[0] ?? "");
   } catch (e) {
     if (e instanceof ScriptError) throw acp.RequestError.invalidParams(undefined, e.message);
     throw e;

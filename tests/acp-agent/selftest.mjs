@@ -141,7 +141,7 @@ check("plain_text_is_echoed", async () => {
   });
   assert.equal(r.stopReason, "end_turn");
   assert.equal(r.usage, undefined);
-  assert.deepEqual(texts(first.updates), ["echo: hello"]);
+  assert.deepEqual(texts(first.updates), ["echo: hel\n\nlo"]);
 });
 
 check("say_think_plan_env_and_stop", async () => {

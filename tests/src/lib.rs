@@ -11,6 +11,7 @@ use serde_json::Value;
 
 pub mod acp_agent;
 pub mod acp_stdio;
+pub mod attached;
 pub mod claude_code;
 pub mod compacting;
 pub mod disk;

@@ -206,14 +206,13 @@ impl Confinement {
                     writable(),
                 ))
                 .map_err(err)?;
-            // Only those that exist: a path that does not cannot be opened
-            // for a rule (and is made by no one but its owner).
-            let extra: Vec<&std::path::PathBuf> =
-                policy.also_writable.iter().filter(|p| p.exists()).collect();
-            created = created
-                .add_rules(path_beneath_rules(extra, writable()))
-                .map_err(err)?;
         }
+        // An external agent's own state (its sessions, its login) stays
+        // writable in read-only mode too: without it, it cannot run at
+        // all. A path that does not exist gets no rule.
+        created = created
+            .add_rules(path_beneath_rules(&policy.also_writable, writable()))
+            .map_err(err)?;
         let fd: Option<OwnedFd> = created.into();
         let fd = fd.ok_or_else(|| {
             "this kernel offers no Landlock, so the sandbox cannot be enforced; run the agent with --sandbox off".to_string()

@@ -28,6 +28,7 @@ mod containment;
 mod disk_full;
 mod documented_codes;
 mod durability;
+mod external_agents;
 mod fork_rules;
 mod forks;
 mod fuzz_api;

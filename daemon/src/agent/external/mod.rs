@@ -179,9 +179,9 @@ impl TurnLoop {
     /// The next prompt: a note when a turn was cut short, else the user
     /// messages not yet sent (the inbox delivered first). Marked sent,
     /// durably, before it goes.
-    async fn next_prompt(&mut self, name: &ExternalAgentName) -> Result<Option<String>, Halt> {
+    async fn next_prompt(&mut self, name: &ExternalAgentName) -> Result<Option<Vec<String>>, Halt> {
         let text = if self.external(name).turn_open {
-            INTERRUPTED_NOTE.to_string()
+            vec![INTERRUPTED_NOTE.to_string()]
         } else {
             self.deliver_inbox(Vec::new()).await?;
             let from = self.external(name).sent_through;
@@ -208,22 +208,31 @@ impl TurnLoop {
         &mut self,
         live: &mut LiveAgent,
         turn: &mut TurnState,
-        prompt: String,
+        prompt: Vec<String>,
         name: &ExternalAgentName,
     ) -> Result<TurnEnd, Halt> {
         live.drain();
         let conn = live.conn.clone();
         let session = live.session_id.clone();
-        let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": prompt}]});
+        let blocks: Vec<Value> = prompt
+            .into_iter()
+            .map(|text| json!({"type": "text", "text": text}))
+            .collect();
+        let params = json!({"sessionId": session, "prompt": blocks});
         let request = conn.request("session/prompt", params);
         tokio::pin!(request);
         let mut cancelled: Option<(RunEnd, Instant)> = None;
+        let mut output_ended = false;
         loop {
             let flush_at = turn.flush_at();
             tokio::select! {
                 biased;
-                message = live.incoming.recv() => {
-                    let Some(message) = message else { continue };
+                message = live.incoming.recv(), if !output_ended => {
+                    // None: the reader stopped; the request's answer says why.
+                    let Some(message) = message else {
+                        output_ended = true;
+                        continue;
+                    };
                     if let Some(stop) = self.incoming(turn, &conn, message).await?
                         && cancelled.is_none()
                     {
@@ -345,8 +354,8 @@ impl TurnLoop {
     }
 }
 
-/// The text of user entries (their text blocks), in order.
-fn prompt_text(entries: &[TranscriptEntry]) -> String {
+/// The text blocks of user entries, in order (a prompt's blocks).
+fn prompt_text(entries: &[TranscriptEntry]) -> Vec<String> {
     let mut parts = Vec::new();
     for entry in entries.iter().filter(|e| e.role == Role::User) {
         let blocks: Value = serde_json::from_slice(&entry.content_json).unwrap_or(Value::Null);
@@ -358,7 +367,7 @@ fn prompt_text(entries: &[TranscriptEntry]) -> String {
             }
         }
     }
-    parts.join("\n\n")
+    parts
 }
 
 #[cfg(test)]
@@ -393,7 +402,7 @@ mod tests {
                 {"type": "tool_result", "tool_use_id": "t", "content": "x"}]),
             ),
         ];
-        assert_eq!(prompt_text(&entries), "first\n\nsecond");
-        assert_eq!(prompt_text(&[]), "");
+        assert_eq!(prompt_text(&entries), vec!["first", "second"]);
+        assert!(prompt_text(&[]).is_empty());
     }
 }
