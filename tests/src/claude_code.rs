@@ -35,7 +35,7 @@
 //!   and wait for the group to end ([`crate::acp_stdio::AcpAgent::stop`]).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -52,8 +52,6 @@ pub const MODEL: &str = "claude-test-main";
 pub const SMALL_MODEL: &str = "claude-test-small";
 /// How long one ACP step may take: starting Claude Code takes seconds.
 pub const STEP_LIMIT: Duration = Duration::from_secs(30);
-/// How long setup.sh may take: a first run downloads from npm.
-const SETUP_LIMIT_SECS: u32 = 900;
 
 /// tests/external-agents/.
 pub fn dir() -> PathBuf {
@@ -91,34 +89,13 @@ pub fn setup() -> Result<PathBuf, String> {
 
 fn run_setup() -> Result<PathBuf, String> {
     let dir = dir();
-    let script = dir.join("setup.sh");
-    let out = Command::new("timeout")
-        .arg(SETUP_LIMIT_SECS.to_string())
-        .arg("flock")
-        .arg(dir.join(".setup.lock"))
-        .arg("sh")
-        .arg(&script)
-        .current_dir(&dir)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run timeout(1) ({e}): coreutils is needed"))?;
-    let said = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() {
-        return Err(format!(
-            "{} failed ({}; 124: it took over {SETUP_LIMIT_SECS} s), so Claude Code's ACP adapter is not installed\n{said}",
-            script.display(),
-            out.status
-        ));
-    }
+    let said = crate::setup_sh::run(&dir, "node and npm")
+        .map_err(|e| format!("Claude Code's ACP adapter is not installed: {e}"))?;
     let entry = dir.join("node_modules/@zed-industries/claude-agent-acp/dist/index.js");
     if !entry.is_file() {
         return Err(format!(
-            "{} succeeded but {} is missing\n{said}",
-            script.display(),
+            "{}/setup.sh succeeded but {} is missing\n{said}",
+            dir.display(),
             entry.display()
         ));
     }

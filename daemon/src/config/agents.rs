@@ -34,6 +34,38 @@ pub enum ExternalSandbox {
     Off,
 }
 
+/// A path an external agent needs before it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seed {
+    Dir(PathBuf),
+    JsonFile(PathBuf),
+}
+
+impl Seed {
+    /// Makes the path unless something is there (mode 0700 or 0600).
+    pub fn make(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        match self {
+            Seed::Dir(p) => match std::fs::DirBuilder::new().mode(0o700).create(p) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+                _ => Ok(()),
+            },
+            Seed::JsonFile(p) => {
+                let made = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(p);
+                match made {
+                    Ok(mut f) => std::io::Write::write_all(&mut f, b"{}\n"),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
 /// One external agent: how to start it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExternalAgentDef {
@@ -44,6 +76,13 @@ pub struct ExternalAgentDef {
     pub sandbox: ExternalSandbox,
     /// Absolute paths it may write beneath besides its workspace.
     pub writable: Vec<PathBuf>,
+    /// Variables set to its temp dir (besides TMPDIR), for agents that
+    /// keep their own (Claude Code's `CLAUDE_CODE_TMPDIR`).
+    pub tmpdir_vars: Vec<String>,
+    /// Made before it starts under the sandbox when missing, since the
+    /// sandbox can let it write an existing path only: directories, and
+    /// JSON files (made holding `{}`).
+    pub seeds: Vec<Seed>,
     /// Not from config.toml: a built-in entry.
     pub built_in: bool,
 }
@@ -51,7 +90,9 @@ pub struct ExternalAgentDef {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEntry {
-    command: String,
+    /// Optional for a built-in name: its command then, with this entry's
+    /// `env`, `sandbox` and `writable` added.
+    command: Option<String>,
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
@@ -75,11 +116,21 @@ where
         let raw: RawEntry = value.try_into().map_err(|e: toml::de::Error| {
             serde::de::Error::custom(format!("agents.{name}: {}", e.message()))
         })?;
-        if raw.command.trim().is_empty() {
-            return Err(serde::de::Error::custom(format!(
-                "agents.{name}: `command` is empty"
-            )));
-        }
+        let built_in = BUILT_IN.iter().any(|(n, ..)| *n == name);
+        let command = match raw.command {
+            Some(c) if c.trim().is_empty() => {
+                return Err(serde::de::Error::custom(format!(
+                    "agents.{name}: `command` is empty"
+                )));
+            }
+            Some(c) => c,
+            None if built_in => String::new(),
+            None => {
+                return Err(serde::de::Error::custom(format!(
+                    "agents.{name}: `command` is required (only the built-in claude-code, codex and gemini have one already)"
+                )));
+            }
+        };
         let writable = raw
             .writable
             .iter()
@@ -88,11 +139,13 @@ where
             .map_err(|e| serde::de::Error::custom(format!("agents.{name}: {e}")))?;
         defs.push(ExternalAgentDef {
             name: parsed,
-            command: raw.command,
+            command,
             args: raw.args,
             env: raw.env,
             sandbox: raw.sandbox,
             writable,
+            tmpdir_vars: Vec::new(),
+            seeds: Vec::new(),
             built_in: false,
         });
     }
@@ -122,16 +175,27 @@ fn expand(path: &str, home: Option<&Path>) -> Result<PathBuf, String> {
     Ok(expanded)
 }
 
-/// The built-in entries: (name, command, args, state paths under HOME).
-const BUILT_IN: [(&str, &str, &[&str], &[&str]); 3] = [
+/// The built-in entries: (name, command, args, state paths under HOME —
+/// a directory when it ends in `/`, else a JSON file —, variables that
+/// name its temp dir).
+type BuiltIn = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+const BUILT_IN: [BuiltIn; 3] = [
     (
         "claude-code",
         "claude-agent-acp",
         &[],
-        &[".claude", ".claude.json", ".claude.json.backup"],
+        &[".claude/", ".claude.json"],
+        &["CLAUDE_CODE_TMPDIR"],
     ),
-    ("codex", "codex-acp", &[], &[".codex"]),
-    ("gemini", "gemini", &["--acp"], &[".gemini"]),
+    ("codex", "codex-acp", &[], &[".codex/"], &[]),
+    ("gemini", "gemini", &["--acp"], &[".gemini/"], &[]),
 ];
 
 /// The names of the built-in entries.
@@ -146,10 +210,12 @@ pub fn resolve(
     name: &ExternalAgentName,
     path: Option<&std::ffi::OsStr>,
 ) -> Result<ExternalAgentDef, String> {
-    if let Some(def) = configured.iter().find(|d| &d.name == name) {
+    let own = configured.iter().find(|d| &d.name == name);
+    if let Some(def) = own.filter(|d| !d.command.is_empty()) {
         return Ok(def.clone());
     }
-    let Some((_, command, args, state)) = BUILT_IN.iter().find(|(n, ..)| *n == name.as_str())
+    let Some((_, command, args, state, tmp_vars)) =
+        BUILT_IN.iter().find(|(n, ..)| *n == name.as_str())
     else {
         let known: Vec<String> = configured
             .iter()
@@ -167,17 +233,37 @@ pub fn resolve(
         ));
     }
     let home = home();
-    Ok(ExternalAgentDef {
+    let mut def = ExternalAgentDef {
         name: name.clone(),
         command: (*command).to_string(),
         args: args.iter().map(|a| (*a).to_string()).collect(),
         env: BTreeMap::new(),
         sandbox: ExternalSandbox::Agent,
-        writable: home
-            .map(|h| state.iter().map(|s| h.join(s)).collect())
-            .unwrap_or_default(),
+        writable: Vec::new(),
+        tmpdir_vars: tmp_vars.iter().map(|v| (*v).to_string()).collect(),
+        seeds: Vec::new(),
         built_in: true,
-    })
+    };
+    for s in home.iter().flat_map(|h| state.iter().map(move |s| (h, s))) {
+        let (h, rel) = s;
+        let path = h.join(rel.trim_end_matches('/'));
+        def.writable.push(path.clone());
+        def.seeds.push(if rel.ends_with('/') {
+            Seed::Dir(path)
+        } else {
+            Seed::JsonFile(path)
+        });
+    }
+    // A config entry without a command adds to the built-in one.
+    if let Some(own) = own {
+        def.env = own.env.clone();
+        def.sandbox = own.sandbox;
+        def.writable.extend(own.writable.iter().cloned());
+        if !own.args.is_empty() {
+            def.args = own.args.clone();
+        }
+    }
+    Ok(def)
 }
 
 /// The entries an agent can be run by here: config.toml's and the
@@ -187,6 +273,9 @@ pub fn available(
     path: Option<&std::ffi::OsStr>,
 ) -> Vec<ExternalAgentName> {
     let mut names: Vec<ExternalAgentName> = configured.iter().map(|d| d.name.clone()).collect();
+    // (A config entry without a command counts only if its built-in
+    // command is there.)
+    names.retain(|n| resolve(configured, n, path).is_ok());
     for (name, command, ..) in BUILT_IN {
         if let Ok(n) = ExternalAgentName::parse(name)
             && !names.contains(&n)
@@ -242,6 +331,8 @@ mod tests {
         assert_eq!(defs[0].env["K"], "v");
         assert_eq!(defs[0].sandbox, ExternalSandbox::Off);
         assert_eq!(defs[0].writable, vec![PathBuf::from("/var/mine")]);
+        let added = parse("[agents.claude-code]\nenv = { K = \"v\" }\n").unwrap();
+        assert!(added[0].command.is_empty());
         for bad in [
             "[agents.mine]\nargs = []\n",
             "[agents.mine]\ncommand = \"x\"\nsandbox = \"sometimes\"\n",
@@ -252,6 +343,21 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn seeds_are_made_only_when_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("state.json");
+        Seed::JsonFile(json.clone()).make().unwrap();
+        assert_eq!(std::fs::read_to_string(&json).unwrap(), "{}\n");
+        std::fs::write(&json, "{\"kept\": true}").unwrap();
+        Seed::JsonFile(json.clone()).make().unwrap();
+        assert_eq!(std::fs::read_to_string(&json).unwrap(), "{\"kept\": true}");
+        let sub = dir.path().join("sub");
+        Seed::Dir(sub.clone()).make().unwrap();
+        Seed::Dir(sub.clone()).make().unwrap();
+        assert!(sub.is_dir());
     }
 
     #[test]
@@ -273,8 +379,29 @@ mod tests {
             "{err}"
         );
         assert_eq!(available(&[], Some(&path)), vec![claude.clone()]);
+        assert_eq!(def.tmpdir_vars, vec!["CLAUDE_CODE_TMPDIR"]);
+        assert!(
+            matches!(&def.seeds[0], Seed::Dir(p) if p.ends_with(".claude")),
+            "{:?}",
+            def.seeds
+        );
+        assert!(matches!(&def.seeds[1], Seed::JsonFile(p) if p.ends_with(".claude.json")));
         let mine = parse("[agents.claude-code]\ncommand = \"/opt/cc\"\n").unwrap();
         assert_eq!(resolve(&mine, &claude, None).unwrap().command, "/opt/cc");
+        // An entry without a command adds its env to the built-in one.
+        let keyed = parse(
+            "[agents.claude-code]\nenv = { ANTHROPIC_API_KEY = \"k\" }\nwritable = [\"/var/cc\"]\n",
+        )
+        .unwrap();
+        let def = resolve(&keyed, &claude, Some(&path)).unwrap();
+        assert_eq!(def.command, "claude-agent-acp");
+        assert_eq!(def.env["ANTHROPIC_API_KEY"], "k");
+        assert!(def.writable.contains(&PathBuf::from("/var/cc")));
+        assert!(
+            resolve(&keyed, &claude, None).is_err(),
+            "its command must be on PATH"
+        );
+        assert!(available(&keyed, None).is_empty());
         let unknown = ExternalAgentName::parse("aider").unwrap();
         let err = resolve(&mine, &unknown, Some(&path)).unwrap_err();
         assert!(err.contains("[agents.aider]"), "{err}");

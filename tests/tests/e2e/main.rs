@@ -29,6 +29,7 @@ mod disk_full;
 mod documented_codes;
 mod durability;
 mod external_agents;
+mod external_claude;
 mod fork_rules;
 mod forks;
 mod fuzz_api;

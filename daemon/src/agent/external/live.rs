@@ -65,11 +65,32 @@ impl LiveAgent {
         mcp_servers: &[crate::mcp::ServerDef],
     ) -> Result<(LiveAgent, Vec<String>), StartError> {
         let processes = ctx.processes.clone();
+        if def.sandbox == ExternalSandbox::Agent && ctx.sandbox.is_some() {
+            for seed in &def.seeds {
+                seed.make().map_err(|e| {
+                    StartError::Failed(format!(
+                        "cannot prepare {:?} for {} under the sandbox: {e}",
+                        seed, def.name
+                    ))
+                })?;
+            }
+        }
+        let mut env = def.env.clone();
+        if let Some(policy) = ctx
+            .sandbox
+            .as_ref()
+            .filter(|_| def.sandbox == ExternalSandbox::Agent)
+        {
+            for var in &def.tmpdir_vars {
+                env.entry(var.clone())
+                    .or_insert_with(|| policy.tmpdir.display().to_string());
+            }
+        }
         let (mut process, stdin, stdout) = server_process::spawn(
             &ServerCommand {
                 program: &def.command,
                 args: &def.args,
-                env: &def.env,
+                env: &env,
                 cwd: None,
                 confined: def.sandbox == ExternalSandbox::Agent,
                 capture_stderr: true,
