@@ -11,6 +11,8 @@ use std::time::Duration;
 use agentd_e2e::acp_agent::{self, log_lines, script};
 use agentd_e2e::attached::Attached;
 use agentd_e2e::gitrepo::init_repo;
+use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
+use agentd_e2e::parent;
 use agentd_e2e::{Env, all_text, wait_until};
 use agentd_shared::proto as pb;
 use pb::permission_answer::Decision;
@@ -26,8 +28,12 @@ pub struct World {
 
 impl World {
     pub fn new(extra_env: &str, extra_config: &str) -> World {
+        World::in_env(Env::new(), extra_env, extra_config)
+    }
+
+    /// In `env` (one with a mock model, say).
+    pub fn in_env(env: Env, extra_env: &str, extra_config: &str) -> World {
         let agent = acp_agent::setup().unwrap();
-        let env = Env::new();
         let root = env.home().join("scripted");
         let state = root.join("state");
         std::fs::create_dir_all(&state).unwrap();
@@ -42,6 +48,17 @@ impl World {
             root = root.display().to_string(),
         ));
         World { env, state, log }
+    }
+
+    /// How many processes of this world's agent run (found by the state
+    /// directory in their environment).
+    pub fn processes(&self) -> usize {
+        let marker = format!("TEST_AGENT_STATE={}", self.state.display());
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("environ")).ok())
+            .filter(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
+            .count()
     }
 
     /// What the agent received, by method.
@@ -501,4 +518,96 @@ fn forks_of_an_external_agent_are_refused_and_bad_requests_too() {
     assert_ne!(offline.code, 0);
     assert!(offline.stderr.contains("no_network"), "{}", offline.stderr);
     assert_eq!(w.env.show("ext-fork")["status"], "completed");
+}
+
+#[test]
+fn a_background_external_child_reports_to_its_parent_and_gets_the_mcp_servers() {
+    let fx = crate::mcp_common::fixtures();
+    let (command, args) = fx.python_stdio_command();
+    let mock = MockServer::start();
+    let w = World::in_env(
+        Env::with_mock(&mock),
+        "",
+        &format!(
+            "[mcp_servers.fx]\ncommand = {}\nargs = {}\n",
+            crate::mcp_common::quoted(&command),
+            serde_json::to_string(&args).unwrap()
+        ),
+    );
+    let _daemon = w.env.start_daemon();
+    parent::answers(
+        &mock,
+        Reply::Message(MockMessage::new().with(Block::agent(
+            "toolu_01Background",
+            json!({"description": "scripted work", "subagent_type": "scripted",
+                   "run_in_background": true,
+                   "prompt": script(&json!([{"sleep": 300}, {"say": "background result"}]))}),
+        ))),
+        Reply::text("noted"),
+    );
+    let out = w.env.ctl(&[
+        "run",
+        "--model",
+        agentd_e2e::mock::MODEL,
+        "--name",
+        "ext-parent",
+        "PARENT go",
+    ]);
+    out.expect_code(0);
+    // The child's end wakes the parent with its notification.
+    // The child's end wakes the parent with its notification, which
+    // carries the child's answer (the `Agent` call itself returned at
+    // once, with none).
+    let notified = |r: &agentd_e2e::mock::RecordedRequest| {
+        let messages = r.json["messages"].to_string();
+        parent::is_parent(r)
+            && messages.contains("<task-notification>")
+            && messages.contains("background result")
+    };
+    wait_until(
+        "the parent reads the notification",
+        Duration::from_secs(30),
+        || mock.requests().iter().any(notified),
+    );
+    let child = w
+        .env
+        .agents()
+        .into_iter()
+        .find(|a| a["subagent_type"] == "scripted")
+        .unwrap();
+    let id = child["id"].as_str().unwrap();
+    let child = w
+        .env
+        .wait_for_agent(id, "completed", |a| a["status"] == "completed");
+    assert_eq!(child["parent_id"], w.env.show("ext-parent")["id"]);
+    // The external agent was given the agent's MCP servers.
+    let new = &w.received("session/new")[0];
+    let servers = new["params"]["mcpServers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    assert_eq!(servers[0]["name"], "fx");
+    assert_eq!(servers[0]["command"], command.as_str());
+    assert_eq!(servers[0]["args"], json!(args));
+}
+
+#[test]
+fn stop_cancels_the_turn_and_ends_the_process() {
+    let w = World::new("", "");
+    let _daemon = w.env.start_daemon();
+    let id = start(
+        &w,
+        &[],
+        &script(&json!([{"say": "busy"}, {"sleep": 60000}])),
+    );
+    wait_until("the words are recorded", Duration::from_secs(20), || {
+        said(&w.env.transcript(&id)).contains("busy")
+    });
+    w.env.ctl(&["stop", &id]).expect_code(0);
+    let agent = w
+        .env
+        .wait_for_agent(&id, "cancelled", |a| a["status"] == "cancelled");
+    assert_eq!(agent["status"], "cancelled");
+    assert_eq!(w.received("session/cancel").len(), 1);
+    wait_until("the agent process ends", Duration::from_secs(10), || {
+        w.processes() == 0
+    });
 }
