@@ -6,8 +6,12 @@
 
 pub mod compaction;
 pub mod context;
+mod conversation;
 pub mod definitions;
 pub mod external;
+mod external_asks;
+pub mod external_live;
+mod external_turn;
 pub mod fanout;
 pub mod foreground;
 pub mod fork;

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::conversation::apply_entry;
 use super::hub::StatusSnapshot;
 use super::round::Answers;
-use super::turn_loop::{Halt, TurnLoop, apply_entry};
+use super::turn_loop::{Halt, TurnLoop};
 use crate::domain::{
     Role, Status, StopReason, ToolFileChange, TranscriptEntry, Usage, json_bytes, now_ms,
 };

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::compaction::CompactQueue;
+pub use super::conversation::load_conversation;
 use super::external::ExternalSetup;
 use super::fanout::FanOutRole;
 use super::foreground::Foreground;
@@ -29,7 +30,7 @@ use super::runner::Runner;
 use super::slot::SlotLease;
 use crate::domain::{
     AgentRecord, CompactTrigger, Outcome, PromptContext, Role, Status, StopReason, ToolAllowlist,
-    TranscriptEntry, json_bytes, now_ms,
+    json_bytes, now_ms,
 };
 use crate::model::window::ContextLimits;
 use crate::model::{MessageBytes, ModelError, ModelRequest, ModelResponse, Provider};
@@ -520,78 +521,6 @@ fn halt_text(h: &Halt) -> String {
         Halt::Store(e) => e.to_string(),
         Halt::Overflow(why) => why.clone(),
     }
-}
-
-/// The conversation of `record` as its requests send it, with the seq of
-/// each message, and the seq its next entry gets. Corrupt entries are
-/// skipped by the store: a hole stops here rather than send the model a
-/// different conversation (the record counts the entries, so a hole at the
-/// end shows too).
-pub fn load_conversation(
-    store: &Store,
-    record: &AgentRecord,
-) -> Result<(Vec<(u64, MessageBytes)>, u64), StoreError> {
-    let id = record.id;
-    let entries = store.transcript(id, 0, usize::MAX)?;
-    let hole = (0u64..)
-        .zip(&entries)
-        .find(|(i, e)| e.seq != *i)
-        .map(|(i, _)| i)
-        .or_else(|| {
-            let read = entries.len() as u64;
-            (read < record.transcript_len).then_some(read)
-        });
-    if let Some(seq) = hole {
-        return Err(StoreError::TranscriptHole { id, seq });
-    }
-    let next_seq = entries.last().map_or(0, |e| e.seq + 1);
-    let mut messages = Vec::with_capacity(entries.len());
-    for e in &entries {
-        apply_entry(&mut messages, e);
-    }
-    Ok((messages, next_seq))
-}
-
-/// Applies one transcript entry to the request messages: user and assistant
-/// entries are messages; a `drop_entry` note (written by agentd 0.1 for
-/// calls interrupted by a crash) removes the message it names.
-pub(super) fn apply_entry(messages: &mut Vec<(u64, MessageBytes)>, entry: &TranscriptEntry) {
-    let role = match entry.role {
-        Role::User | Role::Assistant => entry.role,
-        Role::System if entry.compact.is_some() => {
-            // A compaction boundary: what came before is the summary now.
-            messages.clear();
-            messages.push((
-                entry.seq,
-                MessageBytes {
-                    role: Role::User,
-                    content_json: Arc::from(entry.content_json.as_slice()),
-                    cache_point: None,
-                },
-            ));
-            return;
-        }
-        Role::System => {
-            let note: Value = serde_json::from_slice(&entry.content_json).unwrap_or(Value::Null);
-            for block in note.as_array().into_iter().flatten() {
-                if block["type"] == "agentd_note"
-                    && block["kind"] == "drop_entry"
-                    && let Some(seq) = block["seq"].as_u64()
-                {
-                    messages.retain(|(s, _)| *s != seq);
-                }
-            }
-            return;
-        }
-    };
-    messages.push((
-        entry.seq,
-        MessageBytes {
-            role,
-            content_json: Arc::from(entry.content_json.as_slice()),
-            cache_point: entry.cache_point.map(|p| p as usize),
-        },
-    ));
 }
 
 /// The text of an assistant message: its text blocks, joined.

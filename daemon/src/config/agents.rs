@@ -169,7 +169,7 @@ fn expand(path: &str, home: Option<&Path>) -> Result<PathBuf, String> {
     if !expanded.is_absolute() {
         return Err(format!(
             "writable path `{}` must be absolute or start with ~/",
-            crate::error::quote(path)
+            crate::domain::text::quote(path)
         ));
     }
     Ok(expanded)

@@ -41,7 +41,7 @@ pub struct AgentHandle {
     pub(super) transition: tokio::sync::Mutex<()>,
     /// An external agent's process between runs (DESIGN §19); ended when
     /// the handle goes (the agent removed).
-    pub(super) external: Arc<crate::agent::external::live::ExternalSlot>,
+    pub(super) external: Arc<crate::agent::external_live::ExternalSlot>,
 }
 
 impl AgentHandle {

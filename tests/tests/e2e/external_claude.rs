@@ -268,7 +268,7 @@ fn an_agentd_agent_hands_a_task_to_claude_code() {
         .mock
         .requests()
         .into_iter()
-        .find(|r| parent::is_parent(r))
+        .find(parent::is_parent)
         .unwrap();
     let agent_tool = first.json["tools"]
         .as_array()

@@ -9,7 +9,7 @@ use crate::domain::{ExternalAgentName, ExternalRun};
 #[derive(Clone, PartialEq, prost::Message)]
 pub(super) struct StoredExternal {
     #[prost(string, tag = "1")]
-    agent: String,
+    pub(super) agent: String,
     #[prost(string, tag = "2")]
     session_id: String,
     #[prost(uint64, tag = "3")]

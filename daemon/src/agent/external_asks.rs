@@ -9,9 +9,9 @@
 
 use serde_json::Value;
 
-use super::super::round::Call;
-use super::super::turn_loop::{Halt, RunEnd, TurnLoop};
-use super::turn::TurnState;
+use super::external_turn::TurnState;
+use super::round::Call;
+use super::turn_loop::{Halt, RunEnd, TurnLoop};
 use crate::acp_client::wire::{self, CallKind, OptionKind, PermissionRequest};
 use crate::acp_client::{Connection, RpcError};
 use crate::domain::{ExternalToolKind, ToolName, ToolRef};

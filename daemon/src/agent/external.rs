@@ -2,8 +2,8 @@
 //! its client and supervisor. The run takes the agent's process from its
 //! slot (or starts it, reopening the session its record names), sends the
 //! messages waiting for it as one prompt at a time, and records what the
-//! agent does (`turn`), answering its permission requests as agentd's own
-//! asks (`asks`).
+//! agent does (`external_turn`), answering its permission requests as
+//! agentd's own asks (`external_asks`); its process is `external_live`'s.
 //!
 //! The record says what was sent (`ExternalRun::sent_through`, written
 //! before the prompt goes) and whether a turn is open, so a turn cut short
@@ -14,16 +14,14 @@
 //! waits [`CANCEL_GRACE`] for the turn to end (then the process is
 //! killed); a pause lets the turn end first.
 
-mod asks;
-pub mod live;
-mod turn;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::external_live::{ExternalSlot, LiveAgent, StartError, explain};
+use super::external_turn::TurnState;
 use super::turn_loop::{Halt, RunEnd, TurnLoop};
 use crate::acp_client::wire::{PromptEnd, Update};
 use crate::acp_client::{CallError, Incoming, RpcError};
@@ -33,8 +31,6 @@ use crate::domain::{
     TranscriptEntry,
 };
 use crate::mcp::ServerDef;
-use live::{ExternalSlot, LiveAgent, StartError, explain};
-use turn::TurnState;
 
 /// How long a cancelled turn may take to end before the process is killed.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);

@@ -21,8 +21,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::super::hub::ToolEvent;
-use super::super::turn_loop::{Halt, TurnLoop};
+use super::hub::ToolEvent;
+use super::turn_loop::{Halt, TurnLoop};
 use crate::acp_client::wire::{CallFields, CallKind, Diff, PromptEnd, Update};
 use crate::domain::{FileChange, Role, StopReason, ToolFileChange, json_bytes};
 
