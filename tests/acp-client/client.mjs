@@ -33,7 +33,9 @@ function bridge(extra) {
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
   return { child, stream };
 }
-const { child, stream } = bridge([]);
+// "external": the bridge runs new sessions with the external agent named
+// in the fourth argument (DESIGN §19); the fifth is the prompt.
+const { child, stream } = bridge(step === "external" ? ["--agent", sessionId] : []);
 const out = (kind, value) => console.log(JSON.stringify({ kind, ...value }));
 
 // Awaits `call`, printing the JSON-RPC error it ends in (or that it did not).
@@ -254,6 +256,10 @@ await app.connectWith(stream, async (agent) => {
     updates = [];
     await agent.request(acp.methods.agent.session.load, { sessionId: id, cwd, mcpServers: [] });
     out("load", { updates });
+  } else if (step === "external") {
+    const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    out("new", { sessionId: created.sessionId });
+    await prompt(agent, created.sessionId, process.argv[6]);
   } else if (step === "restart") {
     // The test restarts agentd while the first prompt runs.
     const created = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });

@@ -37,8 +37,12 @@ use session::{Session, Start};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Model of new sessions [default: the daemon's default_model or AGENTD_MODEL].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "agent")]
     model: Option<String>,
+    /// Run new sessions with another coding agent over ACP, supervised by
+    /// agentd (claude-code, codex, gemini, or an [agents.NAME] of config.toml).
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
     /// When tools ask first; asks go to the editor.
     #[arg(long, value_enum, default_value = "default")]
     permission_mode: Mode,
@@ -343,6 +347,7 @@ impl Bridge {
                 // does for `agentctl run`; the title follows it.
                 description: String::new(),
                 mcp_servers,
+                executor: self.args.agent.clone().unwrap_or_default(),
                 ..Default::default()
             })
             .await?

@@ -81,6 +81,9 @@ fn proposed_diff(name: &str, input: &Value, cwd: &Path) -> Vec<Value> {
 pub fn tool_call(block: &Value, status: &str, cwd: &Path) -> Value {
     let name = block["name"].as_str().unwrap_or_default();
     let input = &block["input"];
+    if let Some(kind) = block["acp_kind"].as_str() {
+        return external_call(block, name, kind, status, cwd);
+    }
     let mut update = json!({
         "sessionUpdate": "tool_call",
         "toolCallId": block["id"].as_str().unwrap_or_default(),
@@ -96,6 +99,36 @@ pub fn tool_call(block: &Value, status: &str, cwd: &Path) -> Value {
     let diff = proposed_diff(name, input, cwd);
     if !diff.is_empty() {
         update["content"] = Value::Array(diff);
+    }
+    update
+}
+
+/// A call of an external agent's (DESIGN §19), as it reported it: its
+/// title, its ACP kind and locations, stored with the `tool_use` block.
+fn external_call(block: &Value, title: &str, kind: &str, status: &str, cwd: &Path) -> Value {
+    let mut update = json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": block["id"].as_str().unwrap_or_default(),
+        "title": title,
+        "kind": kind,
+        "status": status,
+        "rawInput": block["input"],
+    });
+    let locations: Vec<Value> = block["locations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| {
+            let path = l["path"].as_str()?;
+            let mut out = json!({"path": absolute(cwd, path)});
+            if let Some(line) = l["line"].as_u64() {
+                out["line"] = line.into();
+            }
+            Some(out)
+        })
+        .collect();
+    if !locations.is_empty() {
+        update["locations"] = Value::Array(locations);
     }
     update
 }
@@ -295,6 +328,23 @@ mod tests {
             cwd,
         );
         assert_eq!(call["locations"], json!([{"path": "/work/agent/src/x.rs"}]));
+    }
+
+    #[test]
+    fn an_external_agents_call_keeps_its_own_title_kind_and_locations() {
+        let call = tool_call(
+            &json!({"type": "tool_use", "id": "c1", "name": "`echo hi`", "input": {"command": "echo hi"},
+                    "acp_kind": "execute", "locations": [{"path": "notes.txt", "line": 3}]}),
+            "pending",
+            Path::new("/w"),
+        );
+        assert_eq!(call["title"], "`echo hi`");
+        assert_eq!(call["kind"], "execute");
+        assert_eq!(
+            call["locations"],
+            json!([{"path": "/w/notes.txt", "line": 3}])
+        );
+        assert_eq!(call["rawInput"]["command"], "echo hi");
     }
 
     #[test]

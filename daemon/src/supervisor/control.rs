@@ -238,6 +238,13 @@ impl Supervisor {
             record.permission_mode = mode;
         }
         if let Some(model) = model {
+            if let Some(ext) = &record.external {
+                return Err(AgentdError::refused(format!(
+                    "agent {} is run by {}, which picks its own model; its model cannot be changed here",
+                    short(&record),
+                    ext.agent
+                )));
+            }
             let spec = crate::model::ModelSpec::parse(&model)?;
             crate::model::Provider::from_spec(&spec, &record.cwd, self.settings.models())?;
             record.model = model;

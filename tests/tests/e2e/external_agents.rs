@@ -611,3 +611,55 @@ fn stop_cancels_the_turn_and_ends_the_process() {
         w.processes() == 0
     });
 }
+
+#[test]
+fn an_editor_drives_an_external_agent_through_the_acp_bridge() {
+    let sdk = crate::acp_sdk::Sdk::TypeScript;
+    sdk.setup();
+    let w = World::new("", "");
+    let _daemon = w.env.start_daemon();
+    let cwd = w.env.project().canonicalize().unwrap();
+    let prompt = script(&json!([
+        {"tool": {"id": "w1", "title": "Write notes.txt", "kind": "edit",
+                  "rawInput": {"file_path": "notes.txt"}, "locations": [{"path": "notes.txt", "line": 1}]},
+         "then": {"status": "completed", "text": "wrote it",
+                  "diff": {"path": "notes.txt", "oldText": null, "newText": "hello\n"}, "writeFile": true}},
+        {"say": "Done writing."}
+    ]));
+    let cwd_arg = cwd.display().to_string();
+    let lines = sdk.run(&w.env, &["external", &cwd_arg, "scripted", &prompt]);
+    let reply = crate::acp::of_kind(&lines, "prompt")[0];
+    assert_eq!(reply["stopReason"], "end_turn", "{reply}");
+    let updates = reply["updates"].as_array().unwrap();
+    let call = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .expect("a tool call");
+    assert_eq!(call["title"], "Write notes.txt");
+    assert_eq!(call["kind"], "edit");
+    let file = cwd.join("notes.txt").display().to_string();
+    assert_eq!(call["locations"][0]["path"], file.as_str());
+    let done = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed")
+        .expect("the call completes");
+    let diff = done["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "diff")
+        .expect("its diff, as the daemon recorded it");
+    assert_eq!(diff["path"], file.as_str());
+    assert_eq!(diff["newText"], "hello\n");
+    let text: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert!(text.contains("Done writing."), "{text}");
+    let id = crate::acp::of_kind(&lines, "new")[0]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(w.env.show(&id)["model"], "acp:scripted");
+}
