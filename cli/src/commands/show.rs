@@ -167,6 +167,15 @@ fn mcp_line(a: &pb::Agent) -> String {
         .join("\n               ")
 }
 
+/// Who runs an external agent (DESIGN §19) and its own session id.
+fn external_line(a: &pb::Agent) -> String {
+    match (a.executor.as_str(), a.external_session_id.as_str()) {
+        ("", _) => String::new(),
+        (name, "") => format!("{name} over ACP (no session yet)"),
+        (name, session) => format!("{name} over ACP, its session {session}"),
+    }
+}
+
 /// One `key: value` line per field that has a value, then the plan, then
 /// the result.
 fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageReport) {
@@ -177,6 +186,7 @@ fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
         ("description", a.description.clone()),
         ("status", status::name(a.status).to_string()),
         ("model", a.model.clone()),
+        ("run by", external_line(a)),
         ("cwd", a.cwd.clone()),
         ("sandbox", crate::view::sandbox::line(a)),
         (

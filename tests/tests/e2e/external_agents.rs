@@ -209,6 +209,15 @@ fn an_external_agent_runs_and_every_update_is_recorded() {
     });
     assert_eq!(session.executor, "scripted");
     assert!(!session.external_session_id.is_empty());
+    let shown = w.env.ctl(&["show", "ext-one"]);
+    assert!(
+        shown.stdout.contains(&format!(
+            "scripted over ACP, its session {}",
+            session.external_session_id
+        )),
+        "{}",
+        shown.stdout
+    );
     assert_eq!(
         new_session_ids(&w),
         vec![session.external_session_id.clone()],
@@ -482,6 +491,51 @@ fn a_worktree_run_works_in_its_tree_and_keeps_the_work() {
     let diff = w.env.ctl(&["diff", "ext-tree"]);
     diff.expect_code(0);
     assert!(diff.stdout.contains("+in the tree"), "{}", diff.stdout);
+}
+
+#[test]
+fn bad_executors_get_the_documented_codes() {
+    let w = World::new("", "");
+    let _daemon = w.env.start_daemon();
+    let cwd = w.env.project().display().to_string();
+    let codes = w.env.rpc(async |c| {
+        let mut codes = Vec::new();
+        for (executor, model, no_network) in [
+            ("aider", "", false),
+            ("Not A Name", "", false),
+            (&*"x".repeat(10_000), "", false),
+            ("scripted", "anthropic:claude-test", false),
+            ("scripted", "", true),
+        ] {
+            let err = c
+                .create_agent(pb::CreateAgentRequest {
+                    prompt: "hi".into(),
+                    cwd: cwd.clone(),
+                    executor: executor.into(),
+                    model: model.into(),
+                    no_network,
+                    background: true,
+                    ..Default::default()
+                })
+                .await
+                .unwrap_err();
+            assert!(err.message().len() < 400, "{}", err.message());
+            codes.push(err.code());
+        }
+        codes
+    });
+    use tonic::Code;
+    assert_eq!(
+        codes,
+        [
+            Code::FailedPrecondition,
+            Code::InvalidArgument,
+            Code::InvalidArgument,
+            Code::InvalidArgument,
+            Code::InvalidArgument
+        ]
+    );
+    assert!(w.env.agents().is_empty(), "nothing was stored");
 }
 
 #[test]

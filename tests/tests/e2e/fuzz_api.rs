@@ -128,6 +128,12 @@ fn random_calls_with_malformed_fields_get_documented_errors_and_leave_a_sound_st
                                 sandbox: if valid { 3 } else { random_enum(&mut rng) },
                                 max_turns: rng.random_range(0..u32::MAX),
                                 idle: rng.random_bool(0.1),
+                                // An external agent this daemon has none of.
+                                executor: if !valid && rng.random_bool(0.2) {
+                                    random_string(&mut rng)
+                                } else {
+                                    String::new()
+                                },
                                 ..Default::default()
                             })
                             .await
