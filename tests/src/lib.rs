@@ -23,6 +23,7 @@ pub mod parent;
 pub mod root;
 pub mod script;
 pub mod setup_sh;
+pub mod tmux;
 pub mod torture;
 
 use mock::{MockServer, text_of};

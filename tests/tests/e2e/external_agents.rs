@@ -494,6 +494,45 @@ fn a_worktree_run_works_in_its_tree_and_keeps_the_work() {
 }
 
 #[test]
+fn an_external_agents_committed_work_merges_into_the_checkout() {
+    let w = World::new("", "");
+    let repo = w.env.project().canonicalize().unwrap();
+    init_repo(&repo);
+    let _daemon = w.env.start_daemon();
+    // Committing writes the checkout's .git, outside the tree: as for
+    // agentd's own agents, that needs the sandbox off.
+    let prompt = script(&json!([
+        {"shell": "echo merged > m.txt && git add m.txt && git commit -qm 'add m.txt' && echo committed"}
+    ]));
+    w.env
+        .ctl(&[
+            "run",
+            "--agent",
+            "scripted",
+            "--worktree",
+            "--sandbox",
+            "off",
+            "--name",
+            "ext-merge",
+            &prompt,
+        ])
+        .expect_code(0);
+    let text = said(&w.env.transcript("ext-merge"));
+    assert!(text.contains("committed"), "{text}");
+    let merged = w.env.ctl(&["merge", "ext-merge"]);
+    merged.expect_code(0);
+    assert!(
+        merged.stdout.contains("fast-forwarded main"),
+        "{}",
+        merged.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("m.txt")).unwrap(),
+        "merged\n"
+    );
+}
+
+#[test]
 fn bad_executors_get_the_documented_codes() {
     let w = World::new("", "");
     let _daemon = w.env.start_daemon();

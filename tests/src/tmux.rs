@@ -1,0 +1,197 @@
+//! A real terminal for tests of full-screen programs (`agentctl ui`): a
+//! tmux server of the test's own (its own socket, so nothing of the
+//! person's tmux is touched), one window running the program at a given
+//! size; keys go in with `send-keys`, the screen comes out with
+//! `capture-pane`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// One tmux server with one window.
+pub struct Tmux {
+    socket: PathBuf,
+    target: String,
+}
+
+impl Tmux {
+    /// Starts `program` with `args` in a `cols`×`rows` window, in `cwd`,
+    /// with exactly the environment `env` (and TERM).
+    pub fn start(
+        dir: &Path,
+        program: &Path,
+        args: &[&str],
+        env: &[(String, String)],
+        (cols, rows): (u16, u16),
+    ) -> Tmux {
+        let socket = dir.join("tmux.sock");
+        let tmux = Tmux {
+            socket,
+            target: "ui:0".into(),
+        };
+        // `env` runs the program with the environment given, nothing of
+        // the test's: tmux would pass its own on otherwise.
+        let mut command = vec!["env".to_string(), "-i".to_string()];
+        command.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        command.push("TERM=xterm-256color".into());
+        command.push(program.display().to_string());
+        command.extend(args.iter().map(|a| a.to_string()));
+        let (cols, rows, cwd) = (
+            cols.to_string(),
+            rows.to_string(),
+            dir.display().to_string(),
+        );
+        let line = shell_line(&command);
+        let out = tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "ui",
+            "-x",
+            &cols,
+            "-y",
+            &rows,
+            "-c",
+            &cwd,
+            &line,
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux new-session failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Keep the pane when the program exits, to read what it left.
+        tmux.run(&["set-option", "-t", "ui", "remain-on-exit", "on"]);
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("-f")
+            .arg("/dev/null")
+            .args(args)
+            .output()
+            .expect("tmux is needed (scripts/test-deps installs it)")
+    }
+
+    /// Sends keys, as tmux names them (`Enter`, `Down`, `C-d`, or text).
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.target];
+        args.extend_from_slice(keys);
+        let out = self.run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Types `text` literally.
+    pub fn type_text(&self, text: &str) {
+        let out = self.run(&["send-keys", "-t", &self.target, "-l", text]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The screen as text, one line per row.
+    pub fn screen(&self) -> String {
+        let out = self.run(&["capture-pane", "-p", "-t", &self.target]);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Resizes the window.
+    pub fn resize(&self, cols: u16, rows: u16) {
+        self.run(&[
+            "resize-window",
+            "-t",
+            "ui",
+            "-x",
+            &cols.to_string(),
+            "-y",
+            &rows.to_string(),
+        ]);
+    }
+
+    /// Waits until the screen satisfies `ok`; panics with the screen.
+    #[track_caller]
+    pub fn wait_for(&self, what: &str, limit: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            if start.elapsed() > limit {
+                panic!("timed out waiting for {what}; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the screen shows `text`.
+    #[track_caller]
+    pub fn wait_text(&self, text: &str) -> String {
+        self.wait_for(&format!("{text:?}"), Duration::from_secs(20), |s| {
+            s.contains(text)
+        })
+    }
+
+    /// Whether the program has exited (the pane is dead), and its status.
+    pub fn exited(&self) -> Option<i32> {
+        let out = self.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            &self.target,
+            "#{pane_dead} #{pane_dead_status}",
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let mut parts = text.split_whitespace();
+        match (parts.next(), parts.next()) {
+            (Some("1"), Some(code)) => code.parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// The pane's terminal modes as tmux sees them: whether the alternate
+    /// screen is on (a program that exits must turn it off).
+    pub fn alternate_on(&self) -> bool {
+        let out = self.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            &self.target,
+            "#{alternate_on}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+
+    /// The pid of the program in the pane.
+    pub fn pid(&self) -> i32 {
+        let out = self.run(&["display-message", "-p", "-t", &self.target, "#{pane_pid}"]);
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("a pane pid")
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+/// `words` as one line for a shell, each quoted.
+fn shell_line(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
