@@ -318,7 +318,9 @@ impl TurnLoop {
                 )
                 .await?;
                 self.record.turns += 1;
-                self.external(name).turn_open = false;
+                // Cut short by a shutdown, the turn is still to be
+                // finished: the revived session is told so.
+                self.external(name).turn_open = stopped == Some(RunEnd::Interrupted);
                 self.write_record().await?;
                 Ok(match stopped {
                     Some(stop) => TurnEnd::Stopped(stop),

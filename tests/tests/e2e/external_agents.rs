@@ -401,6 +401,36 @@ fn a_daemon_killed_mid_turn_revives_the_session_with_load() {
 }
 
 #[test]
+fn a_daemon_stopped_mid_turn_cancels_it_and_the_revived_session_finishes() {
+    let w = World::new("", "");
+    let daemon = w.env.start_daemon();
+    let id = start(
+        &w,
+        &[],
+        &script(&json!([{"say": "started"}, {"sleep": 60000}])),
+    );
+    wait_until("the words are recorded", Duration::from_secs(20), || {
+        said(&w.env.transcript(&id)).contains("started")
+    });
+    let status = daemon.terminate();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        w.received("session/cancel").len(),
+        1,
+        "a clean stop cancels the turn"
+    );
+    let _daemon = w.env.start_daemon();
+    let done = w
+        .env
+        .wait_for_agent(&id, "completed", |a| a["status"] == "completed");
+    assert!(
+        done["result"].as_str().unwrap().contains("cut short"),
+        "{done}"
+    );
+    assert_eq!(w.received("session/load").len(), 1);
+}
+
+#[test]
 fn an_agent_that_cannot_load_is_blocked_after_a_restart_with_its_transcript() {
     let w = World::new(", TEST_AGENT_NO_LOAD = \"1\"", "");
     let daemon = w.env.start_daemon();
