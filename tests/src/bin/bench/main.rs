@@ -23,6 +23,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- scale [--agents 1000] [--agents-10k 10000] [--runs 300] [--delta-ms 100] [--chars 2000] [--starts 5]
 //! cargo run --release -p agentd-e2e --bin bench -- pueue [--tasks 1000] [--runs 100]
 //! cargo run --release -p agentd-e2e --bin bench -- mcp [--calls 200] [--servers 4] [--server-sandbox agent|off]
+//! cargo run --release -p agentd-e2e --bin bench -- external [--turns 200] [--busy-turns 50]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
@@ -31,6 +32,7 @@
 mod acp;
 mod acp_load;
 mod compact;
+mod external;
 mod fanout;
 mod mcp;
 mod pueue;
@@ -874,9 +876,10 @@ fn main() {
         Some("scale") => scale::bench_scale(&args),
         Some("pueue") => pueue::bench_pueue(&args),
         Some("mcp") => mcp::bench_mcp(&args),
+        Some("external") => external::bench_external(&args),
         _ => {
             eprintln!(
-                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox|service|acp|acp-load|rpc|scale|pueue|mcp [options] (see the source's header)"
+                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox|service|acp|acp-load|rpc|scale|pueue|mcp|external [options] (see the source's header)"
             );
             std::process::exit(2);
         }
