@@ -11,6 +11,7 @@ mod permission_prompt;
 mod process;
 mod systemctl;
 mod terminal;
+mod ui;
 mod units;
 mod view;
 
@@ -94,6 +95,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Diff(args) => commands::diff::run(&target, args).await,
         Command::Merge(args) => commands::merge::run(&target, args).await,
         Command::Events(args) => commands::events::run(&target, args).await,
+        Command::Ui(args) => ui::run(&target, args).await,
         Command::Status(args) => commands::status::run(&target, args).await,
         Command::Doctor(args) => commands::doctor::run(&target, args).await,
         Command::Usage(args) => commands::usage::run(&target, args).await,
