@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 use serde_json::Value;
 
-use super::tree::{fit, status_style};
+use super::tree::status_style;
 use crate::view::{plan, render, status, worktree};
 
 /// Output lines kept per agent.
@@ -74,11 +74,6 @@ impl Output {
 
     pub fn agent_id(&self) -> Option<&str> {
         self.agent.as_ref().map(|a| a.id.as_str())
-    }
-
-    #[cfg(test)]
-    pub fn lines(&self) -> impl Iterator<Item = &OutLine> {
-        self.lines.iter()
     }
 
     fn push(&mut self, line: OutLine) {
@@ -369,10 +364,10 @@ pub fn render(out: &Output, area: Rect, buf: &mut Buffer, color: bool) {
     buf.set_string(
         area.x,
         rule_y,
-        fit(
-            &format!("──{title}{}", "─".repeat(area.width as usize)),
-            area.width as usize,
-        ),
+        format!("──{title}{}", "─".repeat(area.width as usize))
+            .chars()
+            .take(area.width as usize)
+            .collect::<String>(),
         Style::default().add_modifier(Modifier::DIM),
     );
     let body = Rect::new(area.x, rule_y + 1, area.width, area.height - head_h - 1);

@@ -72,3 +72,7 @@ fn help(area: Rect, buf: &mut ratatui::buffer::Buffer) {
         )
         .render(r, buf);
 }
+
+#[cfg(test)]
+#[path = "widget_tests.rs"]
+mod tests;
