@@ -31,7 +31,11 @@ fn sigpipe_for(command: &Command) {
     use nix::sys::signal::{SigHandler, Signal, signal};
     let handler = match command {
         // acp: an editor that closes its end is handled, not a signal.
-        Command::Daemon(_) | Command::Service(_) | Command::Acp(_) => SigHandler::SigIgn,
+        // ui: a daemon that goes away is waited for ("reconnecting"), and
+        // the terminal must be given back, which a signal's death skips.
+        Command::Daemon(_) | Command::Service(_) | Command::Acp(_) | Command::Ui(_) => {
+            SigHandler::SigIgn
+        }
         _ => SigHandler::SigDfl,
     };
     // SAFETY: called in main before any thread exists; neither disposition

@@ -36,7 +36,7 @@ pub enum Done {
         text: String,
     },
     /// A fork was made: select it.
-    Forked(pb::Agent),
+    Forked(Box<pb::Agent>),
     /// Costs by agent id (a usage report).
     Costs(HashMap<String, f64>),
 }
@@ -117,7 +117,7 @@ async fn run(c: &mut Client, request: Request) -> Result<Done, tonic::Status> {
                 })
                 .await?
                 .into_inner();
-            Done::Forked(a)
+            Done::Forked(Box::new(a))
         }
         Request::Diff(id) => {
             let resp = c

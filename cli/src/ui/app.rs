@@ -40,7 +40,7 @@ const COSTS_EVERY: Duration = Duration::from_secs(5);
 pub enum Exit {
     Quit(u8),
     /// Enter: follow this agent full screen, then come back.
-    Attach(pb::Agent),
+    Attach(Box<pb::Agent>),
 }
 
 /// Frame times, for `--bench-frames`.
@@ -278,10 +278,10 @@ impl App {
         }
         match msg {
             AttachMsg::Event(e) => {
-                if let pb::attach_event::Event::Agent(a) = &e {
+                if let pb::attach_event::Event::Agent(a) = e.as_ref() {
                     self.model.update_agent(a.clone());
                 }
-                self.output.apply(e);
+                self.output.apply(*e);
             }
             AttachMsg::Ended(why) => {
                 self.output
@@ -352,7 +352,12 @@ impl App {
                 self.model.move_selection(d);
                 self.moved_at = Instant::now();
             }
-            Action::Attach => return self.model.selected().map(|r| Exit::Attach(r.agent.clone())),
+            Action::Attach => {
+                return self
+                    .model
+                    .selected()
+                    .map(|r| Exit::Attach(Box::new(r.agent.clone())));
+            }
             Action::Filter => self.prompt = Some(Prompt::filter(self.model.filter())),
             Action::ClearFilter => self.model.set_filter(""),
             Action::ToggleAll => {
@@ -406,11 +411,11 @@ impl App {
                     .say(format!("{short}: looking at what its worktree holds…"));
                 self.request(Request::RmPreview(id));
             }
+            // Shown: d again goes back to the output.
+            Action::Diff if self.output.diff.take().is_some() => {}
             Action::Diff => {
-                if self.output.diff.take().is_none() {
-                    self.bar.say(format!("{short}: reading its diff…"));
-                    self.request(Request::Diff(id));
-                }
+                self.bar.say(format!("{short}: reading its diff…"));
+                self.request(Request::Diff(id));
             }
             Action::Permission => self.permission(&id, &short),
             _ => {}

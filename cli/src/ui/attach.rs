@@ -13,7 +13,7 @@ use crate::autostart::Client;
 const RECENT: u64 = 50;
 
 pub enum AttachMsg {
-    Event(pb::attach_event::Event),
+    Event(Box<pb::attach_event::Event>),
     Ended(String),
 }
 
@@ -62,7 +62,7 @@ impl Attachment {
             };
             loop {
                 let msg = match events.next().await {
-                    Some(Ok(pb::AttachEvent { event: Some(e) })) => AttachMsg::Event(e),
+                    Some(Ok(pb::AttachEvent { event: Some(e) })) => AttachMsg::Event(Box::new(e)),
                     Some(Ok(_)) => continue,
                     Some(Err(s)) => AttachMsg::Ended(s.message().into()),
                     None => AttachMsg::Ended("the stream ended".into()),

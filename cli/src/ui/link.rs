@@ -25,7 +25,7 @@ pub const QUEUE: usize = 8192;
 pub enum LinkMsg {
     /// (Re)connected: a client and every agent as of now.
     Connected(Client, Vec<pb::Agent>),
-    Event(pb::WatchEvent),
+    Event(Box<pb::WatchEvent>),
     /// The stream ended; reconnecting.
     Lost(String),
 }
@@ -92,7 +92,10 @@ async fn session(
     *backoff = FIRST_BACKOFF;
     loop {
         match events.next().await {
-            Some(Ok(e)) => tx.send(LinkMsg::Event(e)).await.map_err(|_| Closed)?,
+            Some(Ok(e)) => tx
+                .send(LinkMsg::Event(Box::new(e)))
+                .await
+                .map_err(|_| Closed)?,
             Some(Err(s)) => return Ok(s.message().to_string()),
             None => return Ok("the daemon closed the stream".into()),
         }

@@ -10,7 +10,7 @@ use std::sync::Once;
 use crossterm::cursor::{Hide, Show};
 use crossterm::execute;
 use crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -73,10 +73,15 @@ impl Guard {
         restore();
     }
 
-    /// Takes it again and draws everything anew.
+    /// Takes it again and draws everything anew: a cleared screen and a
+    /// new Terminal, whose first frame draws every cell. (Not
+    /// `Terminal::clear`, which asks the terminal where its cursor is, and
+    /// whose answer did not arrive after a full-screen attach in tmux.)
     pub fn resume(&mut self) -> std::io::Result<()> {
         take()?;
-        self.tui.clear()
+        execute!(std::io::stdout(), Clear(ClearType::All))?;
+        self.tui = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+        Ok(())
     }
 }
 

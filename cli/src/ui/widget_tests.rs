@@ -248,8 +248,10 @@ fn the_whole_screen_keeps_its_layout_with_a_long_error_and_a_prompt() {
         id: "x".into(),
         short: "aaaa0001".into(),
     });
-    let mut lost = Bar::default();
-    lost.link = Link::Reconnecting;
+    let lost = Bar {
+        link: Link::Reconnecting,
+        ..Default::default()
+    };
     let view = View {
         model: &m,
         output: &out,
