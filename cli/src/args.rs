@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::view::color;
-use crate::{acp, commands};
+use crate::{acp, commands, ui};
 
 /// Find, watch, steer and run AI coding agents supervised by agentd.
 #[derive(Debug, Parser)]
@@ -67,6 +67,8 @@ pub enum Command {
     Diff(commands::diff::Args),
     /// Merge an agent's branch into the checkout its worktree came from (only a clean checkout).
     Merge(commands::merge::Args),
+    /// A terminal dashboard: every agent as a tree, the selected one's live output, keys to steer them (see --help for the keys).
+    Ui(ui::Args),
     /// Follow lifecycle events of all agents (created, status, notifications).
     Events(commands::events::Args),
     /// What agents cost: tokens, requests and USD, with what the prompt cache saved.

@@ -161,22 +161,22 @@ async fn next_key(keys: &mut Option<Keyboard>) -> Option<Key> {
     }
 }
 
-/// What the loop listens for besides events and keys.
-enum Signal {
+/// What the loop listens for besides events and keys (also `ui`'s loop).
+pub(crate) enum Signal {
     /// SIGTERM or SIGHUP: agentctl is told to go (its terminal closed).
     TermOrHangup,
     /// SIGINT, when there is no keyboard to read Ctrl-C from.
     Interrupt,
 }
 
-struct Signals {
+pub(crate) struct Signals {
     term: Option<tokio::signal::unix::Signal>,
     hangup: Option<tokio::signal::unix::Signal>,
     interrupt: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
-    fn new(listen_for_sigint: bool) -> Signals {
+    pub(crate) fn new(listen_for_sigint: bool) -> Signals {
         use tokio::signal::unix::{SignalKind, signal};
         Signals {
             term: signal(SignalKind::terminate()).ok(),
@@ -187,7 +187,7 @@ impl Signals {
         }
     }
 
-    async fn next(&mut self) -> Signal {
+    pub(crate) async fn next(&mut self) -> Signal {
         async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
             match s {
                 Some(s) => {

@@ -11,6 +11,7 @@ mod permission_prompt;
 mod process;
 mod systemctl;
 mod terminal;
+mod ui;
 mod units;
 mod view;
 
@@ -30,7 +31,11 @@ fn sigpipe_for(command: &Command) {
     use nix::sys::signal::{SigHandler, Signal, signal};
     let handler = match command {
         // acp: an editor that closes its end is handled, not a signal.
-        Command::Daemon(_) | Command::Service(_) | Command::Acp(_) => SigHandler::SigIgn,
+        // ui: a daemon that goes away is waited for ("reconnecting"), and
+        // the terminal must be given back, which a signal's death skips.
+        Command::Daemon(_) | Command::Service(_) | Command::Acp(_) | Command::Ui(_) => {
+            SigHandler::SigIgn
+        }
         _ => SigHandler::SigDfl,
     };
     // SAFETY: called in main before any thread exists; neither disposition
@@ -94,6 +99,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Diff(args) => commands::diff::run(&target, args).await,
         Command::Merge(args) => commands::merge::run(&target, args).await,
         Command::Events(args) => commands::events::run(&target, args).await,
+        Command::Ui(args) => ui::run(&target, args).await,
         Command::Status(args) => commands::status::run(&target, args).await,
         Command::Doctor(args) => commands::doctor::run(&target, args).await,
         Command::Usage(args) => commands::usage::run(&target, args).await,

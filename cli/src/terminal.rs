@@ -102,6 +102,19 @@ impl Keyboard {
         std::thread::spawn(move || {
             let mut buf = [0u8; 64];
             loop {
+                // Waits for a key a little at a time, so that once the
+                // Keyboard is dropped the thread stops reading: a reader
+                // left behind would take the next key from whoever reads
+                // the terminal after (`ui` after a full-screen attach).
+                if !key_ready() {
+                    if tx.is_closed() {
+                        return;
+                    }
+                    continue;
+                }
+                if tx.is_closed() {
+                    return;
+                }
                 match std::io::stdin().lock().read(&mut buf) {
                     Ok(0) | Err(_) => return,
                     Ok(n) => {
@@ -121,6 +134,14 @@ impl Keyboard {
     pub async fn next(&mut self) -> Option<Key> {
         self.rx.recv().await
     }
+}
+
+/// Whether stdin has input, waiting at most a tenth of a second.
+fn key_ready() -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    matches!(poll(&mut fds, PollTimeout::from(100u8)), Ok(n) if n > 0)
 }
 
 impl Drop for Keyboard {

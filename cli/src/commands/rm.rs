@@ -60,30 +60,54 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         })
         .await?
         .into_inner();
-    println!("removed {}", resp.id);
-    if let Some(w) = &resp.worktree {
-        let held = work_line(w.work.as_ref());
-        if resp.worktree_removed && args.discard_worktree && held != "no changes" {
-            println!(
-                "discarded its worktree {} and branch {}: {held}",
-                w.path, w.branch
-            );
-            for p in &w.paths {
-                println!("  lost {p}");
-            }
-        } else if resp.worktree_removed {
-            println!(
-                "removed its worktree {} and branch {} (no changes)",
-                w.path, w.branch
-            );
-        } else if !w.note.is_empty() {
-            println!("could not reach its worktree {}: {}", w.path, w.note);
-        } else {
-            println!(
-                "kept its worktree {} and branch {}: {held}; it is an orphan now (`agentctl worktrees`); delete it with git once you have what you need",
-                w.path, w.branch
-            );
-        }
+    for line in outcome_lines(&resp, args.discard_worktree) {
+        println!("{line}");
     }
     Ok(SUCCESS)
+}
+
+/// What a removal did, line by line (`rm` prints them, `ui` shows them).
+pub fn outcome_lines(resp: &pb::RemoveAgentResponse, discarded: bool) -> Vec<String> {
+    let mut out = vec![format!("removed {}", resp.id)];
+    let Some(w) = &resp.worktree else {
+        return out;
+    };
+    let held = work_line(w.work.as_ref());
+    if resp.worktree_removed && discarded && held != "no changes" {
+        out.push(format!(
+            "discarded its worktree {} and branch {}: {held}",
+            w.path, w.branch
+        ));
+        out.extend(w.paths.iter().map(|p| format!("  lost {p}")));
+    } else if resp.worktree_removed {
+        out.push(format!(
+            "removed its worktree {} and branch {} (no changes)",
+            w.path, w.branch
+        ));
+    } else if !w.note.is_empty() {
+        out.push(format!(
+            "could not reach its worktree {}: {}",
+            w.path, w.note
+        ));
+    } else {
+        out.push(format!(
+            "kept its worktree {} and branch {}: {held}; it is an orphan now (`agentctl worktrees`); delete it with git once you have what you need",
+            w.path, w.branch
+        ));
+    }
+    out
+}
+
+/// What removing `agent` would leave behind, for asking first (`ui`): its
+/// worktree and the work it holds, or that it has none.
+pub fn holds(agent: &pb::Agent) -> String {
+    match agent.worktree.as_ref().filter(|w| w.owned) {
+        None => "no worktree".into(),
+        Some(w) => format!(
+            "worktree {} (branch {}): {}; a tree with work is kept",
+            w.path,
+            w.branch,
+            work_line(w.work.as_ref())
+        ),
+    }
 }

@@ -42,6 +42,11 @@ pub fn init(choice: ColorChoice) {
     );
 }
 
+/// Whether colour was decided on (`ui` styles its widgets by it).
+pub fn enabled() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
 fn paint(code: &str, text: &str) -> String {
     if ON.load(Ordering::Relaxed) {
         format!("\x1b[{code}m{text}\x1b[0m")

@@ -1,0 +1,207 @@
+//! Doing what the keys ask, through the public API, off the event loop:
+//! each action runs as its own task on a clone of the client and reports
+//! back one `Done` on a channel, so a slow daemon never freezes the screen.
+//! The calls and their words are the commands' own (`commands::merge`,
+//! `commands::rm`, `commands::one_shot`).
+
+use std::collections::HashMap;
+
+use agentd_shared::proto as pb;
+use tokio::sync::mpsc;
+
+use crate::autostart::Client;
+use crate::commands::{merge, one_shot::status_line, rm, worktrees::client_dir};
+use crate::exit::Failure;
+
+/// What an action came to.
+#[derive(Debug)]
+pub enum Done {
+    /// A line for the bar.
+    Said(String),
+    Failed(String),
+    /// The agent's diff, for the output pane.
+    Diff {
+        id: String,
+        text: String,
+    },
+    /// What `rm` would leave behind, to ask with.
+    RmPreview {
+        id: String,
+        short: String,
+        holds: String,
+    },
+    /// The agent is gone.
+    Removed {
+        id: String,
+        text: String,
+    },
+    /// A fork was made: select it.
+    Forked(Box<pb::Agent>),
+    /// Costs by agent id (a usage report).
+    Costs(HashMap<String, f64>),
+}
+
+/// One thing to do to an agent (by full id).
+#[derive(Debug, Clone)]
+pub enum Request {
+    Send { id: String, message: String },
+    Background(String),
+    Interrupt(String),
+    Stop(String),
+    Fork { id: String, directive: String },
+    Diff(String),
+    Merge(String),
+    RmPreview(String),
+    Rm(String),
+    Costs,
+}
+
+/// Starts `request` on its own task; its outcome goes to `done`.
+pub fn spawn(client: &Client, request: Request, done: mpsc::UnboundedSender<Done>) {
+    let mut client = client.clone();
+    tokio::spawn(async move {
+        let outcome = run(&mut client, request)
+            .await
+            .unwrap_or_else(|status| Done::Failed(Failure::from(status).message));
+        let _ = done.send(outcome);
+    });
+}
+
+async fn run(c: &mut Client, request: Request) -> Result<Done, tonic::Status> {
+    Ok(match request {
+        Request::Send { id, message } => {
+            let resp = c
+                .send_message(pb::SendMessageRequest { id, message })
+                .await?
+                .into_inner();
+            let a = resp.agent.unwrap_or_default();
+            let what = if resp.revived {
+                "revived"
+            } else {
+                "queued for"
+            };
+            Done::Said(format!("{what} {}", status_line(&a)))
+        }
+        Request::Background(id) => {
+            let a = c
+                .background(pb::BackgroundRequest { id })
+                .await?
+                .into_inner();
+            Done::Said(format!("{} running in the background", a.short_id))
+        }
+        Request::Interrupt(id) => {
+            let a = c
+                .interrupt_agent(pb::InterruptAgentRequest { id })
+                .await?
+                .into_inner();
+            Done::Said(format!(
+                "{} (s sends a message to continue it)",
+                status_line(&a)
+            ))
+        }
+        Request::Stop(id) => {
+            let a = c
+                .cancel_agent(pb::CancelAgentRequest { id })
+                .await?
+                .into_inner();
+            Done::Said(status_line(&a))
+        }
+        Request::Fork { id, directive } => {
+            let a = c
+                .fork_agent(pb::ForkAgentRequest {
+                    parent_id: id,
+                    directive,
+                    fork_turns: "all".into(),
+                    background: true,
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            Done::Forked(Box::new(a))
+        }
+        Request::Diff(id) => {
+            let resp = c
+                .diff_agent(pb::DiffAgentRequest {
+                    id: id.clone(),
+                    stat: false,
+                })
+                .await?
+                .into_inner();
+            let text = if resp.diff.is_empty() {
+                "(no changes)".to_string()
+            } else {
+                resp.diff
+            };
+            Done::Diff { id, text }
+        }
+        Request::Merge(id) => {
+            let resp = c
+                .merge_agent(pb::MergeAgentRequest { id, squash: false })
+                .await?
+                .into_inner();
+            Done::Said(merge::summary(&resp))
+        }
+        Request::RmPreview(id) => rm_preview(c, id).await?,
+        Request::Rm(id) => {
+            let resp = c
+                .remove_agent(pb::RemoveAgentRequest {
+                    id: id.clone(),
+                    force: false,
+                    discard_worktree: false,
+                    cwd: client_dir(),
+                })
+                .await?
+                .into_inner();
+            Done::Removed {
+                id,
+                text: rm::outcome_lines(&resp, false).join("; "),
+            }
+        }
+        Request::Costs => {
+            let report = c
+                .get_usage(pb::GetUsageRequest::default())
+                .await?
+                .into_inner();
+            let costs = report
+                .agents
+                .into_iter()
+                .filter_map(|a| a.cost.map(|cost| (a.id, cost.usd)))
+                .collect();
+            Done::Costs(costs)
+        }
+    })
+}
+
+/// The agent as it is now and what its worktree holds (a diffstat's last
+/// line), so the question names the work at stake.
+async fn rm_preview(c: &mut Client, id: String) -> Result<Done, tonic::Status> {
+    let agent = c
+        .get_agent(pb::GetAgentRequest { id: id.clone() })
+        .await?
+        .into_inner();
+    let mut holds = rm::holds(&agent);
+    let live_tree = agent
+        .worktree
+        .as_ref()
+        .is_some_and(|w| w.owned && std::path::Path::new(&w.path).exists());
+    if live_tree
+        && let Ok(resp) = c
+            .diff_agent(pb::DiffAgentRequest {
+                id: id.clone(),
+                stat: true,
+            })
+            .await
+    {
+        let stat = resp.into_inner().diff;
+        let last = stat.lines().last().unwrap_or("").trim();
+        holds = format!(
+            "{holds}; now: {}",
+            if last.is_empty() { "no changes" } else { last }
+        );
+    }
+    Ok(Done::RmPreview {
+        id,
+        short: agent.short_id,
+        holds,
+    })
+}
