@@ -61,7 +61,12 @@ impl Tmux {
             String::from_utf8_lossy(&out.stderr)
         );
         // Keep the pane when the program exits, to read what it left.
-        tmux.run(&["set-option", "-t", "ui", "remain-on-exit", "on"]);
+        let kept = tmux.run(&["set-option", "-w", "-t", "ui:0", "remain-on-exit", "on"]);
+        assert!(
+            kept.status.success(),
+            "tmux set-option failed: {}",
+            String::from_utf8_lossy(&kept.stderr)
+        );
         tmux
     }
 

@@ -56,6 +56,7 @@ mod security;
 mod service;
 mod socket;
 mod supervision;
+mod ui;
 mod usage;
 mod worktree_agents;
 mod worktrees;

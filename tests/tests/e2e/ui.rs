@@ -1,0 +1,141 @@
+//! `agentctl ui` (DESIGN §20) in a real terminal: the real binary in a
+//! tmux window of its own, against a daemon with a tree of agents; keys go
+//! in with `send-keys`, what it shows comes out with `capture-pane`.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use std::time::Duration;
+
+use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, Reply};
+use agentd_e2e::script::{script, text, tool, turn};
+use agentd_e2e::tmux::Tmux;
+use agentd_e2e::{Env, parent, wait_until};
+use serde_json::json;
+
+/// The dashboard open on `env`'s daemon, 160×40.
+fn open(env: &Env) -> Tmux {
+    let cmd = env.ctl_command(&[]);
+    let vars: Vec<(String, String)> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| {
+            Some((
+                k.to_string_lossy().to_string(),
+                v?.to_string_lossy().to_string(),
+            ))
+        })
+        .collect();
+    Tmux::start(
+        &env.project(),
+        &agentd_e2e::agentctl_bin(),
+        &["ui"],
+        &vars,
+        (160, 40),
+    )
+}
+
+/// The screen's line that holds `text`.
+fn line_with<'a>(screen: &'a str, text: &str) -> &'a str {
+    screen
+        .lines()
+        .find(|l| l.contains(text))
+        .unwrap_or_else(|| panic!("no line holds {text:?}:\n{screen}"))
+}
+
+/// A world with a finished parent and its child, and a sleeper that runs.
+fn family(mock: &MockServer, env: &Env) -> (String, String) {
+    parent::answers(
+        mock,
+        Reply::Message(MockMessage::new().with(Block::agent(
+            "toolu_01Child",
+            json!({"description": "count the files", "prompt": "count them"}),
+        ))),
+        Reply::text("parent is done"),
+    );
+    mock.enqueue(Reply::text("there are three files"));
+    env.ctl(&["run", "--model", MODEL, "--name", "tree-top", "PARENT go"])
+        .expect_code(0);
+    let sleeper = env.script(
+        "sleeper.json",
+        &script(vec![
+            turn(vec![tool("Bash", json!({"command": "sleep 120"}))]),
+            turn(vec![text("slept")]),
+        ]),
+    );
+    let id = env.start_model(&sleeper, &["--name", "sleeper"]);
+    wait_until("the sleeper runs", Duration::from_secs(20), || {
+        env.show(&id)["status"] == "running"
+    });
+    (
+        env.show("tree-top")["short_id"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        id,
+    )
+}
+
+#[test]
+fn the_dashboard_shows_the_tree_output_filter_and_stops_with_confirmation() {
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let _daemon = env.start_daemon();
+    let (top, sleeper) = family(&mock, &env);
+    let ui = open(&env);
+    let screen = ui.wait_text("sleeper");
+    // The tree: the child under its parent, statuses, types.
+    let top_line = line_with(&screen, "tree-top");
+    assert!(
+        top_line.contains(&top) && top_line.contains("completed"),
+        "{screen}"
+    );
+    let child_line = line_with(&screen, "count the files");
+    assert!(
+        child_line.contains("└─") && child_line.contains("general-pur"),
+        "{screen}"
+    );
+    let top_row = screen.lines().position(|l| l.contains("tree-top")).unwrap();
+    let child_row = screen
+        .lines()
+        .position(|l| l.contains("count the files"))
+        .unwrap();
+    assert_eq!(child_row, top_row + 1, "{screen}");
+    assert!(
+        line_with(&screen, "sleeper").contains("running"),
+        "{screen}"
+    );
+
+    // The filter leaves the matching agents.
+    ui.keys(&["/"]);
+    ui.type_text("sleep");
+    ui.keys(&["Enter"]);
+    let screen = ui.wait_for("the filter", Duration::from_secs(10), |s| {
+        s.contains("filter: sleep") && !s.contains("tree-top")
+    });
+    // The one agent left is selected: its live output shows.
+    ui.wait_text("sleep 120");
+    // Stop asks first: `n` keeps it running, `y` stops it.
+    ui.keys(&["x"]);
+    ui.wait_text("y/n");
+    ui.keys(&["n"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(env.show(&sleeper)["status"], "running", "{screen}");
+    ui.keys(&["x"]);
+    ui.wait_text("y/n");
+    ui.keys(&["y"]);
+    wait_until("the sleeper is cancelled", Duration::from_secs(20), || {
+        env.show(&sleeper)["status"] == "cancelled"
+    });
+    ui.wait_for("cancelled in the tree", Duration::from_secs(10), |s| {
+        s.lines()
+            .any(|l| l.contains("sleeper") && l.contains("cancelled"))
+    });
+    // Esc in the filter prompt clears it: the whole tree again.
+    ui.keys(&["/", "Escape"]);
+    ui.wait_text("tree-top");
+    ui.keys(&["q"]);
+    ui.wait_for("the dashboard exits", Duration::from_secs(10), |_| {
+        ui.exited().is_some()
+    });
+    assert_eq!(ui.exited(), Some(0));
+    assert!(!ui.alternate_on(), "the terminal is restored");
+}
