@@ -32,6 +32,10 @@ pub enum Follower {
     /// `attach`: ends when the agent stops or the user detaches; a move to
     /// the background is only reported.
     Attach,
+    /// `attach` from the dashboard (`agentctl ui`): as `Attach`, but an
+    /// agent that stops is only reported, so the person reads what it did
+    /// and goes back with Ctrl-D.
+    Dashboard,
 }
 
 /// What the keys are doing.
@@ -97,7 +101,7 @@ pub async fn follow(
         short: agent.short_id.clone(),
         view: match follower {
             Follower::Run => TranscriptView::default(),
-            Follower::Attach => TranscriptView::with_user_text(),
+            Follower::Attach | Follower::Dashboard => TranscriptView::with_user_text(),
         },
         asks: Vec::new(),
         input: Input::Normal,
@@ -268,7 +272,7 @@ impl Session {
                     println!("{}", self.id);
                     return Next::Exit(SUCCESS);
                 }
-                Follower::Attach => {
+                Follower::Attach | Follower::Dashboard => {
                     let s = self.short.clone();
                     self.note(&format!("{s} moved to the background"));
                 }
@@ -326,6 +330,14 @@ impl Session {
                         let text = format!("{} {name}{why}", self.short);
                         self.note(&text);
                         Next::Exit(SUCCESS)
+                    }
+                    Follower::Dashboard => {
+                        let text = format!(
+                            "{} {name}{why} — Ctrl-D returns to the dashboard",
+                            self.short
+                        );
+                        self.note(&text);
+                        Next::Continue
                     }
                 }
             }

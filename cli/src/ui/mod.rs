@@ -115,6 +115,6 @@ async fn full_screen(
         agent.short_id
     );
     let from = agent.transcript_len.saturating_sub(ATTACH_RECENT);
-    follow(&mut client, &agent, from, Follower::Attach).await?;
+    follow(&mut client, &agent, from, Follower::Dashboard).await?;
     Ok(SUCCESS)
 }

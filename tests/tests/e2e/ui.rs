@@ -139,3 +139,68 @@ fn the_dashboard_shows_the_tree_output_filter_and_stops_with_confirmation() {
     assert_eq!(ui.exited(), Some(0));
     assert!(!ui.alternate_on(), "the terminal is restored");
 }
+
+#[test]
+fn asks_are_answered_in_place_attach_comes_back_and_a_daemon_restart_is_survived() {
+    let env = Env::new();
+    let daemon = env.start_daemon();
+    let asker = env.script(
+        "asker.json",
+        &script(vec![
+            turn(vec![tool(
+                "Bash",
+                json!({"command": "echo allowed > asked.txt"}),
+            )]),
+            turn(vec![text("ran it after the answer")]),
+        ]),
+    );
+    let id = env.start_model(&asker, &["--name", "asker", "--permission-mode", "default"]);
+    wait_until("the ask is open", Duration::from_secs(20), || {
+        env.show(&id)["status"] == "waiting"
+    });
+    let ui = open(&env);
+    // The waiting agent is marked, and the ask is shown for `p`.
+    let screen = ui.wait_text("asks to run Bash");
+    assert!(line_with(&screen, "asker").contains("waiting"), "{screen}");
+    ui.keys(&["p"]);
+    let screen = ui.wait_text("y: allow once");
+    assert!(
+        line_with(&screen, "y: allow once").contains("echo allowed"),
+        "{screen}"
+    );
+    ui.keys(&["y"]);
+    wait_until("the agent ran the command", Duration::from_secs(20), || {
+        env.show(&id)["status"] == "completed"
+    });
+    assert_eq!(
+        std::fs::read_to_string(env.project().join("asked.txt")).unwrap(),
+        "allowed\n"
+    );
+    ui.wait_text("ran it after the answer");
+
+    // Enter: full screen attach, as `agentctl attach` shows it; Ctrl-D back.
+    ui.keys(&["Enter"]);
+    ui.wait_for("the attach view", Duration::from_secs(10), |s| {
+        !s.contains("j/k move") && s.contains("ran it after the answer")
+    });
+    ui.keys(&["C-d"]);
+    ui.wait_text("j/k move");
+
+    // The daemon goes away: the dashboard says so and waits; it comes back
+    // by itself when the daemon does.
+    daemon.kill9();
+    ui.wait_text("reconnecting");
+    let _daemon = env.start_daemon();
+    let screen = ui.wait_for("the tree again", Duration::from_secs(30), |s| {
+        !s.contains("reconnecting to") && s.contains("asker")
+    });
+    assert!(
+        line_with(&screen, "asker").contains("completed"),
+        "{screen}"
+    );
+    ui.keys(&["q"]);
+    ui.wait_for("the dashboard exits", Duration::from_secs(10), |_| {
+        ui.exited().is_some()
+    });
+    assert_eq!(ui.exited(), Some(0));
+}
