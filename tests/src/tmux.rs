@@ -146,19 +146,21 @@ impl Tmux {
         })
     }
 
-    /// Whether the program has exited (the pane is dead), and its status.
+    /// Whether the program has exited (the pane is dead): its exit code,
+    /// or 128 + the signal that ended it.
     pub fn exited(&self) -> Option<i32> {
         let out = self.run(&[
             "display-message",
             "-p",
             "-t",
             &self.target,
-            "#{pane_dead} #{pane_dead_status}",
+            "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}",
         ]);
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let mut parts = text.split_whitespace();
-        match (parts.next(), parts.next()) {
-            (Some("1"), Some(code)) => code.parse().ok(),
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mut parts = text.split(':');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some("1"), Some(code), _) if !code.is_empty() => code.parse().ok(),
+            (Some("1"), _, Some(signal)) => signal.parse::<i32>().ok().map(|s| 128 + s),
             _ => None,
         }
     }

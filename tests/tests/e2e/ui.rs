@@ -204,3 +204,59 @@ fn asks_are_answered_in_place_attach_comes_back_and_a_daemon_restart_is_survived
     });
     assert_eq!(ui.exited(), Some(0));
 }
+
+#[test]
+fn send_help_resize_and_sigterm_keep_the_terminal_sound() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let model = env.script(
+        "talker.json",
+        &script(vec![
+            turn(vec![text("first answer")]),
+            turn(vec![text("second answer")]),
+        ]),
+    );
+    let id = env.start_model(&model, &["--name", "talker"]);
+    wait_until("the first answer", Duration::from_secs(20), || {
+        env.show(&id)["status"] == "completed"
+    });
+    let ui = open(&env);
+    ui.wait_text("first answer");
+    // `s` sends a message to the selected agent, which answers it.
+    ui.keys(&["s"]);
+    ui.type_text("tell me more");
+    ui.keys(&["Enter"]);
+    ui.wait_text("second answer");
+    assert_eq!(env.show(&id)["result"], "second answer");
+    // `?` shows the keys; any key closes it.
+    ui.keys(&["?"]);
+    ui.wait_text("answer the selected agent's permission ask");
+    ui.keys(&["Escape"]);
+    ui.wait_for("the help closes", Duration::from_secs(10), |s| {
+        !s.contains("answer the selected agent's permission ask")
+    });
+    // A smaller window: the layout follows, the keys line stays at the bottom.
+    let short = env.show(&id)["short_id"].as_str().unwrap().to_string();
+    ui.resize(90, 20);
+    let screen = ui.wait_for("the smaller layout", Duration::from_secs(10), |s| {
+        let lines: Vec<&str> = s.lines().collect();
+        lines.len() <= 20
+            && lines.iter().all(|l| l.chars().count() <= 90)
+            && s.contains(&short)
+            && lines.last().is_some_and(|l| l.starts_with("j/k move"))
+    });
+    assert!(screen.contains("second answer"), "{screen}");
+    // SIGTERM: the dashboard ends and gives the terminal back.
+    nix_kill(ui.pid());
+    ui.wait_for("the dashboard exits", Duration::from_secs(10), |_| {
+        ui.exited().is_some()
+    });
+    assert!(!ui.alternate_on(), "the terminal is restored after SIGTERM");
+}
+
+/// SIGTERM to `pid` (the program in the pane).
+fn nix_kill(pid: i32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+}
