@@ -93,7 +93,9 @@ impl Prompt {
             Ask::Merge { short, .. } => {
                 format!("merge {short}'s branch into its checkout? [y/n]")
             }
-            Ask::Rm { short, holds, .. } => format!("rm {short}? {holds} [y/n]"),
+            // The answer keys first: what the tree holds can be longer than
+            // the line.
+            Ask::Rm { short, holds, .. } => format!("rm {short}? [y/n] {holds}"),
             Ask::Permission { request, .. } => {
                 format!(
                     "{} — y: allow once · a: always · n: deny",
@@ -137,7 +139,7 @@ mod tests {
         });
         assert_eq!(
             p.line(),
-            "rm 3f2a1b9c? worktree /w (branch agentd/3f2a1b9c): 2 files changed [y/n]"
+            "rm 3f2a1b9c? [y/n] worktree /w (branch agentd/3f2a1b9c): 2 files changed"
         );
         assert_eq!(p.mode(), Mode::Confirm);
         assert_eq!(p.cursor(), None);

@@ -115,12 +115,12 @@ fn the_dashboard_shows_the_tree_output_filter_and_stops_with_confirmation() {
     ui.wait_text("sleep 120");
     // Stop asks first: `n` keeps it running, `y` stops it.
     ui.keys(&["x"]);
-    ui.wait_text("y/n");
+    ui.wait_text("[y/n]");
     ui.keys(&["n"]);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(env.show(&sleeper)["status"], "running", "{screen}");
     ui.keys(&["x"]);
-    ui.wait_text("y/n");
+    ui.wait_text("[y/n]");
     ui.keys(&["y"]);
     wait_until("the sleeper is cancelled", Duration::from_secs(20), || {
         env.show(&sleeper)["status"] == "cancelled"
@@ -259,4 +259,95 @@ fn nix_kill(pid: i32) {
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status();
+}
+
+#[test]
+fn interrupt_fork_diff_merge_and_rm_act_on_the_selected_agent() {
+    let env = Env::new();
+    let repo = env.project().canonicalize().unwrap();
+    agentd_e2e::gitrepo::init_repo(&repo);
+    let _daemon = env.start_daemon();
+    // A worktree agent that commits a file (sandbox off: a commit writes
+    // the checkout's .git), then a sleeper.
+    let committer = env.script(
+        "committer.json",
+        &script(vec![
+            turn(vec![tool(
+                "Bash",
+                json!({"command": "echo tree > t.txt && git add t.txt && git commit -qm 'add t' && echo done"}),
+            )]),
+            turn(vec![text("committed t.txt")]),
+        ]),
+    );
+    let tree = env.start_model(
+        &committer,
+        &["--name", "treeish", "--worktree", "--sandbox", "off"],
+    );
+    wait_until("the commit", Duration::from_secs(30), || {
+        env.show(&tree)["status"] == "completed"
+    });
+    let sleeper = env.script(
+        "sleeper.json",
+        &script(vec![
+            turn(vec![tool("Bash", json!({"command": "sleep 120"}))]),
+            turn(vec![text("slept")]),
+            turn(vec![text("forked and answered")]),
+        ]),
+    );
+    let sleepy = env.start_model(&sleeper, &["--name", "sleepy"]);
+    wait_until("the sleeper runs", Duration::from_secs(20), || {
+        env.show(&sleepy)["status"] == "running"
+    });
+    let ui = open(&env);
+    // (`/` edits the filter in force: Esc clears it first.)
+    let filter = |ui: &Tmux, text: &str| {
+        ui.keys(&["/", "Escape"]);
+        // (An Esc closely followed by a key reads as Alt and that key.)
+        std::thread::sleep(Duration::from_millis(150));
+        ui.keys(&["/"]);
+        ui.type_text(text);
+        ui.keys(&["Enter"]);
+        ui.wait_text(&format!("filter: {text}"));
+    };
+    // i: the sleeper is interrupted (paused, continuable).
+    filter(&ui, "sleepy");
+    ui.wait_text("sleep 120");
+    ui.keys(&["i"]);
+    wait_until("the sleeper pauses", Duration::from_secs(20), || {
+        env.show(&sleepy)["status"] == "paused"
+    });
+    // f: a fork with the directive typed in.
+    ui.keys(&["f"]);
+    ui.wait_text("directive");
+    ui.type_text("try it another way");
+    ui.keys(&["Enter"]);
+    wait_until("the fork exists", Duration::from_secs(20), || {
+        env.agents().iter().any(|a| a["subagent_type"] == "fork")
+    });
+    // d: the worktree agent's diff, in the output pane.
+    filter(&ui, "treeish");
+    ui.wait_text("committed t.txt");
+    ui.keys(&["d"]);
+    ui.wait_text("+tree");
+    ui.keys(&["d"]);
+    // m: merge asks, then merges into the checkout.
+    ui.keys(&["m"]);
+    ui.wait_text("into its checkout? [y/n]");
+    ui.keys(&["y"]);
+    wait_until("the merge", Duration::from_secs(20), || {
+        repo.join("t.txt").exists()
+    });
+    // r: rm asks, saying what its tree holds, then removes it.
+    ui.keys(&["r"]);
+    let screen = ui.wait_text("? [y/n] worktree");
+    let short = env.show(&tree)["short_id"].as_str().unwrap().to_string();
+    assert!(line_with(&screen, "y/n").contains(&short), "{screen}");
+    ui.keys(&["y"]);
+    ui.wait_for("the agent is gone", Duration::from_secs(20), |_| {
+        !env.agents().iter().any(|a| a["name"] == "treeish")
+    });
+    ui.keys(&["q"]);
+    ui.wait_for("the dashboard exits", Duration::from_secs(10), |_| {
+        ui.exited().is_some()
+    });
 }
