@@ -57,7 +57,11 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::FAILURE);
         }
     };
-    match runtime.block_on(dispatch(cli)) {
+    let result = runtime.block_on(dispatch(cli));
+    // Not a drop, which would wait for blocking reads of the terminal that
+    // never return (a key reader of `attach` or `ui`): the process ends.
+    runtime.shutdown_background();
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(Failure { code, message }) => {
             if !message.is_empty() {

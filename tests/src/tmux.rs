@@ -71,8 +71,12 @@ impl Tmux {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-S")
+        let mut cmd = Command::new("tmux");
+        // A server started from a test thread would inherit its signal
+        // mask; with SIGCHLD blocked there it never reaps the program, and
+        // never sees it exit. tmux starts with every signal deliverable.
+        unblock_signals(&mut cmd);
+        cmd.arg("-S")
             .arg(&self.socket)
             .arg("-f")
             .arg("/dev/null")
@@ -132,7 +136,18 @@ impl Tmux {
                 return screen;
             }
             if start.elapsed() > limit {
-                panic!("timed out waiting for {what}; the screen:\n{screen}");
+                let tree = Command::new("sh")
+                    .arg("-c")
+                    .arg(format!(
+                        "ps -o pid,ppid,stat,wchan:20,args --ppid {pid}; ps -o pid,ppid,stat,wchan:20,args -p {pid}; ps -o pid,stat,args -p $(ps -o ppid= -p {pid}); cat /proc/{pid}/task/*/wchan 2>/dev/null | tr '\\0' ' '",
+                        pid = self.pid()
+                    ))
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+                    .unwrap_or_default();
+                panic!(
+                    "timed out waiting for {what}; the screen:\n{screen}\nthe pane's processes:\n{tree}"
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -149,6 +164,7 @@ impl Tmux {
     /// Whether the program has exited (the pane is dead): its exit code,
     /// or 128 + the signal that ended it.
     pub fn exited(&self) -> Option<i32> {
+        self.nudge_if_zombie();
         let out = self.run(&[
             "display-message",
             "-p",
@@ -162,6 +178,30 @@ impl Tmux {
             (Some("1"), Some(code), _) if !code.is_empty() => code.parse().ok(),
             (Some("1"), _, Some(signal)) => signal.parse::<i32>().ok().map(|s| 128 + s),
             _ => None,
+        }
+    }
+
+    /// Under a loaded test run the tmux server sometimes misses the
+    /// SIGCHLD of the program's exit and leaves it a zombie, its pane
+    /// alive: a SIGCHLD sent again makes it reap the program.
+    fn nudge_if_zombie(&self) {
+        let out = self.run(&["display-message", "-p", "-t", &self.target, "#{pane_pid}"]);
+        let Ok(pid) = String::from_utf8_lossy(&out.stdout).trim().parse::<i32>() else {
+            return;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Fields after the command's closing parenthesis: state, ppid, …
+        let mut rest = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r)
+            .unwrap_or("")
+            .split_whitespace();
+        if let (Some("Z"), Some(ppid)) = (rest.next(), rest.next().and_then(|p| p.parse().ok())) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(ppid),
+                nix::sys::signal::Signal::SIGCHLD,
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -191,6 +231,24 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.run(&["kill-server"]);
+    }
+}
+
+/// Clears the signal mask of `cmd`'s process before it runs.
+#[allow(unsafe_code)]
+fn unblock_signals(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sigprocmask with an empty set is async-signal-safe and
+    // touches only the child's own mask, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::signal::sigprocmask(
+                nix::sys::signal::SigmaskHow::SIG_SETMASK,
+                Some(&nix::sys::signal::SigSet::empty()),
+                None,
+            )
+            .map_err(std::io::Error::from)
+        });
     }
 }
 

@@ -301,6 +301,12 @@ fn interrupt_fork_diff_merge_and_rm_act_on_the_selected_agent() {
     let ui = open(&env);
     // (`/` edits the filter in force: Esc clears it first.)
     let filter = |ui: &Tmux, text: &str| {
+        assert_eq!(
+            ui.exited(),
+            None,
+            "the dashboard ended early:\n{}",
+            ui.screen()
+        );
         ui.keys(&["/", "Escape"]);
         // (An Esc closely followed by a key reads as Alt and that key.)
         std::thread::sleep(Duration::from_millis(150));
