@@ -24,6 +24,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- pueue [--tasks 1000] [--runs 100]
 //! cargo run --release -p agentd-e2e --bin bench -- mcp [--calls 200] [--servers 4] [--server-sandbox agent|off]
 //! cargo run --release -p agentd-e2e --bin bench -- external [--turns 200] [--busy-turns 50]
+//! cargo run --release -p agentd-e2e --bin bench -- ui [--agents 1000] [--frames 1000] [--idle-frames 20] [--round-ms 2000] [--rounds 60]
 //! ```
 //! Run from a release build: the harness uses the binaries next to this one.
 
@@ -41,6 +42,7 @@ mod sandbox;
 mod scale;
 mod service;
 mod torture;
+mod ui;
 mod worktree;
 
 use std::io::Write;
@@ -874,12 +876,13 @@ fn main() {
         Some("compact") => compact::bench_compact(&args),
         Some("torture") => torture::bench_torture(&args),
         Some("scale") => scale::bench_scale(&args),
+        Some("ui") => ui::bench_ui(&args),
         Some("pueue") => pueue::bench_pueue(&args),
         Some("mcp") => mcp::bench_mcp(&args),
         Some("external") => external::bench_external(&args),
         _ => {
             eprintln!(
-                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox|service|acp|acp-load|rpc|scale|pueue|mcp|external [options] (see the source's header)"
+                "usage: bench list|append|turns|relay|switch|replay|concurrent|restart|resolve|fanout|worktree|sandbox|service|acp|acp-load|rpc|scale|pueue|mcp|external|ui [options] (see the source's header)"
             );
             std::process::exit(2);
         }
