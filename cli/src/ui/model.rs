@@ -67,6 +67,10 @@ pub struct Model {
     pub dirty: bool,
     /// First tree line on screen; the tree widget keeps the selection in view.
     pub offset: Cell<usize>,
+    /// Tree lines on screen as last drawn (0: not drawn yet, all count).
+    pub shown: Cell<usize>,
+    /// Each visible line's index by agent id, built with the lines.
+    line_of: HashMap<String, usize>,
     now: Option<SystemTime>,
 }
 
@@ -137,7 +141,28 @@ impl Model {
             }
             Event::Notification(_) => {}
         }
-        self.dirty = true;
+        // A change to a row off screen waits for the screen to reach it:
+        // with a thousand agents streaming, redrawing for each would draw
+        // at the frame cap for nothing.
+        let asker = match event {
+            Event::PermissionRequest(p) if !p.agent_id.is_empty() => p.agent_id.as_str(),
+            _ => e.agent_id.as_str(),
+        };
+        if selected || self.on_screen(&e.agent_id) || self.on_screen(asker) {
+            self.dirty = true;
+        }
+    }
+
+    /// Whether `id`'s line is on screen (as last drawn).
+    fn on_screen(&self, id: &str) -> bool {
+        let shown = self.shown.get();
+        if shown == 0 || self.structure_changed {
+            return true;
+        }
+        let offset = self.offset.get();
+        self.line_of
+            .get(id)
+            .is_some_and(|&i| i >= offset && i < offset + shown)
     }
 
     /// Replaces one agent's record (a fresh GetAgent or the Attach stream's
@@ -309,6 +334,11 @@ impl Model {
             });
             descend(root, "", &children, &mut lines);
         }
+        self.line_of = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.id.clone(), i))
+            .collect();
         self.lines = lines;
         match self.selected_index() {
             Some(i) => self.last_index = i,

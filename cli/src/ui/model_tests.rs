@@ -200,3 +200,28 @@ fn marks_for_a_permission_ask_and_a_background_agent_that_finished_unseen() {
     assert!(m.row("sel").unwrap().waits_for_permission());
     let _ = SystemTime::now();
 }
+
+#[test]
+fn only_changes_on_screen_or_to_the_selection_ask_for_a_frame() {
+    use pb::AgentStatus::Running;
+    let agents: Vec<pb::Agent> = (0..100)
+        .map(|i| agent(&format!("a{i:03}"), "", 1000 - i, Running))
+        .collect();
+    let mut m = model(agents);
+    m.lines();
+    // As the tree widget leaves it: lines 0..10 on screen.
+    m.offset.set(0);
+    m.shown.set(10);
+    m.select("a000");
+    m.dirty = false;
+    m.apply(&event("a050", status(pb::AgentStatus::Completed, 3)));
+    assert!(!m.dirty, "a row off screen draws nothing");
+    assert_eq!(m.row("a050").unwrap().agent.turns, 3, "but it is kept");
+    m.apply(&event("a005", status(pb::AgentStatus::Completed, 1)));
+    assert!(m.dirty, "a row on screen draws");
+    m.dirty = false;
+    m.select("a050");
+    m.dirty = false;
+    m.apply(&event("a050", status(Running, 4)));
+    assert!(m.dirty, "the selected agent always draws (its output pane)");
+}

@@ -256,8 +256,15 @@ impl Output {
     }
 }
 
-/// The lines as drawn, with the live text and thought at the end.
-fn drawn_lines(out: &Output, color: bool) -> Vec<Line<'static>> {
+/// How many lines `drawn_lines` has in all.
+fn drawn_count(out: &Output) -> usize {
+    out.lines.len() + usize::from(out.live_thinking > 0) + out.live_text.lines().count()
+}
+
+/// The lines as drawn, with the live text and thought at the end: only
+/// those in `range` are styled (a long output is not laid out whole for
+/// the few lines a frame shows).
+fn drawn_lines(out: &Output, color: bool, range: std::ops::Range<usize>) -> Vec<Line<'static>> {
     let dim = Style::default().add_modifier(Modifier::DIM);
     let paint = |c: Color| {
         if color {
@@ -266,41 +273,49 @@ fn drawn_lines(out: &Output, color: bool) -> Vec<Line<'static>> {
             Style::default()
         }
     };
+    let styled = |l: &OutLine| match l {
+        OutLine::Text(t) => Line::raw(t.clone()),
+        OutLine::User(t) => Line::styled(format!("> {t}"), paint(Color::Blue)),
+        OutLine::Thought(first, len) => {
+            Line::styled(format!("▸ thought ({len} chars): {first}"), dim)
+        }
+        OutLine::Note(t) => Line::styled(format!("[{t}]"), paint(Color::Yellow)),
+        OutLine::Tool {
+            name,
+            summary,
+            outcome,
+            ..
+        } => {
+            let (mark, style) = match outcome {
+                Outcome::Running => ("…", paint(Color::Cyan)),
+                Outcome::Ok => ("✓", paint(Color::Green)),
+                Outcome::Error => ("✗", paint(Color::Red)),
+            };
+            Line::from(vec![
+                Span::styled(format!("{mark} "), style),
+                Span::raw(format!("{name}({summary})")),
+            ])
+        }
+    };
+    let take = range.end.saturating_sub(range.start);
     let mut lines: Vec<Line> = out
         .lines
         .iter()
-        .map(|l| match l {
-            OutLine::Text(t) => Line::raw(t.clone()),
-            OutLine::User(t) => Line::styled(format!("> {t}"), paint(Color::Blue)),
-            OutLine::Thought(first, len) => {
-                Line::styled(format!("▸ thought ({len} chars): {first}"), dim)
-            }
-            OutLine::Note(t) => Line::styled(format!("[{t}]"), paint(Color::Yellow)),
-            OutLine::Tool {
-                name,
-                summary,
-                outcome,
-                ..
-            } => {
-                let (mark, style) = match outcome {
-                    Outcome::Running => ("…", paint(Color::Cyan)),
-                    Outcome::Ok => ("✓", paint(Color::Green)),
-                    Outcome::Error => ("✗", paint(Color::Red)),
-                };
-                Line::from(vec![
-                    Span::styled(format!("{mark} "), style),
-                    Span::raw(format!("{name}({summary})")),
-                ])
-            }
-        })
+        .skip(range.start)
+        .take(take)
+        .map(styled)
         .collect();
+    let mut live: Vec<Line> = Vec::new();
     if out.live_thinking > 0 {
-        lines.push(Line::styled(
+        live.push(Line::styled(
             format!("▸ thinking… ({} chars)", out.live_thinking),
             dim,
         ));
     }
-    lines.extend(out.live_text.lines().map(|l| Line::raw(l.to_string())));
+    live.extend(out.live_text.lines().map(|l| Line::raw(l.to_string())));
+    let live_from = range.start.saturating_sub(out.lines.len());
+    let room = take - lines.len();
+    lines.extend(live.into_iter().skip(live_from).take(room));
     lines
 }
 
@@ -371,15 +386,24 @@ pub fn render(out: &Output, area: Rect, buf: &mut Buffer, color: bool) {
         Style::default().add_modifier(Modifier::DIM),
     );
     let body = Rect::new(area.x, rule_y + 1, area.width, area.height - head_h - 1);
-    let lines = match &out.diff {
-        Some(diff) => diff_lines(diff, color),
-        None => drawn_lines(out, color),
-    };
     // Only the lines that can be on screen are laid out.
     let h = body.height as usize;
-    let end = lines.len().saturating_sub(out.scroll.min(lines.len()));
-    let start = end.saturating_sub(h);
-    let shown: Vec<Line> = lines.into_iter().skip(start).take(end - start).collect();
+    let window = |total: usize| {
+        let end = total.saturating_sub(out.scroll.min(total));
+        end.saturating_sub(h)..end
+    };
+    let shown: Vec<Line> = match &out.diff {
+        Some(diff) => {
+            let lines = diff_lines(diff, color);
+            let range = window(lines.len());
+            lines
+                .into_iter()
+                .skip(range.start)
+                .take(range.len())
+                .collect()
+        }
+        None => drawn_lines(out, color, window(drawn_count(out))),
+    };
     let para = Paragraph::new(shown).wrap(Wrap { trim: false });
     // Wrapped lines can overflow: keep the end (the newest) in view.
     let wrapped = para.line_count(body.width) as u16;
@@ -402,4 +426,36 @@ fn diff_lines(diff: &str, color: bool) -> Vec<Line<'static>> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(line: &Line<'_>) -> String {
+        line.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn only_the_lines_in_the_window_are_laid_out_live_text_last() {
+        let mut out = Output::default();
+        for i in 0..1500 {
+            out.lines.push_back(OutLine::Text(format!("line {i}")));
+        }
+        out.live_text = "live one\nlive two".into();
+        let total = drawn_count(&out);
+        assert_eq!(total, 1502);
+        let last: Vec<String> = drawn_lines(&out, false, total - 4..total)
+            .iter()
+            .map(text)
+            .collect();
+        assert_eq!(last, ["line 1498", "line 1499", "live one", "live two"]);
+        let middle: Vec<String> = drawn_lines(&out, false, 10..12).iter().map(text).collect();
+        assert_eq!(middle, ["line 10", "line 11"]);
+        let tail: Vec<String> = drawn_lines(&out, false, total - 1..total)
+            .iter()
+            .map(text)
+            .collect();
+        assert_eq!(tail, ["live two"]);
+    }
 }

@@ -190,6 +190,7 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer, color: bool) {
     }
     offset = offset.min(lines.len().saturating_sub(height));
     model.offset.set(offset);
+    model.shown.set(height);
     let now = model.now();
     for (i, line) in lines.iter().enumerate().skip(offset).take(height) {
         let Some(row) = model.row(&line.id) else {
