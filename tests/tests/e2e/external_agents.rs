@@ -96,6 +96,16 @@ fn start(w: &World, extra: &[&str], prompt: &str) -> String {
     out.stdout.trim().to_string()
 }
 
+/// Starts an agent that says `words`, then sleeps in its turn; its id,
+/// once the words are recorded.
+fn start_saying(w: &World, words: &str) -> String {
+    let id = start(w, &[], &script(&json!([{"say": words}, {"sleep": 60000}])));
+    wait_until("the words are recorded", Duration::from_secs(20), || {
+        said(&w.env.transcript(&id)).contains(words)
+    });
+    id
+}
+
 /// What the agent said (its answers' text, not the prompts').
 fn said(entries: &[Value]) -> String {
     let answers: Vec<Value> = entries
@@ -370,14 +380,7 @@ fn send_queues_the_next_prompt_and_interrupt_cancels_the_turn() {
 fn a_daemon_killed_mid_turn_revives_the_session_with_load() {
     let w = World::new("", "");
     let daemon = w.env.start_daemon();
-    let id = start(
-        &w,
-        &[],
-        &script(&json!([{"say": "before the crash"}, {"sleep": 60000}])),
-    );
-    wait_until("the words are recorded", Duration::from_secs(20), || {
-        said(&w.env.transcript(&id)).contains("before the crash")
-    });
+    let id = start_saying(&w, "before the crash");
     let session = w.env.show(&id);
     daemon.kill9();
     let _daemon = w.env.start_daemon();
@@ -404,14 +407,7 @@ fn a_daemon_killed_mid_turn_revives_the_session_with_load() {
 fn a_daemon_stopped_mid_turn_cancels_it_and_the_revived_session_finishes() {
     let w = World::new("", "");
     let daemon = w.env.start_daemon();
-    let id = start(
-        &w,
-        &[],
-        &script(&json!([{"say": "started"}, {"sleep": 60000}])),
-    );
-    wait_until("the words are recorded", Duration::from_secs(20), || {
-        said(&w.env.transcript(&id)).contains("started")
-    });
+    let id = start_saying(&w, "started");
     let status = daemon.terminate();
     assert!(status.success(), "{status:?}");
     assert_eq!(
@@ -434,14 +430,7 @@ fn a_daemon_stopped_mid_turn_cancels_it_and_the_revived_session_finishes() {
 fn an_agent_that_cannot_load_is_blocked_after_a_restart_with_its_transcript() {
     let w = World::new(", TEST_AGENT_NO_LOAD = \"1\"", "");
     let daemon = w.env.start_daemon();
-    let id = start(
-        &w,
-        &[],
-        &script(&json!([{"say": "kept words"}, {"sleep": 60000}])),
-    );
-    wait_until("the words are recorded", Duration::from_secs(20), || {
-        said(&w.env.transcript(&id)).contains("kept words")
-    });
+    let id = start_saying(&w, "kept words");
     daemon.kill9();
     let _daemon = w.env.start_daemon();
     let agent = w.env.wait_for_agent(&id, "blocked", |a| {
@@ -716,14 +705,7 @@ fn a_background_external_child_reports_to_its_parent_and_gets_the_mcp_servers() 
 fn stop_cancels_the_turn_and_ends_the_process() {
     let w = World::new("", "");
     let _daemon = w.env.start_daemon();
-    let id = start(
-        &w,
-        &[],
-        &script(&json!([{"say": "busy"}, {"sleep": 60000}])),
-    );
-    wait_until("the words are recorded", Duration::from_secs(20), || {
-        said(&w.env.transcript(&id)).contains("busy")
-    });
+    let id = start_saying(&w, "busy");
     w.env.ctl(&["stop", &id]).expect_code(0);
     let agent = w
         .env

@@ -28,15 +28,7 @@ struct World {
 impl World {
     /// None (after saying why) when node is missing outside CI.
     fn new() -> Option<World> {
-        if let Some(why) = claude_code::node_missing() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{why} (CI is set: this test must run, not be skipped)"
-            );
-            println!("skipped: {why}");
-            return None;
-        }
-        claude_code::setup().unwrap_or_else(|e| panic!("{e}"));
+        claude_code::installed()?;
         let mock = MockServer::start_with(MockConfig {
             log_requests: true,
             ..MockConfig::default()
