@@ -47,6 +47,9 @@ pub struct ExternalSetup {
     pub slot: Arc<ExternalSlot>,
     /// Its MCP servers, passed in its session.
     pub mcp: Vec<ServerDef>,
+    /// Where its private home is made (a built-in entry's), for this
+    /// agent alone: `external_home::root`.
+    pub homes: std::path::PathBuf,
 }
 
 /// How one prompt turn ended.
@@ -138,13 +141,17 @@ impl TurnLoop {
             return Ok(Ok(live));
         }
         let session = self.external(&setup.def.name).session_id.clone();
+        let def = match super::external_home::with_home(&setup.def, &setup.homes) {
+            Ok(def) => def,
+            Err(why) => return Ok(Err(RunEnd::Failed(why))),
+        };
         let mut ctx = self.tool_context(self.spool.path(self.next_seq, 0));
         ctx.processes = Arc::default();
         if let Some(policy) = ctx.sandbox.as_mut() {
-            policy.also_writable = setup.def.writable.clone();
+            policy.also_writable = def.writable.clone();
         }
         let started = tokio::select! {
-            started = LiveAgent::start(&setup.def, &ctx, &session, &setup.mcp) => started,
+            started = LiveAgent::start(&def, &ctx, &session, &setup.mcp) => started,
             stop = self.stops.any() => return Ok(Err(stop)),
         };
         match started {

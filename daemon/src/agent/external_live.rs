@@ -65,16 +65,6 @@ impl LiveAgent {
         mcp_servers: &[crate::mcp::ServerDef],
     ) -> Result<(LiveAgent, Vec<String>), StartError> {
         let processes = ctx.processes.clone();
-        if def.sandbox == ExternalSandbox::Agent && ctx.sandbox.is_some() {
-            for seed in &def.seeds {
-                seed.make().map_err(|e| {
-                    StartError::Failed(format!(
-                        "cannot prepare {:?} for {} under the sandbox: {e}",
-                        seed, def.name
-                    ))
-                })?;
-            }
-        }
         let mut env = def.env.clone();
         if let Some(policy) = ctx
             .sandbox

@@ -10,6 +10,7 @@ mod conversation;
 pub mod definitions;
 pub mod external;
 mod external_asks;
+pub mod external_home;
 pub mod external_live;
 mod external_turn;
 pub mod fanout;

@@ -9,7 +9,7 @@ pub enum Runner {
     /// A model agentd calls (DESIGN §10).
     Model(Provider),
     /// Another coding agent over ACP (DESIGN §19).
-    External(ExternalSetup),
+    External(Box<ExternalSetup>),
 }
 
 /// One model call; an agent without a provider (an external one) has no

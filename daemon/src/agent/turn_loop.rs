@@ -237,7 +237,7 @@ impl TurnLoop {
         let (messages, next_seq) = load_conversation(&setup.store, &setup.record)?;
         let (provider, external) = match setup.runner {
             Runner::Model(p) => (Some(p), None),
-            Runner::External(x) => (None, Some(x)),
+            Runner::External(x) => (None, Some(*x)),
         };
         Ok(TurnLoop {
             store: setup.store,

@@ -8,13 +8,16 @@
 //! args = []
 //! env = { ANTHROPIC_API_KEY = "sk-…" }   # added to its environment
 //! sandbox = "agent"                       # or "off"
-//! writable = ["~/.claude", "~/.claude.json"]
+//! writable = ["/var/cache/claude-extra"]
 //! ```
 //!
 //! The process gets the environment tools get (agentd's provider keys and
 //! `[secrets]` removed), plus `env`. Under the agent's sandbox it may
 //! write beneath its workspace, its temp dir and `writable` (where the
-//! external agent keeps its own sessions and login).
+//! external agent keeps its own sessions and login). A built-in entry
+//! gets a private home instead (`HomeSpec`, made by
+//! `agent::external_home`): never the user's own `~/.claude` and the like,
+//! whose settings and hooks a later unconfined run would obey.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,36 +37,21 @@ pub enum ExternalSandbox {
     Off,
 }
 
-/// A path an external agent needs before it starts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Seed {
-    Dir(PathBuf),
-    JsonFile(PathBuf),
-}
-
-impl Seed {
-    /// Makes the path unless something is there (mode 0700 or 0600).
-    pub fn make(&self) -> std::io::Result<()> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-        match self {
-            Seed::Dir(p) => match std::fs::DirBuilder::new().mode(0o700).create(p) {
-                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
-                _ => Ok(()),
-            },
-            Seed::JsonFile(p) => {
-                let made = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(p);
-                match made {
-                    Ok(mut f) => std::io::Write::write_all(&mut f, b"{}\n"),
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-                    Err(e) => Err(e),
-                }
-            }
-        }
-    }
+/// A built-in agent's private home: the variable that moves its config
+/// and state (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_CLI_HOME`), set to
+/// a directory of the agent's own, and the files of the user's own config
+/// copied into it when it is made (their settings and login).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HomeSpec {
+    /// The variable naming the directory.
+    pub var: &'static str,
+    /// Where, inside that directory, the agent keeps its files ("" for the
+    /// directory itself; Gemini CLI's is `.gemini`).
+    pub state: &'static str,
+    /// The user's own config directory, relative to HOME.
+    pub from: &'static str,
+    /// Files of `from` copied into `state` (when they are regular files).
+    pub copies: &'static [&'static str],
 }
 
 /// One external agent: how to start it.
@@ -79,10 +67,8 @@ pub struct ExternalAgentDef {
     /// Variables set to its temp dir (besides TMPDIR), for agents that
     /// keep their own (Claude Code's `CLAUDE_CODE_TMPDIR`).
     pub tmpdir_vars: Vec<String>,
-    /// Made before it starts under the sandbox when missing, since the
-    /// sandbox can let it write an existing path only: directories, and
-    /// JSON files (made holding `{}`).
-    pub seeds: Vec<Seed>,
+    /// A built-in entry's private home.
+    pub home: Option<HomeSpec>,
     /// Not from config.toml: a built-in entry.
     pub built_in: bool,
 }
@@ -145,14 +131,15 @@ where
             sandbox: raw.sandbox,
             writable,
             tmpdir_vars: Vec::new(),
-            seeds: Vec::new(),
+            home: None,
             built_in: false,
         });
     }
     Ok(defs)
 }
 
-fn home() -> Option<PathBuf> {
+/// The daemon's HOME, the user's.
+pub fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
@@ -175,14 +162,13 @@ fn expand(path: &str, home: Option<&Path>) -> Result<PathBuf, String> {
     Ok(expanded)
 }
 
-/// The built-in entries: (name, command, args, state paths under HOME —
-/// a directory when it ends in `/`, else a JSON file —, variables that
-/// name its temp dir).
+/// The built-in entries: (name, command, args, private home, variables
+/// that name its temp dir).
 type BuiltIn = (
     &'static str,
     &'static str,
     &'static [&'static str],
-    &'static [&'static str],
+    HomeSpec,
     &'static [&'static str],
 );
 
@@ -191,11 +177,38 @@ const BUILT_IN: [BuiltIn; 3] = [
         "claude-code",
         "claude-agent-acp",
         &[],
-        &[".claude/", ".claude.json"],
+        HomeSpec {
+            var: "CLAUDE_CONFIG_DIR",
+            state: "",
+            from: ".claude",
+            copies: &["settings.json", ".credentials.json"],
+        },
         &["CLAUDE_CODE_TMPDIR"],
     ),
-    ("codex", "codex-acp", &[], &[".codex/"], &[]),
-    ("gemini", "gemini", &["--acp"], &[".gemini/"], &[]),
+    (
+        "codex",
+        "codex-acp",
+        &[],
+        HomeSpec {
+            var: "CODEX_HOME",
+            state: "",
+            from: ".codex",
+            copies: &["config.toml", "auth.json"],
+        },
+        &[],
+    ),
+    (
+        "gemini",
+        "gemini",
+        &["--acp"],
+        HomeSpec {
+            var: "GEMINI_CLI_HOME",
+            state: ".gemini",
+            from: ".gemini",
+            copies: &["settings.json", "oauth_creds.json", "google_accounts.json"],
+        },
+        &[],
+    ),
 ];
 
 /// The names of the built-in entries.
@@ -211,12 +224,18 @@ pub fn resolve(
     path: Option<&std::ffi::OsStr>,
 ) -> Result<ExternalAgentDef, String> {
     let own = configured.iter().find(|d| &d.name == name);
+    let built_in = BUILT_IN.iter().find(|(n, ..)| *n == name.as_str());
     if let Some(def) = own.filter(|d| !d.command.is_empty()) {
-        return Ok(def.clone());
+        // Its own command for a built-in name is still that agent: it
+        // keeps the private home and temp dir variables.
+        let mut def = def.clone();
+        if let Some((.., home, tmp_vars)) = built_in {
+            def.home = Some(*home);
+            def.tmpdir_vars = tmp_vars.iter().map(|v| (*v).to_string()).collect();
+        }
+        return Ok(def);
     }
-    let Some((_, command, args, state, tmp_vars)) =
-        BUILT_IN.iter().find(|(n, ..)| *n == name.as_str())
-    else {
+    let Some((_, command, args, home, tmp_vars)) = built_in else {
         let known: Vec<String> = configured
             .iter()
             .map(|d| d.name.to_string())
@@ -232,7 +251,6 @@ pub fn resolve(
             "`{name}` runs `{command}`, which is not on agentd's PATH; install it, or set [agents.{name}] command = \"/path/to/{command}\" in config.toml"
         ));
     }
-    let home = home();
     let mut def = ExternalAgentDef {
         name: name.clone(),
         command: (*command).to_string(),
@@ -241,19 +259,9 @@ pub fn resolve(
         sandbox: ExternalSandbox::Agent,
         writable: Vec::new(),
         tmpdir_vars: tmp_vars.iter().map(|v| (*v).to_string()).collect(),
-        seeds: Vec::new(),
+        home: Some(*home),
         built_in: true,
     };
-    for s in home.iter().flat_map(|h| state.iter().map(move |s| (h, s))) {
-        let (h, rel) = s;
-        let path = h.join(rel.trim_end_matches('/'));
-        def.writable.push(path.clone());
-        def.seeds.push(if rel.ends_with('/') {
-            Seed::Dir(path)
-        } else {
-            Seed::JsonFile(path)
-        });
-    }
     // A config entry without a command adds to the built-in one.
     if let Some(own) = own {
         def.env = own.env.clone();
@@ -346,21 +354,6 @@ mod tests {
     }
 
     #[test]
-    fn seeds_are_made_only_when_missing() {
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("state.json");
-        Seed::JsonFile(json.clone()).make().unwrap();
-        assert_eq!(std::fs::read_to_string(&json).unwrap(), "{}\n");
-        std::fs::write(&json, "{\"kept\": true}").unwrap();
-        Seed::JsonFile(json.clone()).make().unwrap();
-        assert_eq!(std::fs::read_to_string(&json).unwrap(), "{\"kept\": true}");
-        let sub = dir.path().join("sub");
-        Seed::Dir(sub.clone()).make().unwrap();
-        Seed::Dir(sub.clone()).make().unwrap();
-        assert!(sub.is_dir());
-    }
-
-    #[test]
     fn built_ins_need_their_command_on_path_and_config_wins() {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("claude-agent-acp");
@@ -380,14 +373,20 @@ mod tests {
         );
         assert_eq!(available(&[], Some(&path)), vec![claude.clone()]);
         assert_eq!(def.tmpdir_vars, vec!["CLAUDE_CODE_TMPDIR"]);
-        assert!(
-            matches!(&def.seeds[0], Seed::Dir(p) if p.ends_with(".claude")),
-            "{:?}",
-            def.seeds
-        );
-        assert!(matches!(&def.seeds[1], Seed::JsonFile(p) if p.ends_with(".claude.json")));
+        // Its own home, never the user's ~/.claude (nothing of HOME is
+        // writable).
+        let home = def.home.expect("a built-in entry has a private home");
+        assert_eq!(home.var, "CLAUDE_CONFIG_DIR");
+        assert_eq!(home.from, ".claude");
+        assert!(def.writable.is_empty(), "{:?}", def.writable);
         let mine = parse("[agents.claude-code]\ncommand = \"/opt/cc\"\n").unwrap();
-        assert_eq!(resolve(&mine, &claude, None).unwrap().command, "/opt/cc");
+        let own = resolve(&mine, &claude, None).unwrap();
+        assert_eq!(own.command, "/opt/cc");
+        assert_eq!(
+            own.home,
+            Some(home),
+            "its own command keeps the private home"
+        );
         // An entry without a command adds its env to the built-in one.
         let keyed = parse(
             "[agents.claude-code]\nenv = { ANTHROPIC_API_KEY = \"k\" }\nwritable = [\"/var/cc\"]\n",

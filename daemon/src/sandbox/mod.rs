@@ -138,7 +138,7 @@ pub fn tmpdir(root: &Path, short_id: &str) -> std::io::Result<PathBuf> {
 
 /// Makes `dir` (0700) unless it exists; then checks it is a real directory
 /// of ours that nobody else can write.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}

@@ -59,11 +59,12 @@ impl Supervisor {
             .filter(|s| s.listed.is_ok())
             .map(|s| s.def)
             .collect();
-        Ok(Runner::External(ExternalSetup {
+        Ok(Runner::External(Box::new(ExternalSetup {
             def,
             slot: handle.external.clone(),
             mcp,
-        }))
+            homes: crate::agent::external_home::root(&self.settings.info().data_dir, record.id),
+        })))
     }
 
     /// Why the external agent `record` cannot run again, if it cannot:

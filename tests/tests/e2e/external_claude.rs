@@ -147,6 +147,19 @@ fn claude_code_runs_asks_through_agentd_and_takes_a_second_message() {
         history.contains("Wrote f.txt"),
         "the session kept its history"
     );
+    // Claude Code kept its session and state in the agent's own home,
+    // never in the user's ~/.claude or ~/.claude.json.
+    let full_id = w.env.show(&id)["id"].as_str().unwrap().to_string();
+    let home = w
+        .env
+        .data_dir()
+        .join("external")
+        .join(full_id)
+        .join("claude-code");
+    assert!(home.join("projects").is_dir(), "{}", home.display());
+    assert!(home.join(".claude.json").is_file(), "{}", home.display());
+    assert!(!w.env.home().join(".claude").exists());
+    assert!(!w.env.home().join(".claude.json").exists());
 }
 
 #[test]
