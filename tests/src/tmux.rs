@@ -113,6 +113,13 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).to_string()
     }
 
+    /// The screen with its styles, as escape sequences (`capture-pane -e`):
+    /// what a test of colours reads.
+    pub fn styled_screen(&self) -> String {
+        let out = self.run(&["capture-pane", "-p", "-e", "-t", &self.target]);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
     /// Resizes the window.
     pub fn resize(&self, cols: u16, rows: u16) {
         self.run(&[
@@ -214,6 +221,19 @@ impl Tmux {
             "-t",
             &self.target,
             "#{alternate_on}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+
+    /// Whether the pane shows its cursor (a program that hid it must show
+    /// it again on its way out).
+    pub fn cursor_visible(&self) -> bool {
+        let out = self.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            &self.target,
+            "#{cursor_flag}",
         ]);
         String::from_utf8_lossy(&out.stdout).trim() == "1"
     }

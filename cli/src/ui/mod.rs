@@ -53,8 +53,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         // Measured with colour: the costlier frames.
         return bench::run(target, client, n, true).await;
     }
-    // `--color` and NO_COLOR were decided once, in main.
+    // `--color` and NO_COLOR were decided once, in main; crossterm, which
+    // reads NO_COLOR on its own, is told the decision (`--color always`
+    // overrides NO_COLOR, as everywhere in agentctl).
     let color = color::enabled();
+    crossterm::style::force_color_output(color);
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(Failure::failed(
             "agentctl ui needs a terminal (stdin and stdout); `agentctl list` and `agentctl events` work without one",

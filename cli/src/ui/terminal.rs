@@ -6,6 +6,7 @@
 
 use std::io::{Stdout, Write};
 use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::cursor::{Hide, Show};
 use crossterm::execute;
@@ -18,6 +19,8 @@ use ratatui::backend::CrosstermBackend;
 pub type Tui = Terminal<CrosstermBackend<Stdout>>;
 
 static PANIC_HOOK: Once = Once::new();
+/// Whether the dashboard holds the terminal (raw mode, alternate screen).
+static TAKEN: AtomicBool = AtomicBool::new(false);
 
 /// Restores the terminal before the default hook prints, so a panic's
 /// message lands on a normal screen and the shell is usable after it.
@@ -31,10 +34,21 @@ fn install_panic_hook() {
     });
 }
 
+/// In a debug build with `AGENTCTL_UI_TEST_PANIC` set, panics (after the
+/// first frame): the end-to-end test of the panic hook. Nothing in a
+/// release build.
+pub fn panic_on_purpose() {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("AGENTCTL_UI_TEST_PANIC").is_some() {
+        panic!("AGENTCTL_UI_TEST_PANIC is set: a panic on purpose");
+    }
+}
+
 /// Raw mode, the alternate screen, the cursor hidden.
 pub fn take() -> std::io::Result<()> {
     install_panic_hook();
     enable_raw_mode()?;
+    TAKEN.store(true, Ordering::SeqCst);
     let mut out = std::io::stdout();
     if let Err(e) = execute!(out, EnterAlternateScreen, Hide) {
         restore();
@@ -43,8 +57,14 @@ pub fn take() -> std::io::Result<()> {
     Ok(())
 }
 
-/// The terminal as it was; safe to call more than once.
+/// The terminal as it was; only the first call after `take` acts. (Leaving
+/// the alternate screen twice would move the cursor back to where it was
+/// when the dashboard started, and what prints next — a panic's message,
+/// the shell's prompt — would overwrite what printed since.)
 pub fn restore() {
+    if !TAKEN.swap(false, Ordering::SeqCst) {
+        return;
+    }
     let _ = disable_raw_mode();
     let mut out = std::io::stdout();
     let _ = execute!(out, LeaveAlternateScreen, Show);

@@ -79,28 +79,113 @@ fn right(text: &str, width: usize) -> String {
     }
 }
 
-fn header(name_w: usize, id_w: usize) -> String {
+/// The columns a narrow tree can give up, the first given up first: the
+/// id, name and status always stay, and the name keeps `NAME_MIN`
+/// characters while anything else can go.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Col {
+    Turns,
+    Cost,
+    Plan,
+    Age,
+    Type,
+}
+
+const GIVE_UP: [Col; 5] = [Col::Turns, Col::Cost, Col::Plan, Col::Age, Col::Type];
+const NAME_MIN: usize = 16;
+
+impl Col {
+    fn width(self) -> usize {
+        match self {
+            Col::Turns => TURNS_W,
+            Col::Cost => COST_W,
+            Col::Plan => PLAN_W,
+            Col::Age => AGE_W,
+            Col::Type => TYPE_W,
+        }
+    }
+}
+
+/// The tree's columns at one width.
+#[derive(Clone, Debug)]
+struct Columns {
+    id_w: usize,
+    name_w: usize,
+    shown: Vec<Col>,
+}
+
+impl Columns {
+    /// What fits in `width` with ids `id_w` wide.
+    fn fit(width: usize, id_w: usize) -> Columns {
+        let mut shown = GIVE_UP.to_vec();
+        let mut gone = GIVE_UP.iter();
+        loop {
+            // The mark, the spaces after the id and the name, a margin.
+            let fixed = 2 + id_w + 2 + STATUS_W + 1;
+            let optional: usize = shown.iter().map(|c| c.width() + 1).sum();
+            let name_w = width.saturating_sub(fixed + optional);
+            if name_w >= NAME_MIN || shown.is_empty() {
+                return Columns {
+                    id_w,
+                    name_w: name_w.max(4),
+                    shown,
+                };
+            }
+            if let Some(c) = gone.next() {
+                shown.retain(|s| s != c);
+            }
+        }
+    }
+
+    fn has(&self, c: Col) -> bool {
+        self.shown.contains(&c)
+    }
+
+    /// The columns after the status, each with its leading space.
+    fn tail(&self, age: &str, turns: &str, plan: &str, cost: &str) -> String {
+        let mut out = String::new();
+        for (col, text) in [
+            (Col::Age, age),
+            (Col::Turns, turns),
+            (Col::Plan, plan),
+            (Col::Cost, cost),
+        ] {
+            if self.has(col) {
+                out.push(' ');
+                out.push_str(&right(text, col.width()));
+            }
+        }
+        out
+    }
+
+    /// The type column with its trailing space, if shown.
+    fn kind(&self, text: &str) -> String {
+        if self.has(Col::Type) {
+            format!("{} ", fit(text, TYPE_W))
+        } else {
+            String::new()
+        }
+    }
+}
+
+fn header(cols: &Columns) -> String {
     format!(
-        "  {} {} {} {} {} {} {} {}",
-        fit("ID", id_w),
-        fit("NAME", name_w),
-        fit("TYPE", TYPE_W),
+        "  {} {} {}{}{}",
+        fit("ID", cols.id_w),
+        fit("NAME", cols.name_w),
+        cols.kind("TYPE"),
         fit("STATUS", STATUS_W),
-        right("AGE", AGE_W),
-        right("TURNS", TURNS_W),
-        right("PLAN", PLAN_W),
-        right("COST", COST_W),
+        cols.tail("AGE", "TURNS", "PLAN", "COST"),
     )
 }
 
 fn row_line(
     prefix: &str,
     row: &Row,
-    widths: (usize, usize),
+    cols: &Columns,
     now: SystemTime,
     color: bool,
 ) -> Line<'static> {
-    let (id_w, name_w) = widths;
     let a = &row.agent;
     let mark = if row.waits_for_permission() {
         MARK_WAITING
@@ -131,22 +216,16 @@ fn row_line(
     Line::from(vec![
         Span::styled(format!("{mark} "), mark_style),
         Span::raw(format!(
-            "{} {} {} ",
-            fit(&format!("{prefix}{}", a.short_id), id_w),
-            fit(name, name_w),
-            fit(kind(a), TYPE_W)
+            "{} {} {}",
+            fit(&format!("{prefix}{}", a.short_id), cols.id_w),
+            fit(name, cols.name_w),
+            cols.kind(kind(a))
         )),
         Span::styled(
             fit(status::name(a.status), STATUS_W),
             status_style(a.status, color),
         ),
-        Span::raw(format!(
-            " {} {} {} {}",
-            right(&age, AGE_W),
-            right(&a.turns.to_string(), TURNS_W),
-            right(&plan, PLAN_W),
-            right(&cost, COST_W)
-        )),
+        Span::raw(cols.tail(&age, &a.turns.to_string(), &plan, &cost)),
     ])
 }
 
@@ -168,14 +247,13 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer, color: bool) {
         return;
     }
     let lines = model.built_lines();
-    let fixed = 2 + TYPE_W + STATUS_W + AGE_W + TURNS_W + PLAN_W + COST_W + 8;
     let deepest = lines.iter().map(|l| l.prefix.chars().count()).max();
     let id_w = (deepest.unwrap_or(0) + 8).min(24);
-    let name_w = (inner.width as usize).saturating_sub(fixed + id_w).max(4);
+    let cols = Columns::fit(inner.width as usize, id_w);
     buf.set_string(
         inner.x,
         inner.y,
-        fit(&header(name_w, id_w), inner.width as usize),
+        fit(&header(&cols), inner.width as usize),
         Style::default().add_modifier(Modifier::BOLD),
     );
     let height = inner.height as usize - 1;
@@ -197,7 +275,7 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer, color: bool) {
             continue;
         };
         let y = inner.y + 1 + (i - offset) as u16;
-        let drawn = row_line(&line.prefix, row, (id_w, name_w), now, color);
+        let drawn = row_line(&line.prefix, row, &cols, now, color);
         buf.set_line(inner.x, y, &drawn, inner.width);
         if Some(i) == selected {
             let r = Rect::new(inner.x, y, inner.width, 1);

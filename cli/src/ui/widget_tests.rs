@@ -125,6 +125,44 @@ fn the_tree_shows_the_family_with_types_statuses_marks_plan_and_cost() {
 }
 
 #[test]
+fn a_narrow_tree_gives_up_turns_cost_plan_age_and_type_before_the_name() {
+    let m = family();
+    let draw = |width: u16| {
+        let mut buf = Buffer::empty(Rect::new(0, 0, width, 6));
+        crate::ui::tree::render(&m, buf.area, &mut buf, false);
+        text(&buf)
+    };
+    // 80 columns: turns go first, and the name has room again.
+    assert_eq!(
+        draw(80),
+        vec![
+            " agents (4)                                                                    │",
+            "  ID          NAME                TYPE         STATUS       AGE  PLAN     COST │",
+            "  aaaa0001    lead                agent        running       1h   1/3  $0.4567 │",
+            "? ├─ aaaa0002 Find the flaky test Explore      waiting      30m              - │",
+            "  └─ aaaa0003 Try the other fix   fork         completed    10m              - │",
+            "● bbbb0001    docs                claude-code  completed     5m              - │",
+        ]
+    );
+    // 62: cost and plan go too.
+    let mid = draw(62);
+    assert_eq!(
+        mid[1], "  ID          NAME             TYPE         STATUS       AGE │",
+        "{mid:?}"
+    );
+    // 45: only id, name and status are left.
+    let narrow = draw(45);
+    assert_eq!(
+        narrow[1], "  ID          NAME              STATUS      │",
+        "{narrow:?}"
+    );
+    assert_eq!(
+        narrow[3], "? ├─ aaaa0002 Find the flaky t… waiting     │",
+        "{narrow:?}"
+    );
+}
+
+#[test]
 fn a_filter_leaves_the_matching_agents_and_says_so() {
     let mut m = family();
     m.set_filter("flaky");

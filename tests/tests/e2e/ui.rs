@@ -4,7 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, Reply};
 use agentd_e2e::script::{script, text, tool, turn};
@@ -14,8 +15,14 @@ use serde_json::json;
 
 /// The dashboard open on `env`'s daemon, 160×40.
 fn open(env: &Env) -> Tmux {
+    open_with(env, &agentd_e2e::agentctl_bin(), &["ui"], &[])
+}
+
+/// `program args` in a 160×40 window, with `env`'s agentctl environment
+/// and `extra` variables.
+fn open_with(env: &Env, program: &Path, args: &[&str], extra: &[(&str, &str)]) -> Tmux {
     let cmd = env.ctl_command(&[]);
-    let vars: Vec<(String, String)> = cmd
+    let mut vars: Vec<(String, String)> = cmd
         .get_envs()
         .filter_map(|(k, v)| {
             Some((
@@ -24,13 +31,8 @@ fn open(env: &Env) -> Tmux {
             ))
         })
         .collect();
-    Tmux::start(
-        &env.project(),
-        &agentd_e2e::agentctl_bin(),
-        &["ui"],
-        &vars,
-        (160, 40),
-    )
+    vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Tmux::start(&env.project(), program, args, &vars, (160, 40))
 }
 
 /// The screen's line that holds `text`.
@@ -356,4 +358,132 @@ fn interrupt_fork_diff_merge_and_rm_act_on_the_selected_agent() {
     ui.wait_for("the dashboard exits", Duration::from_secs(10), |_| {
         ui.exited().is_some()
     });
+}
+
+#[test]
+fn a_panic_gives_the_terminal_back_and_shows_its_message() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    // A shell runs the dashboard (which panics after its first frame, in
+    // a debug build with AGENTCTL_UI_TEST_PANIC), then shows the modes the
+    // terminal was left in.
+    let ctl = agentd_e2e::agentctl_bin().display().to_string();
+    let ui = open_with(
+        &env,
+        Path::new("/bin/sh"),
+        &[
+            "-c",
+            "\"$0\" ui; echo \"ui exited $?\"; stty -a; echo modes-shown; sleep 60",
+            &ctl,
+        ],
+        &[("AGENTCTL_UI_TEST_PANIC", "1")],
+    );
+    // (The shell lives on: a dead pane shows no cursor.)
+    let screen = ui.wait_text("modes-shown");
+    assert!(screen.contains("ui exited 101"), "{screen}");
+    assert!(screen.contains("a panic on purpose"), "{screen}");
+    // Cooked mode again: lines and echo, as before the dashboard.
+    let modes: Vec<&str> = screen.split_whitespace().collect();
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(modes.contains(&mode), "{mode} is on again:\n{screen}");
+        assert!(!modes.contains(&format!("-{mode}").as_str()), "{screen}");
+    }
+    assert!(!ui.alternate_on(), "the alternate screen is left");
+    assert!(ui.cursor_visible(), "the cursor shows again");
+}
+
+/// Whether `styled` (a `capture-pane -e` screen) sets any foreground or
+/// background colour.
+fn has_colour(styled: &str) -> bool {
+    styled.split("\x1b[").skip(1).any(|seq| {
+        let Some((params, _)) = seq.split_once('m') else {
+            return false;
+        };
+        params.split(';').any(|p| {
+            matches!(
+                p.parse::<u32>(),
+                Ok(30..=38 | 40..=48 | 90..=97 | 100..=107)
+            )
+        })
+    })
+}
+
+/// The dashboard's arguments, extra variables, and whether it colours.
+type ColourCase = (
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+    bool,
+);
+
+#[test]
+fn no_color_and_the_color_flag_decide_the_colours() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let model = env.script("talker.json", &script(vec![turn(vec![text("an answer")])]));
+    let id = env.start_model(&model, &["--name", "talker"]);
+    wait_until("the answer", Duration::from_secs(20), || {
+        env.show(&id)["status"] == "completed"
+    });
+    let ctl = agentd_e2e::agentctl_bin();
+    let cases: [ColourCase; 4] = [
+        (&["ui"], &[], true),
+        (&["ui"], &[("NO_COLOR", "1")], false),
+        (&["ui", "--color", "always"], &[("NO_COLOR", "1")], true),
+        (&["ui", "--color", "never"], &[], false),
+    ];
+    for (args, extra, coloured) in cases {
+        let ui = open_with(&env, &ctl, args, extra);
+        ui.wait_text("an answer");
+        let styled = ui.styled_screen();
+        assert_eq!(
+            has_colour(&styled),
+            coloured,
+            "{args:?} with {extra:?}:\n{styled:?}"
+        );
+        ui.keys(&["q"]);
+        ui.wait_for("the dashboard quits", Duration::from_secs(10), |_| {
+            ui.exited().is_some()
+        });
+    }
+}
+
+#[test]
+fn b_releases_a_foreground_run_from_the_dashboard() {
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::Message(
+        MockMessage::text("slow answer").delay_start(Duration::from_secs(15)),
+    ));
+    let run = env
+        .ctl_command(&[
+            "--no-autostart",
+            "run",
+            "--model",
+            MODEL,
+            "--name",
+            "held",
+            "take your time",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    mock.wait_for_requests(1, Duration::from_secs(10));
+    let ui = open(&env);
+    ui.wait_text("held");
+    ui.keys(&["b"]);
+    ui.wait_text("running in the background");
+    let started = Instant::now();
+    let out = agentd_e2e::Out::from(run.wait_with_output().unwrap());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "released by `b`, not by the agent's end"
+    );
+    out.expect_code(0);
+    let agent = env.show("held");
+    assert_eq!(out.stdout.lines().last(), agent["id"].as_str());
+    assert_eq!(agent["status"], "running", "it runs on in the background");
+    env.ctl(&["wait", "held"]).expect_code(0);
+    assert_eq!(mock.requests().len(), 1, "the model call was never re-sent");
 }
