@@ -19,6 +19,15 @@ fn one_line(s: &str) -> String {
 /// pattern; for unknown tools the input JSON, cut short.
 pub fn summarize(name: &str, input: &Value) -> String {
     let field = |k: &str| input.get(k).and_then(Value::as_str).unwrap_or("");
+    let said = by_tool(name, input, field);
+    // An external agent's call that came with a title only (DESIGN §19).
+    if said.is_empty() && !field("title").is_empty() {
+        return one_line(field("title"));
+    }
+    said
+}
+
+fn by_tool<'a>(name: &str, input: &'a Value, field: impl Fn(&str) -> &'a str) -> String {
     match name {
         "Bash" => one_line(field("command")),
         "Read" | "Write" | "Edit" => one_line(field("file_path")),
@@ -67,6 +76,14 @@ mod tests {
                 &json!({"todos": [{"status": "completed"}, {"status": "pending"}]})
             ),
             "1/2 done"
+        );
+        // A call that came with its title only reads as its title.
+        assert_eq!(
+            summarize(
+                "Bash",
+                &json!({"title": "echo hi > f.txt", "content": "in /p"})
+            ),
+            "echo hi > f.txt"
         );
         let long = "x".repeat(300);
         assert_eq!(

@@ -16,6 +16,7 @@ pub mod claude_code;
 pub mod compacting;
 pub mod disk;
 pub mod forking;
+pub mod gemini_cli;
 pub mod gitrepo;
 pub mod mcp_fixtures;
 pub mod mock;

@@ -51,6 +51,26 @@ impl RpcError {
     }
 }
 
+/// An error's message, with the reason in its `data` when the agent gave
+/// one as text (`data` or `data.details`: Gemini CLI says "Internal error"
+/// and puts why there); each part quoted short.
+fn error_text(e: &Value) -> String {
+    let message = e.get("message").and_then(Value::as_str).unwrap_or_default();
+    let data = &e["data"];
+    let details = data
+        .as_str()
+        .or_else(|| data.get("details").and_then(Value::as_str))
+        .filter(|d| !d.trim().is_empty());
+    match details {
+        Some(d) => format!(
+            "{}: {}",
+            crate::error::quote(message),
+            crate::error::quote(d)
+        ),
+        None => crate::error::quote(message).to_string(),
+    }
+}
+
 /// Why a request got no result.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallError {
@@ -265,10 +285,7 @@ impl Connection {
                     let answer = match message.get("error") {
                         Some(e) => Err(RpcError::new(
                             e.get("code").and_then(Value::as_i64).unwrap_or(-32603),
-                            e.get("message")
-                                .and_then(Value::as_str)
-                                .map(|m| crate::error::quote(m).to_string())
-                                .unwrap_or_default(),
+                            error_text(e),
                         )),
                         None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
                     };
@@ -376,6 +393,24 @@ mod tests {
         let answered: Value = serde_json::from_slice(&buf[..n]).unwrap();
         assert_eq!(answered["id"], "p1");
         assert_eq!(answered["error"]["code"], -32601);
+    }
+
+    #[test]
+    fn an_errors_text_carries_the_reason_in_its_data() {
+        let e = json!({"code": -32603, "message": "Internal error",
+            "data": {"details": "No previous sessions found for this project."}});
+        assert_eq!(
+            error_text(&e),
+            "Internal error: No previous sessions found for this project."
+        );
+        assert_eq!(
+            error_text(&json!({"message": "Bad", "data": "why"})),
+            "Bad: why"
+        );
+        assert_eq!(
+            error_text(&json!({"message": "Bad", "data": {"n": 1}})),
+            "Bad"
+        );
     }
 
     #[tokio::test]

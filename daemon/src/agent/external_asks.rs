@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::external_turn::TurnState;
 use super::round::Call;
 use super::turn_loop::{Halt, RunEnd, TurnLoop};
-use crate::acp_client::wire::{self, CallKind, OptionKind, PermissionRequest};
+use crate::acp_client::wire::{self, CallFields, CallKind, OptionKind, PermissionRequest};
 use crate::acp_client::{Connection, RpcError};
 use crate::domain::{ExternalToolKind, ToolName, ToolRef};
 
@@ -28,6 +28,25 @@ pub(super) fn tool_of(kind: CallKind) -> ToolRef {
         CallKind::Think => ToolRef::External(ExternalToolKind::Think),
         CallKind::Other => ToolRef::External(ExternalToolKind::Other),
     }
+}
+
+/// What an ask shows of the call: its raw input (the request's, else what
+/// an earlier update of the call said); else its title and content text,
+/// which is all some agents send (Gemini CLI asks before it reports the
+/// call, with the command as the title).
+fn ask_input(call: &CallFields, earlier: Option<Value>) -> Value {
+    let said = |v: &Value| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty());
+    if let Some(raw) = call.raw_input.clone().filter(said).or(earlier.filter(said)) {
+        return raw;
+    }
+    let mut described = serde_json::Map::new();
+    if let Some(title) = call.title.as_deref().filter(|t| !t.trim().is_empty()) {
+        described.insert("title".into(), Value::from(title));
+    }
+    if let Some(text) = call.text.as_deref().filter(|t| !t.trim().is_empty()) {
+        described.insert("content".into(), Value::from(text));
+    }
+    Value::Object(described)
 }
 
 impl TurnLoop {
@@ -58,7 +77,7 @@ impl TurnLoop {
         let call = Call {
             id: request.call.id.clone(),
             name: tool.to_string(),
-            input: request.call.raw_input.clone().unwrap_or(Value::Null),
+            input: ask_input(&request.call, TurnLoop::call_input(turn, &request.call.id)),
         };
         let allowed_before = self.record.always_allowed.len();
         let answer = match self.permit(tool, &call).await? {

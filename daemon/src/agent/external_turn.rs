@@ -132,6 +132,11 @@ impl TurnLoop {
         turn.open.get(id).and_then(|c| c.kind)
     }
 
+    /// The raw input of an open call, as its updates last said.
+    pub(super) fn call_input(turn: &TurnState, id: &str) -> Option<Value> {
+        turn.open.get(id).and_then(|c| c.raw_input.clone())
+    }
+
     async fn open_call(&mut self, turn: &mut TurnState, fields: CallFields) -> Result<(), Halt> {
         let name = fields
             .title

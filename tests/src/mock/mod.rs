@@ -1,7 +1,9 @@
 //! A mock model provider speaking Anthropic's Messages API
-//! (`POST /v1/messages`, streaming only) and OpenAI's Chat Completions API
+//! (`POST /v1/messages`, streaming only), OpenAI's Chat Completions API
 //! (`POST /chat/completions`, `POST /v1/chat/completions`, streaming only)
-//! over plain HTTP/1.1 on 127.0.0.1.
+//! and Google's Gemini API (`POST /v1beta/models/{model}:generateContent`
+//! and `:streamGenerateContent?alt=sse`, see [`gemini`]) over plain
+//! HTTP/1.1 on 127.0.0.1.
 //!
 //! Tests script replies ([`MockServer::enqueue`], [`MockServer::when`]) and
 //! inspect what the daemon sent ([`MockServer::requests`]). Replies are
@@ -26,6 +28,7 @@
 
 pub mod anthropic;
 pub mod cache;
+pub mod gemini;
 pub mod openai;
 pub mod script;
 mod server;
@@ -51,6 +54,9 @@ pub enum Api {
     Anthropic,
     /// `/chat/completions`, `/v1/chat/completions`.
     OpenAi,
+    /// `/v1beta/models/{model}:generateContent` and
+    /// `:streamGenerateContent` (no prompt-cache simulation).
+    Gemini,
 }
 
 /// The prompt-cache decision for one request, in tokens.
@@ -162,9 +168,12 @@ impl RecordedRequest {
         self.body_text().contains(needle)
     }
 
-    /// The model named in the body.
+    /// The model named in the body (Gemini's: in the path).
     pub fn model(&self) -> Option<&str> {
-        self.json.get("model").and_then(Value::as_str)
+        match self.api {
+            Api::Gemini => gemini::parse_path(&self.path).map(|(m, _)| m),
+            _ => self.json.get("model").and_then(Value::as_str),
+        }
     }
 
     /// The names of the tools the request offers the model, in order.

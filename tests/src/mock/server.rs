@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 
 use super::cache::{AnthropicWrites, OpenAiWrites, anthropic_blocks, openai_prefixes};
 use super::stream::{EventStream, Tail, random_id};
-use super::{Api, RecordedRequest, Reply, Shared, State, anthropic, openai};
+use super::{Api, RecordedRequest, Reply, Shared, State, anthropic, gemini, openai};
 
 const MAX_BODY: usize = 256 << 20;
 
@@ -128,6 +128,8 @@ async fn handle(
     let query = parts.uri.query().map(str::to_string);
     let api = if path.ends_with("/chat/completions") {
         Api::OpenAi
+    } else if path.starts_with("/v1beta/models/") || path.starts_with("/v1/models/") {
+        Api::Gemini
     } else {
         Api::Anthropic
     };
@@ -206,7 +208,7 @@ async fn handle(
 fn new_request_id(api: Api) -> String {
     match api {
         Api::Anthropic => format!("req_01{}", random_id(22)),
-        Api::OpenAi => format!("req_{}", random_id(32)),
+        Api::OpenAi | Api::Gemini => format!("req_{}", random_id(32)),
     }
 }
 
@@ -214,6 +216,8 @@ fn add_request_id(h: &mut hyper::HeaderMap, api: Api, id: &str) {
     let name = match api {
         Api::Anthropic => "request-id",
         Api::OpenAi => "x-request-id",
+        // Google's API sends no request id.
+        Api::Gemini => return,
     };
     if let Ok(v) = HeaderValue::from_str(id) {
         h.insert(name, v);
@@ -244,6 +248,7 @@ fn error_response(
             anthropic::error_body(kind, message, &id)
         }
         Api::OpenAi => openai::error_body(status, message),
+        Api::Gemini => gemini::error_body(status, message),
     };
     let mut resp = json_response(code, &body, api, &id);
     if let Some(secs) = retry_after {
@@ -312,7 +317,7 @@ fn route(shared: &Arc<Shared>, state: &mut State, record: &mut RecordedRequest) 
     let known = matches!(
         path,
         "/v1/messages" | "/v1/messages/count_tokens" | "/chat/completions" | "/v1/chat/completions"
-    );
+    ) || gemini::parse_path(path).is_some();
     if !known {
         let message = format!("Not found: {} {}", record.method, path);
         return Action::error(api, 404, message);
@@ -327,6 +332,7 @@ fn route(shared: &Arc<Shared>, state: &mut State, record: &mut RecordedRequest) 
         let message = match api {
             Api::Anthropic => "There was an error parsing the body of your request as JSON",
             Api::OpenAi => "We could not parse the JSON body of your request.",
+            Api::Gemini => "Invalid JSON payload received.",
         };
         return Action::error(api, 400, message);
     }
@@ -345,6 +351,7 @@ fn route(shared: &Arc<Shared>, state: &mut State, record: &mut RecordedRequest) 
         },
         (Api::Anthropic, _) => anthropic_request(shared, state, record),
         (Api::OpenAi, _) => openai_request(shared, state, record),
+        (Api::Gemini, _) => gemini_request(shared, state, record),
     }
 }
 
@@ -359,6 +366,7 @@ fn over_window(state: &State, record: &RecordedRequest) -> Option<Action> {
             .map(|b| b.tokens)
             .sum(),
         Api::OpenAi => openai_prefixes(&record.json).last().map(|p| p.1)?,
+        Api::Gemini => gemini::prompt_tokens(&record.json),
     };
     if tokens <= window {
         return None;
@@ -379,6 +387,13 @@ fn over_window(state: &State, record: &RecordedRequest) -> Option<Action> {
                 "code": "context_length_exceeded",
             }}),
         },
+        Api::Gemini => Action::error(
+            Api::Gemini,
+            400,
+            format!(
+                "The input token count ({tokens}) exceeds the maximum number of tokens allowed ({window})."
+            ),
+        ),
     })
 }
 
@@ -413,6 +428,23 @@ fn check_auth(state: &State, record: &RecordedRequest) -> Option<Action> {
                     Api::OpenAi,
                     401,
                     "Incorrect API key provided.",
+                ));
+            }
+        }
+        Api::Gemini => {
+            let key = record.header("x-goog-api-key").unwrap_or("");
+            if key.is_empty() {
+                return Some(Action::error(
+                    Api::Gemini,
+                    403,
+                    "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+                ));
+            }
+            if expected.is_some_and(|k| k != key) {
+                return Some(Action::error(
+                    Api::Gemini,
+                    400,
+                    "API key not valid. Please pass a valid API key.",
                 ));
             }
         }
@@ -474,6 +506,7 @@ fn plan_reply(api: Api, reply: Reply) -> Planned {
             let event = match api {
                 Api::Anthropic => anthropic::error_event(&error_type, &error_message),
                 Api::OpenAi => openai::error_chunk(&error_type, &error_message),
+                Api::Gemini => gemini::error_chunk(&error_type, &error_message),
             };
             Planned::Message {
                 message,
@@ -607,6 +640,54 @@ fn openai_request(shared: &Arc<Shared>, state: &mut State, record: &mut Recorded
         stream = stream.stop_after(n, tail);
     }
     stream.on_start = Some(commit_openai(shared, writes));
+    stream.on_finish = Some(mark_completed(shared, record.index));
+    Action::Stream {
+        api,
+        stream,
+        start_delay: message.start_delay,
+    }
+}
+
+fn gemini_request(shared: &Arc<Shared>, state: &mut State, record: &mut RecordedRequest) -> Action {
+    let api = Api::Gemini;
+    let Some((model, method)) = gemini::parse_path(&record.path) else {
+        return Action::error(api, 404, "no such method");
+    };
+    let model = model.to_string();
+    if method == gemini::Method::Stream
+        && !record
+            .query
+            .as_deref()
+            .is_some_and(|q| q.split('&').any(|p| p == "alt=sse"))
+    {
+        return Action::error(
+            api,
+            400,
+            "this mock serves streamGenerateContent as server-sent events only: add ?alt=sse",
+        );
+    }
+    if state.config.validate
+        && let Err(e) = gemini::validate(&record.json)
+    {
+        return Action::error(api, 400, e);
+    }
+    let prompt_tokens = gemini::prompt_tokens(&record.json);
+    let Some(reply) = next_reply(state, record) else {
+        return no_reply(api);
+    };
+    let (message, stop) = match plan_reply(api, reply) {
+        Planned::Done(action) => return action,
+        Planned::Message { message, stop } => (message, stop),
+    };
+    record.output_tokens = Some(gemini::output_tokens(&message));
+    if method == gemini::Method::Unary {
+        return Action::Json(gemini::render_unary(&message, &model, prompt_tokens));
+    }
+    let events = gemini::render_stream(&message, &model, prompt_tokens);
+    let mut stream = EventStream::new(events, message.event_delay);
+    if let Some((n, tail)) = stop {
+        stream = stream.stop_after(n, tail);
+    }
     stream.on_finish = Some(mark_completed(shared, record.index));
     Action::Stream {
         api,
