@@ -25,9 +25,9 @@ use super::external_turn::TurnState;
 use super::turn_loop::{Halt, RunEnd, TurnLoop};
 use crate::acp_client::wire::{PromptEnd, Update};
 use crate::acp_client::{CallError, Incoming, RpcError};
-use crate::config::agents::ExternalAgentDef;
+use crate::config::agents::{ExternalAgentDef, ExternalSandbox};
 use crate::domain::{
-    ExternalAgentName, ExternalRun, ResumeBlocked, ResumeBlockedReason, Role, Status,
+    ExternalAgentName, ExternalRun, ResumeBlocked, ResumeBlockedReason, Role, SandboxMode, Status,
     TranscriptEntry,
 };
 use crate::mcp::ServerDef;
@@ -141,7 +141,9 @@ impl TurnLoop {
             return Ok(Ok(live));
         }
         let session = self.external(&setup.def.name).session_id.clone();
-        let def = match super::external_home::with_home(&setup.def, &setup.homes) {
+        let confined = setup.def.sandbox == ExternalSandbox::Agent
+            && self.record.effective_sandbox() != SandboxMode::Off;
+        let def = match super::external_home::with_home(&setup.def, &setup.homes, confined) {
             Ok(def) => def,
             Err(why) => return Ok(Err(RunEnd::Failed(why))),
         };

@@ -17,6 +17,8 @@ use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use crate::config::agents::{ExternalAgentDef, HomeSpec};
 use crate::domain::{AgentId, ExternalAgentName};
 
@@ -25,15 +27,17 @@ const MAX_COPY: u64 = 1 << 20;
 
 /// `def` ready to start: a built-in entry with its home made, named by
 /// its variable (unless the entry's `env` names another) and writable.
-pub fn with_home(def: &ExternalAgentDef, root: &Path) -> Result<ExternalAgentDef, String> {
+/// `confined`: it runs under the sandbox (a home made now gets the
+/// entry's `confined_settings`).
+pub fn with_home(
+    def: &ExternalAgentDef,
+    root: &Path,
+    confined: bool,
+) -> Result<ExternalAgentDef, String> {
     let mut def = def.clone();
     if let Some(spec) = def.home {
-        let home = prepare(
-            &spec,
-            root,
-            &def.name,
-            crate::config::agents::home().as_deref(),
-        )?;
+        let user = crate::config::agents::home();
+        let home = prepare(&spec, root, &def.name, user.as_deref(), confined)?;
         def.env
             .entry(spec.var.to_string())
             .or_insert_with(|| home.display().to_string());
@@ -55,6 +59,7 @@ pub fn prepare(
     root: &Path,
     name: &ExternalAgentName,
     user_home: Option<&Path>,
+    confined: bool,
 ) -> Result<PathBuf, String> {
     let parent = root.parent().ok_or("the data directory has no parent")?;
     for dir in [parent, root] {
@@ -81,7 +86,7 @@ pub fn prepare(
         std::fs::remove_dir_all(&staging)
             .map_err(|e| format!("cannot clear {}: {e}", staging.display()))?;
     }
-    let made = make(spec, &staging, user_home)
+    let made = make(spec, &staging, user_home, confined)
         .and_then(|()| std::fs::rename(&staging, &home))
         .map_err(|e| format!("cannot make {}: {e}", home.display()));
     if made.is_err() {
@@ -91,27 +96,77 @@ pub fn prepare(
 }
 
 /// Makes `dir` with the state directory and the copies in it.
-fn make(spec: &HomeSpec, dir: &Path, user_home: Option<&Path>) -> std::io::Result<()> {
+fn make(
+    spec: &HomeSpec,
+    dir: &Path,
+    user_home: Option<&Path>,
+    confined: bool,
+) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new().mode(0o700).create(dir)?;
     let state = dir.join(spec.state);
     if !spec.state.is_empty() {
         std::fs::DirBuilder::new().mode(0o700).create(&state)?;
     }
-    let Some(from) = user_home.map(|h| h.join(spec.from)) else {
-        return Ok(());
-    };
-    for file in spec.copies {
-        if let Some(bytes) = read_config(&from.join(file))? {
-            let mut out = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(state.join(file))?;
-            std::io::Write::write_all(&mut out, &bytes)?;
+    if let Some(from) = user_home.map(|h| h.join(spec.from)) {
+        for file in spec.copies {
+            if let Some(bytes) = read_config(&from.join(file))? {
+                write_private(&state.join(file), &bytes)?;
+            }
+        }
+    }
+    if confined {
+        for (file, patch) in spec.confined_settings {
+            settle(&state.join(file), patch)?;
         }
     }
     Ok(())
+}
+
+/// Writes `bytes` to `path` (made 0600, or emptied first), in the staging
+/// directory, which only the daemon has written.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    std::io::Write::write_all(&mut out, bytes)
+}
+
+/// Merges the JSON object `patch` into the settings file `path` (its
+/// values win). A file that is not a JSON object is left as it is, with a
+/// warning: the agent reads it as the user wrote it.
+fn settle(path: &Path, patch: &str) -> std::io::Result<()> {
+    let mut settings = match std::fs::read(path) {
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) if v.is_object() => v,
+            _ => {
+                tracing::warn!(path = %path.display(), "not a JSON object; the sandbox's settings were not added");
+                return Ok(());
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Object(Default::default()),
+        Err(e) => return Err(e),
+    };
+    let patch: Value = serde_json::from_str(patch).map_err(std::io::Error::other)?;
+    merge(&mut settings, &patch);
+    let mut text = serde_json::to_vec_pretty(&settings).map_err(std::io::Error::other)?;
+    text.push(b'\n');
+    write_private(path, &text)
+}
+
+/// `patch` merged into `into`, object by object.
+fn merge(into: &mut Value, patch: &Value) {
+    match (into.as_object_mut(), patch.as_object()) {
+        (Some(into), Some(patch)) => {
+            for (k, v) in patch {
+                merge(into.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        _ => *into = patch.clone(),
+    }
 }
 
 /// A regular file of the user's config, whole; None when there is none
@@ -156,6 +211,7 @@ mod tests {
         state: ".x",
         from: ".xconf",
         copies: &["settings.json", "login.json", "missing.json", "fifo"],
+        confined_settings: &[("settings.json", r#"{"shell": {"pty": false}}"#)],
     };
 
     fn name() -> ExternalAgentName {
@@ -173,7 +229,7 @@ mod tests {
         let data = dir.path().join("data");
         std::fs::create_dir(&data).unwrap();
         let root = root(&data, AgentId::random());
-        let home = prepare(&SPEC, &root, &name(), Some(&user)).unwrap();
+        let home = prepare(&SPEC, &root, &name(), Some(&user), false).unwrap();
         assert_eq!(home, root.join("x-agent"));
         let state = home.join(".x");
         assert_eq!(
@@ -192,7 +248,7 @@ mod tests {
         // changes do not reach it.
         std::fs::write(state.join("settings.json"), "{\"agent\":1}").unwrap();
         std::fs::write(user.join(".xconf/settings.json"), "{\"model\":\"n\"}").unwrap();
-        prepare(&SPEC, &root, &name(), Some(&user)).unwrap();
+        prepare(&SPEC, &root, &name(), Some(&user), false).unwrap();
         assert_eq!(
             std::fs::read_to_string(state.join("settings.json")).unwrap(),
             "{\"agent\":1}"
@@ -209,15 +265,48 @@ mod tests {
         let root = root(&data, id);
         std::fs::create_dir_all(root.join("x-agent.new/.x")).unwrap();
         std::fs::write(root.join("x-agent.new/.x/settings.json"), "stale").unwrap();
-        let home = prepare(&SPEC, &root, &name(), None).unwrap();
+        let home = prepare(&SPEC, &root, &name(), None, false).unwrap();
         assert!(home.join(".x").is_dir());
         assert!(!home.join(".x/settings.json").exists(), "nothing stale");
         std::fs::remove_dir_all(&home).unwrap();
         std::os::unix::fs::symlink(dir.path(), &home).unwrap();
-        let err = prepare(&SPEC, &root, &name(), None).unwrap_err();
+        let err = prepare(&SPEC, &root, &name(), None, false).unwrap_err();
         assert!(err.contains("not a directory agentd made"), "{err}");
         remove(&data, id);
         assert!(!root.exists());
         assert!(dir.path().exists(), "the link's target is untouched");
+    }
+
+    #[test]
+    fn a_confined_agents_home_gets_the_sandboxs_settings_merged_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user");
+        std::fs::create_dir_all(user.join(".xconf")).unwrap();
+        std::fs::write(
+            user.join(".xconf/settings.json"),
+            r#"{"model": "m", "shell": {"pty": true, "kept": 1}}"#,
+        )
+        .unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let home = prepare(
+            &SPEC,
+            &root(&data, AgentId::random()),
+            &name(),
+            Some(&user),
+            true,
+        )
+        .unwrap();
+        let settings: Value =
+            serde_json::from_slice(&std::fs::read(home.join(".x/settings.json")).unwrap()).unwrap();
+        assert_eq!(
+            settings,
+            serde_json::json!({"model": "m", "shell": {"pty": false, "kept": 1}})
+        );
+        // Without the user's settings the file holds the sandbox's alone.
+        let bare = prepare(&SPEC, &root(&data, AgentId::random()), &name(), None, true).unwrap();
+        let settings: Value =
+            serde_json::from_slice(&std::fs::read(bare.join(".x/settings.json")).unwrap()).unwrap();
+        assert_eq!(settings, serde_json::json!({"shell": {"pty": false}}));
     }
 }

@@ -52,6 +52,10 @@ pub struct HomeSpec {
     pub from: &'static str,
     /// Files of `from` copied into `state` (when they are regular files).
     pub copies: &'static [&'static str],
+    /// Settings merged into a file of `state` (made if missing) when the
+    /// home is made for a confined agent: (file, JSON object), what the
+    /// agent needs to work under the sandbox.
+    pub confined_settings: &'static [(&'static str, &'static str)],
 }
 
 /// One external agent: how to start it.
@@ -182,6 +186,7 @@ const BUILT_IN: [BuiltIn; 3] = [
             state: "",
             from: ".claude",
             copies: &["settings.json", ".credentials.json"],
+            confined_settings: &[],
         },
         &["CLAUDE_CODE_TMPDIR"],
     ),
@@ -194,6 +199,7 @@ const BUILT_IN: [BuiltIn; 3] = [
             state: "",
             from: ".codex",
             copies: &["config.toml", "auth.json"],
+            confined_settings: &[],
         },
         &[],
     ),
@@ -206,6 +212,13 @@ const BUILT_IN: [BuiltIn; 3] = [
             state: ".gemini",
             from: ".gemini",
             copies: &["settings.json", "oauth_creds.json", "google_accounts.json"],
+            // The sandbox grants no terminal devices: its pseudo-terminal
+            // shell would fail (`forkpty(3) failed`); it falls back to
+            // plain child processes with this.
+            confined_settings: &[(
+                "settings.json",
+                r#"{"tools": {"shell": {"enableInteractiveShell": false}}}"#,
+            )],
         },
         &[],
     ),

@@ -4,7 +4,8 @@
 //! Gemini API (`GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY` given in
 //! `[agents.gemini]`, the model with `--model` so that no routing call is
 //! made). The user's HOME holds a Gemini CLI login choice, which the
-//! agent's private home (`GEMINI_CLI_HOME`) starts with.
+//! agent's private home (`GEMINI_CLI_HOME`) starts with; agentd adds what
+//! it needs under the sandbox (no pseudo-terminal shell).
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
@@ -20,7 +21,7 @@ use serde_json::{Value, json};
 
 const MODEL: &str = "gemini-test-main";
 const KEY: &str = "gemini-test-key";
-const LOGIN_CHOICE: &str = "{\"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}, \"tools\": {\"shell\": {\"enableInteractiveShell\": false}}}\n";
+const LOGIN_CHOICE: &str = "{\"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}}\n";
 const LIMIT: Duration = Duration::from_secs(60);
 
 struct World {
@@ -175,9 +176,14 @@ fn gemini_cli_runs_asks_through_agentd_and_keeps_to_its_own_home() {
         .join("external")
         .join(full_id)
         .join("gemini/.gemini");
+    // ... and, since it runs under the sandbox, which grants no terminal
+    // devices, with its pseudo-terminal shell off (the command above ran).
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(home.join("settings.json")).unwrap()).unwrap();
     assert_eq!(
-        std::fs::read_to_string(home.join("settings.json")).unwrap(),
-        LOGIN_CHOICE
+        settings,
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+               "tools": {"shell": {"enableInteractiveShell": false}}})
     );
     let own: Vec<String> = std::fs::read_dir(w.env.home().join(".gemini"))
         .unwrap()
