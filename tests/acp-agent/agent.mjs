@@ -22,6 +22,14 @@
 //   TEST_AGENT_RESUME=1    initialize offers sessionCapabilities.resume and
 //                       session/resume works (answers without replaying);
 //                       otherwise session/resume fails with -32601.
+//   TEST_AGENT_AUTH_VAR=NAME  initialize offers the auth methods
+//                       [{id "login", name "Log in"} (the agent's own),
+//                       {type "env_var", id "env-key", name "Use NAME",
+//                       vars [{name NAME}]}] (as codex-acp does), and
+//                       session/new, load and resume fail with -32000
+//                       "Authentication required" until `authenticate`
+//                       {methodId "env-key"} succeeds, which it does only
+//                       when NAME is set and not empty (else -32000 too).
 //
 // Methods: initialize (protocolVersion 1, agentInfo {name: "test-agent"}),
 // session/new (cwd must be absolute; a new id "ta-<uuid>"), session/load
@@ -112,6 +120,16 @@ const stateDir = process.env.TEST_AGENT_STATE;
 const logFile = process.env.TEST_AGENT_LOG;
 const canLoad = process.env.TEST_AGENT_NO_LOAD !== "1";
 const canResume = process.env.TEST_AGENT_RESUME === "1";
+const authVar = process.env.TEST_AGENT_AUTH_VAR || "";
+let authenticated = !authVar;
+
+function authRequired() {
+  return new acp.RequestError(-32000, "Authentication required");
+}
+
+function mustBeAuthenticated() {
+  if (!authenticated) throw authRequired();
+}
 
 // Synchronous, so that a line is on disk before an `exit` step ends the process.
 function log(entry) {
@@ -197,20 +215,33 @@ const app = acp
       ...(canResume && { sessionCapabilities: { resume: {} } }),
     },
     agentInfo: { name: "test-agent", version: VERSION },
-    authMethods: [],
+    authMethods: authVar
+      ? [
+          { id: "login", name: "Log in" },
+          { type: "env_var", id: "env-key", name: `Use ${authVar}`, vars: [{ name: authVar }] },
+        ]
+      : [],
   }))
+  .onRequest(acp.methods.agent.authenticate, ({ params }) => {
+    if (params.methodId !== "env-key" || !process.env[authVar]) throw authRequired();
+    authenticated = true;
+    return {};
+  })
   .onRequest(acp.methods.agent.session.new, ({ params }) => {
+    mustBeAuthenticated();
     if (!isAbsolute(params.cwd)) throw acp.RequestError.invalidParams(undefined, `cwd must be absolute: ${quote(params.cwd)}`);
     const sessionId = store.create(params.cwd);
     active.set(sessionId, { sessionId, cwd: params.cwd, turn: null });
     return { sessionId };
   })
   .onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
+    mustBeAuthenticated();
     const session = reopen(acp.methods.agent.session.load, canLoad, params);
     await replay(client, session.sessionId);
     return {};
   })
   .onRequest(acp.methods.agent.session.resume, ({ params }) => {
+    mustBeAuthenticated();
     reopen(acp.methods.agent.session.resume, canResume, params);
     return {};
   })

@@ -414,6 +414,27 @@ check("resume_reopens_without_replay", async () => {
   await stop(run);
 });
 
+check("auth_var_gates_sessions_until_authenticate", async () => {
+  const without = startAgent({ TEST_AGENT_AUTH_VAR: "TEST_AGENT_SELFTEST_KEY" });
+  const init = await initialize(without);
+  assert.deepEqual(
+    init.authMethods.map((m) => m.id),
+    ["login", "env-key"],
+  );
+  assert.equal((await errorOf(newSession(without))).code, -32000);
+  const refused = await errorOf(without.agent.request(acp.methods.agent.authenticate, { methodId: "env-key" }));
+  assert.equal(refused.code, -32000, "no login without the variable");
+  await stop(without);
+  const run = startAgent({ TEST_AGENT_AUTH_VAR: "TEST_AGENT_SELFTEST_KEY", TEST_AGENT_SELFTEST_KEY: "k" });
+  await initialize(run);
+  assert.equal((await errorOf(newSession(run))).code, -32000);
+  const wrong = await errorOf(run.agent.request(acp.methods.agent.authenticate, { methodId: "login" }));
+  assert.equal(wrong.code, -32000, "only the env_var method logs in");
+  assert.deepEqual(await run.agent.request(acp.methods.agent.authenticate, { methodId: "env-key" }), {});
+  assert.match(await newSession(run), /^ta-/);
+  await stop(run);
+});
+
 check("log_has_what_the_client_sent", async () => {
   await stop(first);
   const lines = readFileSync(logFile, "utf8")
@@ -421,10 +442,10 @@ check("log_has_what_the_client_sent", async () => {
     .filter((l) => l !== "")
     .map((l) => JSON.parse(l));
   const starts = lines.filter((l) => l.event === "start");
-  assert.equal(starts.length, 5, "one start per agent process");
+  assert.equal(starts.length, 7, "one start per agent process");
   assert.equal(starts[0].cwd, root);
   assert.equal(starts[0].argv.at(-1), AGENT);
-  assert.equal(lines.filter((l) => l.event === "exit").length, 4, "every agent but the crashed one saw stdin close");
+  assert.equal(lines.filter((l) => l.event === "exit").length, 6, "every agent but the crashed one saw stdin close");
   assert.equal(lines.at(-1).event, "exit");
   const methods = new Set(lines.map((l) => l.method).filter(Boolean));
   for (const m of ["initialize", "session/new", "session/prompt", "session/cancel", "session/load", "session/resume"]) {

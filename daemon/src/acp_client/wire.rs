@@ -35,7 +35,21 @@ pub struct AgentInfo {
     /// `session/resume` (reopens without replaying history).
     pub resume_session: bool,
     pub mcp_http: bool,
+    /// Its `env_var` auth methods: logging in with a key the environment
+    /// holds (codex-acp's `openai-api-key`: `OPENAI_API_KEY`).
+    pub env_auth: Vec<EnvAuth>,
 }
+
+/// An auth method of type `env_var`: `authenticate {methodId: id}` works
+/// when every one of `vars` is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvAuth {
+    pub id: String,
+    pub vars: Vec<String>,
+}
+
+/// At most this many auth methods are read (an agent's list is short).
+const MAX_AUTH_METHODS: usize = 16;
 
 impl AgentInfo {
     pub fn read(result: &Value) -> AgentInfo {
@@ -45,12 +59,56 @@ impl AgentInfo {
             load_session: caps["loadSession"].as_bool().unwrap_or(false),
             resume_session: caps["sessionCapabilities"]["resume"].is_object(),
             mcp_http: caps["mcpCapabilities"]["http"].as_bool().unwrap_or(false),
+            env_auth: result["authMethods"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .take(MAX_AUTH_METHODS)
+                .filter(|m| m["type"] == "env_var")
+                .filter_map(EnvAuth::read)
+                .collect(),
         }
+    }
+
+    /// The first `env_var` method whose variables `has` all says are set.
+    pub fn env_login(&self, has: impl Fn(&str) -> bool) -> Option<&EnvAuth> {
+        self.env_auth
+            .iter()
+            .find(|m| !m.vars.is_empty() && m.vars.iter().all(|v| has(v)))
     }
 
     /// Whether a session it opened can be reopened in a new process.
     pub fn can_reopen(&self) -> bool {
         self.load_session || self.resume_session
+    }
+}
+
+impl EnvAuth {
+    /// A method with an id and variables named as variables are; None for
+    /// anything else.
+    fn read(m: &Value) -> Option<EnvAuth> {
+        let id = m["id"]
+            .as_str()
+            .filter(|s| !s.is_empty() && s.len() <= 128)?;
+        let vars: Option<Vec<String>> = m["vars"]
+            .as_array()?
+            .iter()
+            .take(MAX_AUTH_METHODS)
+            .map(|v| {
+                v["name"]
+                    .as_str()
+                    .filter(|n| {
+                        !n.is_empty()
+                            && n.len() <= 128
+                            && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    })
+                    .map(str::to_string)
+            })
+            .collect();
+        Some(EnvAuth {
+            id: id.to_string(),
+            vars: vars?,
+        })
     }
 }
 

@@ -158,8 +158,7 @@ impl LiveAgent {
         let params = json!({"cwd": cwd, "mcpServers": servers});
         if session_id.is_empty() {
             let opened = self
-                .conn
-                .request("session/new", params)
+                .open_session(def, ctx, "session/new", params, false)
                 .await
                 .map_err(|e| failed("did not open a session", e, self))?;
             self.session_id = opened["sessionId"]
@@ -183,28 +182,72 @@ impl LiveAgent {
                 def.name
             )));
         };
-        // A load replays the history as updates, which agentd has
-        // already: they are read and dropped while the request runs (the
-        // queue is bounded, and a long replay must not stall it).
-        let conn = self.conn.clone();
-        let reopened = conn.request(method, params);
-        tokio::pin!(reopened);
-        let answer = loop {
-            tokio::select! {
-                answer = &mut reopened => break answer,
-                Some(_) = self.incoming.recv() => {}
-            }
-        };
+        let answer = self.open_session(def, ctx, method, params, true).await;
         answer.map_err(|e| match e {
-            CallError::Rpc(e) => StartError::CannotReopen(format!(
-                "{} refused to reopen its session {session_id} ({method}): {e}",
-                def.name
-            )),
+            CallError::Rpc(e) if e.code != RpcError::AUTH_REQUIRED => {
+                StartError::CannotReopen(format!(
+                    "{} refused to reopen its session {session_id} ({method}): {e}",
+                    def.name
+                ))
+            }
             e => failed("did not reopen its session", e, self),
         })?;
         self.drain();
         self.session_id = session_id.to_string();
         Ok(notes)
+    }
+
+    /// `method` (session/new, load or resume). An agent that answers
+    /// "authentication required" is logged in, once, with a key its
+    /// environment holds — an `env_var` auth method whose variables are
+    /// all set (codex-acp's `openai-api-key`) — and asked again.
+    async fn open_session(
+        &mut self,
+        def: &ExternalAgentDef,
+        ctx: &ToolContext,
+        method: &str,
+        params: Value,
+        replay: bool,
+    ) -> Result<Value, CallError> {
+        let first = self.request_draining(method, params.clone(), replay).await;
+        let needs_login =
+            matches!(&first, Err(CallError::Rpc(e)) if e.code == RpcError::AUTH_REQUIRED);
+        let has = |name: &str| {
+            let given = def.env.get(name).is_some_and(|v| !v.is_empty());
+            let inherited = !ctx.env.secrets.iter().any(|s| s == name)
+                && std::env::var_os(name).is_some_and(|v| !v.is_empty());
+            given || inherited
+        };
+        let Some(login) = self.info.env_login(has).filter(|_| needs_login) else {
+            return first;
+        };
+        self.conn
+            .request("authenticate", json!({"methodId": login.id}))
+            .await?;
+        self.request_draining(method, params, replay).await
+    }
+
+    /// `method`'s answer; with `replay`, the updates that arrive meanwhile
+    /// are read and dropped (a load replays the history, which agentd has
+    /// already; the queue is bounded, and a long replay must not stall it).
+    async fn request_draining(
+        &mut self,
+        method: &str,
+        params: Value,
+        replay: bool,
+    ) -> Result<Value, CallError> {
+        let conn = self.conn.clone();
+        let answer = conn.request(method, params);
+        if !replay {
+            return answer.await;
+        }
+        tokio::pin!(answer);
+        loop {
+            tokio::select! {
+                answer = &mut answer => return answer,
+                Some(_) = self.incoming.recv() => {}
+            }
+        }
     }
 
     /// The end of what it wrote to standard error, for a message.
@@ -258,7 +301,7 @@ impl LiveAgent {
 pub fn explain(e: &CallError) -> String {
     match e {
         CallError::Rpc(r) if r.code == RpcError::AUTH_REQUIRED => format!(
-            "it needs you to log in first ({r}); log in with the agent itself, or give it a key in [agents.NAME] env"
+            "it needs you to log in first ({r}); log in with the agent itself, or give it a key in [agents.NAME] env (agentd logs it in with a key its `env_var` auth methods name)"
         ),
         e => e.to_string(),
     }

@@ -768,3 +768,47 @@ fn an_editor_drives_an_external_agent_through_the_acp_bridge() {
         .to_string();
     assert_eq!(w.env.show(&id)["model"], "acp:scripted");
 }
+
+#[test]
+fn an_agent_that_asks_for_a_login_gets_it_with_the_key_its_entry_gives() {
+    // As codex-acp does: `session/new` answers "authentication required"
+    // until `authenticate` names its `env_var` method, whose variable the
+    // entry's env sets.
+    let w = World::new(
+        ", TEST_AGENT_AUTH_VAR = \"MY_AGENT_KEY\", MY_AGENT_KEY = \"k-123\"",
+        "",
+    );
+    let _daemon = w.env.start_daemon();
+    let out = w.env.ctl(&["run", "--agent", "scripted", "hello"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("echo: hello"), "{}", out.stdout);
+    let logins = w.received("authenticate");
+    assert_eq!(logins.len(), 1, "{logins:?}");
+    assert_eq!(logins[0]["params"]["methodId"], "env-key");
+    assert_eq!(
+        w.received("session/new").len(),
+        2,
+        "asked again after the login"
+    );
+}
+
+#[test]
+fn without_the_key_the_agent_fails_saying_how_to_log_in() {
+    let w = World::new(", TEST_AGENT_AUTH_VAR = \"MY_AGENT_KEY\"", "");
+    let _daemon = w.env.start_daemon();
+    let out = w
+        .env
+        .ctl(&["run", "--agent", "scripted", "--name", "no-key", "hello"]);
+    out.expect_code(1);
+    let agent = w.env.show("no-key");
+    assert_eq!(agent["status"], "failed");
+    let error = agent["error"].as_str().unwrap();
+    assert!(
+        error.contains("log in") && error.contains("[agents.NAME] env"),
+        "{error}"
+    );
+    assert!(
+        w.received("authenticate").is_empty(),
+        "no login is tried without the key"
+    );
+}

@@ -13,6 +13,29 @@ fn capabilities_are_read_and_absent_ones_are_off() {
 }
 
 #[test]
+fn env_var_auth_methods_are_read_and_others_ignored() {
+    // codex-acp's list, shortened.
+    let info = AgentInfo::read(&json!({
+        "protocolVersion": 1,
+        "authMethods": [
+            {"id": "chatgpt", "name": "Login with ChatGPT"},
+            {"type": "env_var", "id": "codex-api-key", "name": "Use CODEX_API_KEY",
+             "vars": [{"name": "CODEX_API_KEY"}]},
+            {"type": "env_var", "id": "openai-api-key", "name": "Use OPENAI_API_KEY",
+             "vars": [{"name": "OPENAI_API_KEY"}]},
+            {"type": "env_var", "id": "bad", "vars": [{"name": "NOT A NAME"}]},
+            {"type": "env_var", "id": "none"},
+            {"type": "terminal", "id": "tui", "name": "Log in in a terminal"}
+        ]
+    }));
+    let ids: Vec<&str> = info.env_auth.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, vec!["codex-api-key", "openai-api-key"]);
+    let login = info.env_login(|v| v == "OPENAI_API_KEY").unwrap();
+    assert_eq!(login.id, "openai-api-key");
+    assert!(info.env_login(|_| false).is_none());
+}
+
+#[test]
 fn updates_are_read_into_what_agentd_stores() {
     let read = |u: Value| Update::read(&json!({"sessionId": "s", "update": u}));
     assert_eq!(
