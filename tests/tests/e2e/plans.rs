@@ -183,17 +183,20 @@ fn attach_and_events_see_every_plan_change_as_it_happens() {
         let mut updates = Vec::new();
         while let Some(ev) = stream.message().await.unwrap() {
             match ev.event {
+                // The attacher is there (its snapshot came); the watcher
+                // too once it has shown the agent's creation (if it
+                // subscribed after that, it still sees what follows). Then
+                // the agent may go on: waiting for a status change instead
+                // hung when the agent was running before the attach began.
                 Some(pb::attach_event::Event::Agent(a)) => {
                     first_agent_plan = Some(a.plan);
+                    let _ = lines.recv_timeout(Duration::from_secs(10));
+                    std::fs::write(&go, "").unwrap();
                 }
-                // The history is through: the agent waits at its gate.
                 Some(pb::attach_event::Event::Status(s))
                     if s.status == pb::AgentStatus::Completed as i32 =>
                 {
                     break;
-                }
-                Some(pb::attach_event::Event::Status(_)) if !go.exists() => {
-                    std::fs::write(&go, "").unwrap();
                 }
                 Some(pb::attach_event::Event::Plan(p)) => updates.push(wire_plan(&p.items)),
                 _ => {}
