@@ -196,13 +196,16 @@ fn gemini_cli_runs_asks_through_agentd_and_keeps_to_its_own_home() {
     );
 }
 
-/// Gemini CLI 0.61.0 offers `loadSession`, but a new process refuses to
-/// load the session it recorded ("No previous sessions found for this
-/// project", reproduced with Gemini CLI alone). agentd then blocks the
-/// agent, saying why in Gemini's words, with its transcript intact; it
-/// never starts a new session in the old one's place.
+/// Gemini CLI 0.61.0 offers `loadSession`, and a new process sometimes
+/// reloads the session and sometimes refuses ("No previous sessions found
+/// for this project": it records the session anew before it looks, and
+/// whether the old record is still there to find depends on timing; both
+/// were seen). Either way agentd keeps its word: the next message is
+/// answered in the same session, with its history; or the agent is blocked
+/// with Gemini's reason and its transcript. Never a new session in the old
+/// one's place.
 #[test]
-fn a_session_gemini_cli_cannot_reload_after_a_daemon_kill_blocks_the_agent_with_its_reason() {
+fn after_a_daemon_kill_gemini_cli_goes_on_in_its_session_or_is_blocked_never_in_a_new_one() {
     let Some(w) = World::new() else { return };
     let daemon = w.env.start_daemon();
     w.mock.enqueue(Reply::text("First answer."));
@@ -214,18 +217,30 @@ fn a_session_gemini_cli_cannot_reload_after_a_daemon_kill_blocks_the_agent_with_
     std::thread::sleep(Duration::from_secs(2));
     daemon.kill9();
     let _daemon = w.env.start_daemon();
+    w.mock.enqueue(Reply::text("You said kumquat."));
     w.env.ctl(&["send", &id, "What was the word?"]);
     let mut shown = Value::Null;
-    wait_until("the agent is blocked", LIMIT, || {
+    wait_until("the answer, or the agent blocked", LIMIT, || {
         shown = w.env.show(&id);
-        shown["resume_blocked_reason"] == "external_agent_cannot_resume"
+        shown["result"] == "You said kumquat."
+            || shown["resume_blocked_reason"] == "external_agent_cannot_resume"
     });
-    let detail = shown["resume_blocked_detail"].to_string();
-    assert!(
-        detail.contains("session/load") && detail.contains("No previous sessions found"),
-        "{shown}"
-    );
-    assert_eq!(w.turns().len(), 1, "no new session answered in its place");
+    let turns = w.turns();
+    if shown["result"] == "You said kumquat." {
+        assert_eq!(turns.len(), 2, "{turns:?}");
+        let history = turns[1].json["contents"].to_string();
+        assert!(
+            history.contains("Remember the word kumquat") && history.contains("First answer."),
+            "the reloaded session has its history: {history}"
+        );
+    } else {
+        let detail = shown["resume_blocked_detail"].to_string();
+        assert!(
+            detail.contains("session/load") && detail.contains("No previous sessions found"),
+            "{shown}"
+        );
+        assert_eq!(turns.len(), 1, "no new session answered in its place");
+    }
     let text = all_text(&w.env.transcript(&id));
     assert!(
         text.contains("Remember the word kumquat") && text.contains("First answer."),
