@@ -212,6 +212,21 @@ impl Env {
         self.ctl(&["show", id, "--json"]).expect_code(0).json()
     }
 
+    /// The agent once `show` says it is `status` (bounded by `limit`; the
+    /// failure quotes what it last showed).
+    #[track_caller]
+    pub fn wait_status(&self, id: &str, status: &str, limit: Duration) -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let a = self.show(id);
+            if a["status"] == status {
+                return a;
+            }
+            assert!(Instant::now() < deadline, "{id} never became {status}: {a}");
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
     /// Every agent, as `agentctl list --all --json` prints them.
     #[track_caller]
     pub fn agents(&self) -> Vec<Value> {

@@ -99,22 +99,8 @@ fn parts(message: &MockMessage) -> Vec<Value> {
     out
 }
 
-/// Output tokens of `message` (text and calls).
-pub fn output_tokens(message: &MockMessage) -> u64 {
-    let len: usize = message
-        .content
-        .iter()
-        .map(|b| match b {
-            Block::Text(t) => t.len(),
-            Block::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
-            Block::Thinking { .. } | Block::RedactedThinking { .. } => 0,
-        })
-        .sum();
-    tokens_of(len).max(1)
-}
-
 fn usage(prompt_tokens: u64, message: &MockMessage) -> Value {
-    let out = output_tokens(message);
+    let out = message.text_and_call_tokens();
     json!({
         "promptTokenCount": prompt_tokens,
         "candidatesTokenCount": out,

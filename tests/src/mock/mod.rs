@@ -266,6 +266,21 @@ pub struct MockMessage {
 }
 
 impl MockMessage {
+    /// Output tokens of its text and tool calls, as the OpenAI and Gemini
+    /// renderings report them (thinking is not rendered there).
+    pub fn text_and_call_tokens(&self) -> u64 {
+        let len: usize = self
+            .content
+            .iter()
+            .map(|b| match b {
+                Block::Text(t) => t.len(),
+                Block::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+                Block::Thinking { .. } | Block::RedactedThinking { .. } => 0,
+            })
+            .sum();
+        cache::tokens_of(len).max(1)
+    }
+
     pub fn new() -> MockMessage {
         MockMessage::default()
     }

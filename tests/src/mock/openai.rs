@@ -5,7 +5,6 @@ use std::collections::HashSet;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::cache::tokens_of;
 use super::stream::{random_id, split_json, split_text};
 use super::{Block, MockMessage};
 
@@ -46,20 +45,6 @@ pub fn error_chunk(error_type: &str, message: &str) -> Bytes {
 
 fn data(v: &Value) -> Bytes {
     Bytes::from(format!("data: {v}\n\n"))
-}
-
-/// Bytes of content that count as completion (thinking is not rendered).
-pub fn completion_tokens(message: &MockMessage) -> u64 {
-    let len: usize = message
-        .content
-        .iter()
-        .map(|b| match b {
-            Block::Text(t) => t.len(),
-            Block::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
-            Block::Thinking { .. } | Block::RedactedThinking { .. } => 0,
-        })
-        .sum();
-    tokens_of(len).max(1)
 }
 
 /// Token figures for the usage chunk.
@@ -138,7 +123,7 @@ pub fn render(
         Some(&finish_reason(&message.effective_stop_reason())),
     ));
     if include_usage {
-        let completion = completion_tokens(message);
+        let completion = message.text_and_call_tokens();
         chunks.push(data(&json!({
             "id": id,
             "object": "chat.completion.chunk",

@@ -634,7 +634,7 @@ fn openai_request(shared: &Arc<Shared>, state: &mut State, record: &mut Recorded
     };
     let chunks = openai::render(&message, model, include_usage, &usage);
     record.cache = Some(outcome);
-    record.output_tokens = Some(openai::completion_tokens(&message));
+    record.output_tokens = Some(message.text_and_call_tokens());
     let mut stream = EventStream::new(chunks, message.event_delay);
     if let Some((n, tail)) = stop {
         stream = stream.stop_after(n, tail);
@@ -679,7 +679,7 @@ fn gemini_request(shared: &Arc<Shared>, state: &mut State, record: &mut Recorded
         Planned::Done(action) => return action,
         Planned::Message { message, stop } => (message, stop),
     };
-    record.output_tokens = Some(gemini::output_tokens(&message));
+    record.output_tokens = Some(message.text_and_call_tokens());
     if method == gemini::Method::Unary {
         return Action::Json(gemini::render_unary(&message, &model, prompt_tokens));
     }

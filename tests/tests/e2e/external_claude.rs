@@ -73,15 +73,6 @@ fn tool_uses(entries: &[Value]) -> Vec<Value> {
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn wait_status(env: &Env, id: &str, status: &str) -> Value {
-    let mut last = Value::Null;
-    wait_until(&format!("agent {id} is {status}"), LIMIT, || {
-        last = env.show(id);
-        last["status"] == status
-    });
-    last
-}
-
 #[test]
 fn claude_code_runs_asks_through_agentd_and_takes_a_second_message() {
     let Some(w) = World::new() else { return };
@@ -110,7 +101,7 @@ fn claude_code_runs_asks_through_agentd_and_takes_a_second_message() {
         attached.answer(&ask, Decision::AllowOnce, "").await;
         attached.resolved(&ask).await;
     });
-    let done = wait_status(&w.env, &id, "completed");
+    let done = w.env.wait_status(&id, "completed", LIMIT);
     assert_eq!(done["result"], "Wrote f.txt");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "hi\n");
     assert_eq!(done["model"], "acp:claude-code");
@@ -181,7 +172,7 @@ fn a_daemon_killed_mid_turn_revives_claude_code_with_its_history() {
     std::thread::sleep(Duration::from_millis(500));
     daemon.kill9();
     let _daemon = w.env.start_daemon();
-    let done = wait_status(&w.env, &id, "completed");
+    let done = w.env.wait_status(&id, "completed", LIMIT);
     assert_eq!(done["result"], "Picked up after the restart.");
     let text = said(&w.env.transcript(&id));
     assert!(text.contains("Sleeping first."), "{text}");

@@ -86,15 +86,6 @@ fn last_user_text(r: &RecordedRequest) -> String {
         .join("")
 }
 
-fn wait_status(env: &Env, id: &str, status: &str) -> Value {
-    let mut last = Value::Null;
-    wait_until(&format!("agent {id} is {status}"), LIMIT, || {
-        last = env.show(id);
-        last["status"] == status
-    });
-    last
-}
-
 #[test]
 fn gemini_cli_runs_asks_through_agentd_and_keeps_to_its_own_home() {
     let Some(w) = World::new() else { return };
@@ -129,7 +120,7 @@ fn gemini_cli_runs_asks_through_agentd_and_keeps_to_its_own_home() {
         attached.answer(&ask, Decision::AllowOnce, "").await;
         attached.resolved(&ask).await;
     });
-    let done = wait_status(&w.env, &id, "completed");
+    let done = w.env.wait_status(&id, "completed", LIMIT);
     assert_eq!(done["result"], "Wrote f.txt");
     assert_eq!(done["model"], "acp:gemini");
     let turns = w.turns();
@@ -212,7 +203,7 @@ fn after_a_daemon_kill_gemini_cli_goes_on_in_its_session_or_is_blocked_never_in_
     let id = w
         .env
         .start_agent(&["--agent", "gemini", "Remember the word kumquat"]);
-    wait_status(&w.env, &id, "completed");
+    w.env.wait_status(&id, "completed", LIMIT);
     // Gemini CLI records the turn a moment after it ends.
     std::thread::sleep(Duration::from_secs(2));
     daemon.kill9();

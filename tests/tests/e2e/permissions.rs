@@ -3,14 +3,14 @@
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentd_e2e::attached::Attached;
 use agentd_e2e::mock::{Block, MODEL, MockMessage, MockServer, Reply, n_messages, prompt_of};
 use agentd_e2e::{Env, parent};
 use agentd_shared::proto as pb;
 use pb::permission_answer::Decision;
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn run_bg(env: &Env, name: &str, mode: &str, prompt: &str) -> String {
     env.start_agent(&[
@@ -22,18 +22,6 @@ fn run_bg(env: &Env, name: &str, mode: &str, prompt: &str) -> String {
         mode,
         prompt,
     ])
-}
-
-fn wait_status(env: &Env, id: &str, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let a = env.show(id);
-        if a["status"] == status {
-            return a;
-        }
-        assert!(Instant::now() < deadline, "{id} never became {status}: {a}");
-        std::thread::sleep(Duration::from_millis(30));
-    }
 }
 
 #[test]
@@ -57,7 +45,7 @@ fn default_mode_waits_for_an_answer_and_honours_allow_deny_and_always() {
     let id = run_bg(&env, "asker", "default", "write files");
 
     // Nobody attached: the agent waits, and says what for.
-    let waiting = wait_status(&env, &id, "waiting");
+    let waiting = env.wait_status(&id, "waiting", Duration::from_secs(20));
     assert_eq!(
         waiting["waiting_for"],
         "permission to run Bash: echo one > one.txt"
@@ -94,7 +82,7 @@ fn default_mode_waits_for_an_answer_and_honours_allow_deny_and_always() {
         client.resolved(&ask).await;
         // The fourth Bash call runs without asking.
     });
-    let done = wait_status(&env, &id, "completed");
+    let done = env.wait_status(&id, "completed", Duration::from_secs(20));
     assert!(done["waiting_for"].is_null());
     assert!(env.project().join("one.txt").exists());
     assert!(
@@ -150,7 +138,7 @@ fn plan_mode_refuses_changes_and_accept_edits_asks_only_for_bash() {
     ));
     mock.enqueue(Reply::Message(MockMessage::text("finished")));
     let id = run_bg(&env, "editor", "accept-edits", "edit then shell");
-    let waiting = wait_status(&env, &id, "waiting");
+    let waiting = env.wait_status(&id, "waiting", Duration::from_secs(20));
     assert!(
         env.project().join("edit.txt").exists(),
         "edits run without asking"
@@ -166,7 +154,7 @@ fn plan_mode_refuses_changes_and_accept_edits_asks_only_for_bash() {
         c.answer(&ask, Decision::AllowOnce, "").await;
         c.resolved(&ask).await;
     });
-    wait_status(&env, &id, "completed");
+    env.wait_status(&id, "completed", Duration::from_secs(20));
     assert!(env.project().join("shell.txt").exists());
 }
 
@@ -219,7 +207,7 @@ fn a_childs_ask_reaches_the_parents_attachers_and_the_first_answer_wins() {
             "{notice:?}"
         );
     });
-    wait_status(&env, &id, "completed");
+    env.wait_status(&id, "completed", Duration::from_secs(20));
     assert!(
         env.project().join("child.txt").exists(),
         "the first answer (allow) won"
