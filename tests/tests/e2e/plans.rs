@@ -181,7 +181,21 @@ fn attach_and_events_see_every_plan_change_as_it_happens() {
             .into_inner();
         let mut first_agent_plan = None;
         let mut updates = Vec::new();
-        while let Some(ev) = stream.message().await.unwrap() {
+        // Bounded: a stream that never says "completed" fails the test
+        // with what it did say, instead of hanging it.
+        let mut seen = Vec::new();
+        loop {
+            let ev = tokio::time::timeout(Duration::from_secs(60), stream.message())
+                .await
+                .unwrap_or_else(|_| panic!("no completion within 60 s; the attach said: {seen:?}"))
+                .unwrap();
+            let Some(ev) = ev else { break };
+            seen.push(
+                format!("{:?}", ev.event)
+                    .chars()
+                    .take(200)
+                    .collect::<String>(),
+            );
             match ev.event {
                 // The attacher is there (its snapshot came); the watcher
                 // too once it has shown the agent's creation (if it
@@ -189,9 +203,17 @@ fn attach_and_events_see_every_plan_change_as_it_happens() {
                 // the agent may go on: waiting for a status change instead
                 // hung when the agent was running before the attach began.
                 Some(pb::attach_event::Event::Agent(a)) => {
-                    first_agent_plan = Some(a.plan);
-                    let _ = lines.recv_timeout(Duration::from_secs(10));
-                    std::fs::write(&go, "").unwrap();
+                    // A later snapshot (after the stream fell behind) can
+                    // carry the end in place of a status event.
+                    let done = a.status == pb::AgentStatus::Completed as i32;
+                    if first_agent_plan.is_none() {
+                        first_agent_plan = Some(a.plan);
+                        let _ = lines.recv_timeout(Duration::from_secs(10));
+                        std::fs::write(&go, "").unwrap();
+                    }
+                    if done {
+                        break;
+                    }
                 }
                 Some(pb::attach_event::Event::Status(s))
                     if s.status == pb::AgentStatus::Completed as i32 =>
