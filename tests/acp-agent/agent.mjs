@@ -19,6 +19,10 @@
 //                       (the agent then exits 0, even mid-turn).
 //   TEST_AGENT_NO_LOAD=1   initialize says loadSession false and
 //                       session/load fails with -32601 (method not found).
+//   TEST_AGENT_LATE_REPLAY=ms  session/load answers first and replays the
+//                       history `ms` ms later (Gemini CLI 0.61 answers
+//                       before its replay is written, against the spec); a
+//                       prompt that comes meanwhile waits for the replay.
 //   TEST_AGENT_RESUME=1    initialize offers sessionCapabilities.resume and
 //                       session/resume works (answers without replaying);
 //                       otherwise session/resume fails with -32601.
@@ -121,6 +125,7 @@ const logFile = process.env.TEST_AGENT_LOG;
 const canLoad = process.env.TEST_AGENT_NO_LOAD !== "1";
 const canResume = process.env.TEST_AGENT_RESUME === "1";
 const authVar = process.env.TEST_AGENT_AUTH_VAR || "";
+const lateReplay = process.env.TEST_AGENT_LATE_REPLAY;
 let authenticated = !authVar;
 
 function authRequired() {
@@ -183,6 +188,7 @@ async function prompt({ params, client }) {
   const session = active.get(params.sessionId);
   if (!session) throw notFound(params.sessionId);
   if (session.turn) throw acp.RequestError.invalidRequest(undefined, "a prompt is already running in this session");
+  await session.replaying;
   const texts = params.prompt.filter((b) => b.type === "text").map((b) => b.text);
   const text = texts.join("\n\n");
   let steps;
@@ -237,7 +243,12 @@ const app = acp
   .onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
     mustBeAuthenticated();
     const session = reopen(acp.methods.agent.session.load, canLoad, params);
-    await replay(client, session.sessionId);
+    if (lateReplay === undefined) {
+      await replay(client, session.sessionId);
+    } else {
+      const delay = new Promise((resolve) => setTimeout(resolve, Number(lateReplay)));
+      session.replaying = delay.then(() => replay(client, session.sessionId));
+    }
     return {};
   })
   .onRequest(acp.methods.agent.session.resume, ({ params }) => {

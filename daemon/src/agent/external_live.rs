@@ -32,6 +32,12 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 const END_GRACE: Duration = Duration::from_secs(3);
 /// The end of the agent's standard error kept for error messages.
 const STDERR_TAIL: usize = 4096;
+/// After a load's answer, updates keep being dropped until none has come
+/// for this long: agents that answer before their replay is written
+/// (Gemini CLI 0.61) send the rest of the history just after.
+const REPLAY_QUIET: Duration = Duration::from_millis(500);
+/// The longest a replay after the answer is waited for.
+const REPLAY_LATE_MAX: Duration = Duration::from_secs(10);
 
 /// A running external agent with its session open.
 pub struct LiveAgent {
@@ -192,6 +198,9 @@ impl LiveAgent {
             }
             e => failed("did not reopen its session", e, self),
         })?;
+        if method == "session/load" {
+            self.drop_late_replay().await;
+        }
         self.drain();
         self.session_id = session_id.to_string();
         Ok(notes)
@@ -262,15 +271,35 @@ impl LiveAgent {
         }
     }
 
+    /// Drops what comes after a load's answer until the agent has been
+    /// quiet for [`REPLAY_QUIET`] (at most [`REPLAY_LATE_MAX`]): ACP has
+    /// the replay before the answer, but an agent that writes it after
+    /// would otherwise have the history taken for the next turn's words.
+    async fn drop_late_replay(&mut self) {
+        let until = tokio::time::Instant::now() + REPLAY_LATE_MAX;
+        while tokio::time::Instant::now() < until {
+            match tokio::time::timeout(REPLAY_QUIET, self.incoming.recv()).await {
+                Ok(Some(message)) => self.refuse_request(message),
+                Ok(None) | Err(_) => return,
+            }
+        }
+    }
+
+    /// Answers a request of the agent's that came outside a turn; drops
+    /// anything else.
+    fn refuse_request(&self, message: Incoming) {
+        if let Incoming::Request { id, .. } = message {
+            self.conn.respond(
+                id,
+                Err(RpcError::new(-32603, "the turn this was asked in is over")),
+            );
+        }
+    }
+
     /// Drops the replay and other updates queued before a prompt.
     pub fn drain(&mut self) {
         while let Ok(message) = self.incoming.try_recv() {
-            if let Incoming::Request { id, .. } = message {
-                self.conn.respond(
-                    id,
-                    Err(RpcError::new(-32603, "the turn this was asked in is over")),
-                );
-            }
+            self.refuse_request(message);
         }
     }
 

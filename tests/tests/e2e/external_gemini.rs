@@ -191,7 +191,10 @@ fn gemini_cli_runs_asks_through_agentd_and_keeps_to_its_own_home() {
 /// reloads the session and sometimes refuses ("No previous sessions found
 /// for this project": it records the session anew before it looks, and
 /// whether the old record is still there to find depends on timing; both
-/// were seen). Either way agentd keeps its word: the next message is
+/// were seen). It also answers the load before its replay of the history
+/// is written, so agentd drops what comes just after the answer (the
+/// deterministic test of that is external_reload.rs); the answer below
+/// is the new turn's words alone. Either way agentd keeps its word: the next message is
 /// answered in the same session, with its history; or the agent is blocked
 /// with Gemini's reason and its transcript. Never a new session in the old
 /// one's place.
@@ -210,12 +213,22 @@ fn after_a_daemon_kill_gemini_cli_goes_on_in_its_session_or_is_blocked_never_in_
     let _daemon = w.env.start_daemon();
     w.mock.enqueue(Reply::text("You said kumquat."));
     w.env.ctl(&["send", &id, "What was the word?"]);
-    let mut shown = Value::Null;
-    wait_until("the answer, or the agent blocked", LIMIT, || {
-        shown = w.env.show(&id);
-        shown["result"] == "You said kumquat."
+    let deadline = std::time::Instant::now() + LIMIT;
+    let shown = loop {
+        let shown = w.env.show(&id);
+        if shown["result"] == "You said kumquat."
             || shown["resume_blocked_reason"] == "external_agent_cannot_resume"
-    });
+        {
+            break shown;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "neither the answer nor blocked: {shown}\n{}\n{}",
+            all_text(&w.env.transcript(&id)),
+            w.env.daemon_log_text(),
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let turns = w.turns();
     if shown["result"] == "You said kumquat." {
         assert_eq!(turns.len(), 2, "{turns:?}");

@@ -32,6 +32,7 @@ mod external_agents;
 mod external_claude;
 mod external_gemini;
 mod external_homes;
+mod external_reload;
 mod fork_rules;
 mod forks;
 mod fuzz_api;
