@@ -24,8 +24,10 @@ pub struct Args {
 struct ShowJson<'a> {
     #[serde(flatten)]
     agent: render::AgentJson<'a>,
-    /// Null when its model has no price.
+    /// Null when its model has no price and it reported no cost.
     cost: Option<CostJson>,
+    /// `cost` is its external agent's own figure, not agentd's pricing.
+    cost_reported: bool,
     family: FamilyJson,
     /// The instruction files its system prompt holds.
     instructions: Vec<InstructionJson<'a>>,
@@ -81,19 +83,20 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         })
         .await?
         .into_inner();
-    let own_cost = family.agents.first().and_then(|f| f.cost);
+    let own = family.agents.first().cloned().unwrap_or_default();
     if args.json {
-        print_json(&a, own_cost.as_ref(), &family);
+        print_json(&a, &own, &family);
     } else {
-        print_text(&a, own_cost.as_ref(), &family);
+        print_text(&a, &own, &family);
     }
     Ok(SUCCESS)
 }
 
-fn print_json(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageReport) {
+fn print_json(a: &pb::Agent, own: &pb::AgentUsage, family: &pb::UsageReport) {
     render::print_json(&ShowJson {
         agent: render::AgentJson::of(a),
-        cost: own_cost.map(CostJson::of),
+        cost: own.cost.as_ref().map(CostJson::of),
+        cost_reported: own.cost_reported,
         family: FamilyJson {
             agents: family.agents.len(),
             requests: family.requests,
@@ -178,7 +181,7 @@ fn external_line(a: &pb::Agent) -> String {
 
 /// One `key: value` line per field that has a value, then the plan, then
 /// the result.
-fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageReport) {
+fn print_text(a: &pb::Agent, own: &pb::AgentUsage, family: &pb::UsageReport) {
     let u = a.usage.unwrap_or_default();
     let mut lines = vec![
         ("id", a.id.clone()),
@@ -222,10 +225,7 @@ fn print_text(a: &pb::Agent, own_cost: Option<&pb::Cost>, family: &pb::UsageRepo
         ),
         (
             "cost",
-            match own_cost {
-                Some(c) => cost::cost_line(c),
-                None => format!("no price for {}", a.model),
-            },
+            cost::agent_cost_line(own).unwrap_or_else(|| format!("no price for {}", a.model)),
         ),
         ("family", family_line(family)),
         ("can message", a.can_message.to_string()),

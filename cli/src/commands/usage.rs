@@ -51,9 +51,16 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 cost::tokens(u.output_tokens),
                 cost::tokens(u.cache_read_input_tokens),
                 cost::tokens(u.cache_creation_input_tokens),
-                a.cost.map_or("-".into(), |c| cost::usd(c.usd)),
-                a.cost
-                    .map_or("-".into(), |c| cost::usd(c.without_cache_usd)),
+                a.cost.map_or("-".into(), |c| {
+                    // An external agent's own figure is marked: agentd did
+                    // not price it, and it says nothing of a cache.
+                    let mark = if a.cost_reported { "*" } else { "" };
+                    format!("{}{mark}", cost::usd(c.usd))
+                }),
+                match a.cost {
+                    Some(c) if !a.cost_reported => cost::usd(c.without_cache_usd),
+                    _ => "-".into(),
+                },
             ]
         })
         .collect();
@@ -93,6 +100,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         "cost:  {}",
         cost::cost_line(&report.cost.unwrap_or_default())
     );
+    if report.agents.iter().any(|a| a.cost_reported) {
+        println!("* as the external agent reported it (agentd did not price its tokens)");
+    }
     if !report.unpriced_models.is_empty() {
         println!(
             "not priced: {} (add [prices.\"<scheme>:<model>\"] with input and output in USD per million tokens to config.toml)",

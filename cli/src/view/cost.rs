@@ -31,6 +31,18 @@ pub fn cost_line(c: &pb::Cost) -> String {
     )
 }
 
+/// One agent's cost: priced with and without the cache, or as its
+/// external agent reported it (which says nothing of a cache). None when
+/// it has no cost.
+pub fn agent_cost_line(a: &pb::AgentUsage) -> Option<String> {
+    let c = a.cost.as_ref()?;
+    Some(if a.cost_reported {
+        format!("{} (as the agent reported it)", usd(c.usd))
+    } else {
+        cost_line(c)
+    })
+}
+
 /// Tokens, compact: 950, 12.3k, 4.56M.
 pub fn tokens(n: u64) -> String {
     match n {
@@ -65,8 +77,10 @@ pub struct AgentUsageJson<'a> {
     pub usage: UsageJson,
     pub requests: u64,
     pub compactions: u32,
-    /// Null when the model has no price.
+    /// Null when the model has no price and the agent reported none.
     pub cost: Option<CostJson>,
+    /// `cost` is the external agent's own figure, not agentd's pricing.
+    pub cost_reported: bool,
 }
 
 /// The JSON of a usage report (`usage --json`).
@@ -103,6 +117,7 @@ impl<'a> ReportJson<'a> {
                     requests: a.requests,
                     compactions: a.compactions,
                     cost: a.cost.as_ref().map(CostJson::of),
+                    cost_reported: a.cost_reported,
                 })
                 .collect(),
         }
@@ -126,5 +141,19 @@ mod tests {
             without_cache_usd: 4.0,
         });
         assert_eq!(line, "$1.00 (without the prompt cache $4.00, saved 75%)");
+        let mut agent = pb::AgentUsage {
+            cost: Some(pb::Cost {
+                usd: 0.4,
+                without_cache_usd: 0.4,
+            }),
+            cost_reported: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            agent_cost_line(&agent).unwrap(),
+            "$0.4000 (as the agent reported it)"
+        );
+        agent.cost = None;
+        assert_eq!(agent_cost_line(&agent), None);
     }
 }

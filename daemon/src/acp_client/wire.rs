@@ -333,6 +333,9 @@ pub enum Update {
     /// The user's own message echoed (a load's replay): not agentd's to
     /// store again.
     UserText,
+    /// A `usage_update` with the session's cumulative cost in USD, in
+    /// micro-dollars (its context figures are not kept).
+    CostUsd(u64),
     /// An update agentd shows nothing of (commands, modes, titles…).
     Ignored(String),
 }
@@ -351,6 +354,10 @@ impl Update {
             "tool_call" => Update::Call(CallFields::read(u)?),
             "tool_call_update" => Update::CallUpdate(CallFields::read(u)?),
             "plan" => Update::Plan(plan(u)?),
+            "usage_update" => match cost_micros(&u["cost"])? {
+                Some(micros) => Update::CostUsd(micros),
+                None => Update::Ignored("usage_update without a cost in USD".into()),
+            },
             other => Update::Ignored(crate::error::quote(other).to_string()),
         })
     }
@@ -362,6 +369,30 @@ fn chunk_text(content: &Value) -> String {
         Some("resource_link") => format!("[{}]", content["uri"].as_str().unwrap_or("")),
         Some(other) => format!("[{other}]"),
         None => String::new(),
+    }
+}
+
+/// The most a session's reported cost may be: more is not a cost.
+const MAX_COST_USD: f64 = 1e9;
+
+/// A `usage_update`'s `cost` in micro-dollars; None when it has none or
+/// gives it in another currency (agentd counts dollars only).
+fn cost_micros(cost: &Value) -> Result<Option<u64>, String> {
+    if cost.is_null() {
+        return Ok(None);
+    }
+    let currency = cost["currency"].as_str().unwrap_or("");
+    if !currency.eq_ignore_ascii_case("USD") {
+        return Ok(None);
+    }
+    match cost["amount"].as_f64() {
+        Some(amount) if (0.0..=MAX_COST_USD).contains(&amount) => {
+            Ok(Some((amount * 1_000_000.0).round() as u64))
+        }
+        _ => Err(format!(
+            "usage_update cost amount `{}` is not a cost in dollars",
+            crate::error::quote(&cost["amount"].to_string())
+        )),
     }
 }
 

@@ -11,6 +11,8 @@
 //!   its content) and, beside it, the files its diffs changed.
 //! - A plan replaces the agent's plan in its record, durably, then is
 //!   published.
+//! - A cost (`usage_update`) is added to the record's reported cost,
+//!   durably.
 //! - A turn that ends with calls still open ends them as errors, so every
 //!   `tool_use` has its result.
 
@@ -101,10 +103,31 @@ impl TurnLoop {
                     self.hub.publish_plan(self.record.plan.clone());
                 }
             }
+            Update::CostUsd(micros) => self.record_cost(micros).await?,
             Update::UserText => {}
             Update::Ignored(kind) => {
                 tracing::debug!(agent = %self.record.id, kind, "external agent update not shown");
             }
+        }
+        Ok(())
+    }
+
+    /// Takes the agent's cumulative cost, durably when it changes the
+    /// record.
+    async fn record_cost(&mut self, micros: u64) -> Result<(), Halt> {
+        let Some(run) = self.record.external.as_mut() else {
+            return Ok(());
+        };
+        let before = run.cost;
+        run.cost.get_or_insert_default().observe(micros);
+        if run.cost == before {
+            return Ok(());
+        }
+        if let Err(halt) = self.write_record().await {
+            if let Some(run) = self.record.external.as_mut() {
+                run.cost = before;
+            }
+            return Err(halt);
         }
         Ok(())
     }

@@ -92,6 +92,35 @@ pub struct ExternalRun {
     /// Its agent said (in `initialize`) it can reopen a session in a new
     /// process (`session/load` or `session/resume`).
     pub reopenable: bool,
+    /// What its agent said the session has cost (None: it never said).
+    pub cost: Option<ReportedCost>,
+}
+
+/// The cost an external agent reports (ACP `usage_update`: the session's
+/// cumulative cost, in USD), in micro-dollars, summed over the counts it
+/// kept: an agent whose new process counts from zero again has each count
+/// added.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReportedCost {
+    /// The whole cost so far.
+    pub total_micros: u64,
+    /// The last figure of the count it keeps now.
+    pub last_micros: u64,
+}
+
+impl ReportedCost {
+    /// Takes the next cumulative figure. One lower than the last means the
+    /// agent counts anew (a new process that did not keep the count): it
+    /// is added whole.
+    pub fn observe(&mut self, micros: u64) {
+        let added = micros.checked_sub(self.last_micros).unwrap_or(micros);
+        self.total_micros = self.total_micros.saturating_add(added);
+        self.last_micros = micros;
+    }
+
+    pub fn usd(&self) -> f64 {
+        self.total_micros as f64 / 1_000_000.0
+    }
 }
 
 impl ExternalRun {
@@ -102,6 +131,7 @@ impl ExternalRun {
             sent_through: 0,
             turn_open: false,
             reopenable: false,
+            cost: None,
         }
     }
 
@@ -114,6 +144,29 @@ impl ExternalRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reported_costs_add_up_across_counts_that_start_again() {
+        let mut c = ReportedCost::default();
+        c.observe(250_000);
+        c.observe(400_000);
+        assert_eq!(c.total_micros, 400_000);
+        // A new process counting from zero: its figures are added.
+        c.observe(100_000);
+        c.observe(150_000);
+        assert_eq!(c.total_micros, 550_000);
+        assert_eq!(c.last_micros, 150_000);
+        // The same figure again adds nothing.
+        c.observe(150_000);
+        assert_eq!(c.total_micros, 550_000);
+        assert!((c.usd() - 0.55).abs() < 1e-12);
+        let mut full = ReportedCost {
+            total_micros: u64::MAX - 1,
+            last_micros: 0,
+        };
+        full.observe(10);
+        assert_eq!(full.total_micros, u64::MAX);
+    }
 
     #[test]
     fn names_are_checked() {

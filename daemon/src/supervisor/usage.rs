@@ -1,6 +1,7 @@
 //! What agents cost (`GetUsage`): tokens, requests and USD per agent, for
 //! one agent, its family (it and every descendant) or every agent, priced
-//! by the daemon's price table.
+//! by the daemon's price table — or, for an external agent that reports
+//! its cost over ACP, as it reported it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,8 +15,11 @@ use crate::pricing::Cost;
 #[derive(Debug, Clone)]
 pub struct AgentUsage {
     pub record: AgentRecord,
-    /// None when its model has no price.
+    /// None when its model has no price and its agent reported none.
     pub cost: Option<Cost>,
+    /// The cost is what its external agent reported, not agentd's pricing
+    /// of its tokens.
+    pub cost_reported: bool,
 }
 
 /// Usage summed over some agents.
@@ -28,7 +32,7 @@ pub struct UsageReport {
     pub requests: u64,
     /// Compactions (each one summary request).
     pub compactions: u64,
-    /// Of the agents whose model has a price.
+    /// Of the agents with a cost (priced or reported).
     pub cost: Cost,
     pub by_model: BTreeMap<String, Usage>,
     /// Models counted in the tokens but not in the cost: they have no price
@@ -59,7 +63,15 @@ impl Supervisor {
         let mut report = UsageReport::default();
         let prices = self.prices();
         for record in records {
-            let cost = prices.rates(&record.model).map(|r| r.cost(&record.usage));
+            let reported = record.external.as_ref().and_then(|e| e.cost);
+            let cost = match reported {
+                // The agent does not say what it would cost without a cache.
+                Some(r) => Some(Cost {
+                    usd: r.usd(),
+                    without_cache_usd: r.usd(),
+                }),
+                None => prices.rates(&record.model).map(|r| r.cost(&record.usage)),
+            };
             match cost {
                 Some(c) => report.cost.add(c),
                 None => {
@@ -76,7 +88,11 @@ impl Supervisor {
                 .entry(record.model.clone())
                 .or_default()
                 .add(&record.usage);
-            report.agents.push(AgentUsage { record, cost });
+            report.agents.push(AgentUsage {
+                record,
+                cost,
+                cost_reported: reported.is_some(),
+            });
         }
         Ok(report)
     }

@@ -151,6 +151,11 @@ fn claude_code_runs_asks_through_agentd_and_takes_a_second_message() {
     assert!(home.join(".claude.json").is_file(), "{}", home.display());
     assert!(!w.env.home().join(".claude").exists());
     assert!(!w.env.home().join(".claude.json").exists());
+    // Its cost is what it reported (usage_update), as its own figure.
+    // (Claude Code prices the mock's tokens by its own table.)
+    let shown = w.env.show(&id);
+    assert_eq!(shown["cost_reported"], true, "{shown}");
+    assert!(shown["cost"]["usd"].as_f64().unwrap() > 0.0, "{shown}");
 }
 
 #[test]

@@ -30,6 +30,7 @@ mod documented_codes;
 mod durability;
 mod external_agents;
 mod external_claude;
+mod external_costs;
 mod external_gemini;
 mod external_homes;
 mod external_reload;

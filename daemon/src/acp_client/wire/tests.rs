@@ -102,6 +102,30 @@ fn updates_are_read_into_what_agentd_stores() {
 }
 
 #[test]
+fn usage_updates_give_the_cost_in_dollars_or_are_not_counted() {
+    let read = |cost: Value| {
+        Update::read(&json!({"update": {"sessionUpdate": "usage_update",
+            "used": 53000, "size": 200000, "cost": cost}}))
+    };
+    assert_eq!(
+        read(json!({"amount": 0.045, "currency": "USD"})),
+        Ok(Update::CostUsd(45_000))
+    );
+    assert_eq!(
+        read(json!({"amount": 0, "currency": "usd"})),
+        Ok(Update::CostUsd(0))
+    );
+    // No cost, or another currency: nothing to count.
+    for cost in [Value::Null, json!({"amount": 3.0, "currency": "EUR"})] {
+        assert!(matches!(read(cost), Ok(Update::Ignored(_))));
+    }
+    for amount in [json!(-1.0), json!("3"), json!(1e12), Value::Null] {
+        let err = read(json!({"amount": amount, "currency": "USD"})).unwrap_err();
+        assert!(err.contains("not a cost"), "{err}");
+    }
+}
+
+#[test]
 fn unknown_statuses_are_refused_not_defaulted() {
     let read = |u: Value| Update::read(&json!({"update": u}));
     assert!(

@@ -188,6 +188,7 @@ pub fn usage_report(r: UsageReport) -> pb::UsageReport {
                 requests: u64::from(a.record.turns) + u64::from(a.record.compactions),
                 compactions: a.record.compactions,
                 cost: a.cost.as_ref().map(cost),
+                cost_reported: a.cost_reported,
                 subagent_type: a.record.subagent_type,
                 model: a.record.model,
             })

@@ -4,7 +4,7 @@
 //! model it never had).
 
 use super::Corrupt;
-use crate::domain::{ExternalAgentName, ExternalRun};
+use crate::domain::{ExternalAgentName, ExternalRun, ReportedCost};
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub(super) struct StoredExternal {
@@ -18,6 +18,17 @@ pub(super) struct StoredExternal {
     turn_open: bool,
     #[prost(bool, tag = "5")]
     reopenable: bool,
+    #[prost(message, optional, tag = "6")]
+    cost: Option<StoredCost>,
+}
+
+/// An agent's reported cost, in micro-dollars.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct StoredCost {
+    #[prost(uint64, tag = "1")]
+    total_micros: u64,
+    #[prost(uint64, tag = "2")]
+    last_micros: u64,
 }
 
 pub(super) fn stored_external(run: &ExternalRun) -> StoredExternal {
@@ -27,6 +38,10 @@ pub(super) fn stored_external(run: &ExternalRun) -> StoredExternal {
         sent_through: run.sent_through,
         turn_open: run.turn_open,
         reopenable: run.reopenable,
+        cost: run.cost.map(|c| StoredCost {
+            total_micros: c.total_micros,
+            last_micros: c.last_micros,
+        }),
     }
 }
 
@@ -38,5 +53,9 @@ pub(super) fn external_of(stored: StoredExternal) -> Result<ExternalRun, Corrupt
         sent_through: stored.sent_through,
         turn_open: stored.turn_open,
         reopenable: stored.reopenable,
+        cost: stored.cost.map(|c| ReportedCost {
+            total_micros: c.total_micros,
+            last_micros: c.last_micros,
+        }),
     })
 }

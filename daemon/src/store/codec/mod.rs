@@ -655,6 +655,10 @@ mod tests {
             sent_through: 5,
             turn_open: true,
             reopenable: true,
+            cost: Some(crate::domain::ReportedCost {
+                total_micros: 1_250_000,
+                last_micros: 250_000,
+            }),
         });
         r
     }
