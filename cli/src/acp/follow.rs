@@ -20,11 +20,8 @@ use super::resume::{Resume, Text};
 use super::session::{Session, Start, update};
 use super::tool_calls::ToolCalls;
 use super::updates;
+use super::usage::UsageShown;
 use crate::autostart::Client;
-
-/// Context window reported in `usage_update` (the daemon does not know
-/// the model's; Anthropic's and most current models' is this size).
-const CONTEXT_WINDOW: u64 = 200_000;
 
 /// How long a turn's answer waits for its subagents' progress to arrive.
 const SUBAGENTS_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
@@ -80,6 +77,8 @@ pub struct Follow {
     resume: Resume,
     /// Attached again after the daemon went away, until the first status.
     restarted: bool,
+    /// The context and cost the editor is shown.
+    usage: UsageShown,
 }
 
 impl Follow {
@@ -102,6 +101,7 @@ impl Follow {
             plan: Vec::new(),
             resume: Resume::new(from_seq),
             restarted: false,
+            usage: UsageShown::default(),
         }
     }
 
@@ -231,6 +231,9 @@ impl Follow {
         };
         if self.ready.is_some() {
             // History.
+            if let Some(usage) = entry.usage.as_ref().filter(|_| role == "assistant") {
+                self.usage.response(usage, false);
+            }
             if self.start == Start::Replay {
                 for u in self.calls.replay(role, &content, &entry.file_changes) {
                     self.update(u);
@@ -273,8 +276,8 @@ impl Follow {
             }
         }
         self.attempt += 1;
-        if let Some(usage) = usage {
-            self.update(updates::usage_update(usage, CONTEXT_WINDOW));
+        if let Some(u) = usage.and_then(|usage| self.usage.response(usage, true)) {
+            self.update(u);
         }
     }
 
@@ -326,6 +329,7 @@ impl Follow {
     /// The first status ends the history (a replay's with the plan):
     /// `open` answers, then the asks that came with the history go out.
     async fn status(&mut self, change: &pb::StatusChange) {
+        let history_through = self.ready.is_some();
         if let Some(ready) = self.ready.take() {
             // A replay ends with the plan as it is now.
             if self.start == Start::Replay && !self.plan.is_empty() {
@@ -344,14 +348,21 @@ impl Follow {
         let restarted = std::mem::take(&mut self.restarted);
         let status = pb::AgentStatus::try_from(change.status).unwrap_or_default();
         let stopping = status == pb::AgentStatus::Interrupted && !restarted;
-        if !stopping
+        let turn_ended = !stopping
             && !matches!(
                 status,
                 pb::AgentStatus::Pending | pb::AgentStatus::Running | pb::AgentStatus::Waiting
-            )
-        {
+            );
+        if turn_ended {
             self.calls.subagents().settle(SUBAGENTS_CATCH_UP).await;
             for u in self.calls.turn_ended() {
+                self.update(u);
+            }
+        }
+        // The window and cost as they are now, before the prompt's answer.
+        if history_through || turn_ended {
+            let client = self.session.link().client();
+            if let Some(u) = self.usage.refresh(client, &self.session.id).await {
                 self.update(u);
             }
         }

@@ -20,6 +20,7 @@ mod session;
 mod subagents;
 mod tool_calls;
 mod updates;
+mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

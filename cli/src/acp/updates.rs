@@ -263,15 +263,6 @@ pub fn plan(items: &[agentd_shared::proto::PlanItem]) -> Value {
     json!({"sessionUpdate": "plan", "entries": entries})
 }
 
-/// Tokens in the context after a response, as `usage_update`.
-pub fn usage_update(usage: &agentd_shared::proto::Usage, window: u64) -> Value {
-    let used = usage.input_tokens
-        + usage.cache_read_input_tokens
-        + usage.cache_creation_input_tokens
-        + usage.output_tokens;
-    json!({"sessionUpdate": "usage_update", "used": used, "size": window})
-}
-
 /// The editor's prompt as the text of the agent's message: text blocks as
 /// they are, resources as context the model can read.
 pub fn prompt_text(prompt: &[Value]) -> Result<String, String> {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::Supervisor;
 use crate::domain::{AgentRecord, Usage};
 use crate::error::AgentdError;
+use crate::model::ModelSpec;
 use crate::pricing::Cost;
 
 /// One agent's part of a report.
@@ -20,6 +21,8 @@ pub struct AgentUsage {
     /// The cost is what its external agent reported, not agentd's pricing
     /// of its tokens.
     pub cost_reported: bool,
+    /// Tokens its model's context window holds, if known.
+    pub context_window: Option<u64>,
 }
 
 /// Usage summed over some agents.
@@ -62,7 +65,11 @@ impl Supervisor {
         };
         let mut report = UsageReport::default();
         let prices = self.prices();
+        let config = self.config();
         for record in records {
+            let context_window = ModelSpec::parse(&record.model)
+                .ok()
+                .and_then(|m| config.context_limits(&m).window);
             let reported = record.external.as_ref().and_then(|e| e.cost);
             let cost = match reported {
                 // The agent does not say what it would cost without a cache.
@@ -92,6 +99,7 @@ impl Supervisor {
                 record,
                 cost,
                 cost_reported: reported.is_some(),
+                context_window,
             });
         }
         Ok(report)

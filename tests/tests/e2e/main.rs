@@ -17,6 +17,7 @@ mod acp_restart;
 mod acp_sdk;
 mod acp_sessions;
 mod acp_test_agent;
+mod acp_usage;
 mod acp_wire;
 mod attach;
 mod attach_half_close;
