@@ -7,7 +7,9 @@ use agentd_shared::proto as pb;
 use serde_json::json;
 
 use crate::autostart::Target;
-use crate::exit::{Failure, SUCCESS};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::exit::{FAILURE, Failure, SUCCESS};
 use crate::view::{plan, render, status};
 
 #[derive(Debug, clap::Args)]
@@ -18,12 +20,18 @@ pub struct Args {
 }
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
+    // One listener for the whole watch: a listener made anew for each
+    // event dropped an interrupt that came as an event did, and the
+    // watcher went on.
+    let mut interrupt = signal(SignalKind::interrupt())
+        .map_err(|e| Failure::new(FAILURE, format!("cannot listen for Ctrl-C: {e}")))?;
     let mut client = target.client().await?;
     let mut events = client.watch(pb::WatchRequest {}).await?.into_inner();
     loop {
         let next = tokio::select! {
+            biased;
+            _ = interrupt.recv() => return Ok(SUCCESS),
             e = events.message() => e,
-            _ = tokio::signal::ctrl_c() => return Ok(SUCCESS),
         };
         let Some(e) = next? else {
             return Ok(SUCCESS);

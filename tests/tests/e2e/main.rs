@@ -29,6 +29,7 @@ mod containment;
 mod disk_full;
 mod documented_codes;
 mod durability;
+mod events;
 mod external_agents;
 mod external_claude;
 mod external_costs;
