@@ -481,6 +481,23 @@ pub fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
     }
 }
 
+/// Waits at most `limit` for `child` to end: its status, or None after
+/// killing it (a test then fails saying what never ended, not hangs).
+pub fn wait_child(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits (bounded) until `path` exists: a tool in a test has started.
 #[track_caller]
 pub fn wait_for_path(path: &std::path::Path) {

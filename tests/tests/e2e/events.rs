@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use agentd_e2e::Env;
 use agentd_e2e::mock::{MODEL, MockServer};
+use agentd_e2e::{Env, wait_child};
 use agentd_shared::proto as pb;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -71,18 +71,7 @@ fn sigint_ends_the_watcher_while_events_pour_in() {
             std::thread::sleep(Duration::from_millis(10));
         }
         kill(Pid::from_raw(watcher.id() as i32), Signal::SIGINT).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(status) = watcher.try_wait().unwrap() {
-                break Some(status);
-            }
-            if Instant::now() > deadline {
-                let _ = watcher.kill();
-                let _ = watcher.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = wait_child(&mut watcher, Duration::from_secs(10));
         stop.store(true, Ordering::SeqCst);
         flood.join().unwrap();
         reader.join().unwrap();

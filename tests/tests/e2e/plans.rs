@@ -261,7 +261,9 @@ fn attach_and_events_see_every_plan_change_as_it_happens() {
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    assert!(events.wait().unwrap().success());
+    let status = agentd_e2e::wait_child(&mut events, Duration::from_secs(20))
+        .expect("agentctl events ends on SIGINT");
+    assert!(status.success(), "{status:?}");
     reader.join().unwrap();
 
     // Attaching later: the plan comes with the agent, then no change.
