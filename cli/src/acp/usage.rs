@@ -2,8 +2,10 @@
 //! `usage_update`): the tokens the agent's last response filled its
 //! context with, its model's window, and what the session has cost — the
 //! agent and its subagents — all as the daemon reports them (GetUsage).
-//! Nothing while the window is not known (an external agent, a model the
-//! daemon's table lacks): ACP needs one, and a guessed size would show
+//! An external agent's fill and window are what it reported to the daemon
+//! (its responses' usage is per turn there, not a fill). Nothing while
+//! the window is not known (a model the daemon's table lacks, an external
+//! agent that never said): ACP needs one, and a guessed size would show
 //! the editor a wrong fill.
 
 use agentd_shared::proto as pb;
@@ -17,12 +19,18 @@ pub struct UsageShown {
     window: Option<u64>,
     used: Option<u64>,
     cost_usd: Option<f64>,
+    /// The daemon gives the fill (an external agent's report): responses'
+    /// usage does not set it.
+    reported_fill: bool,
 }
 
 impl UsageShown {
     /// A response's usage: the context it filled. The update to send,
     /// when `live` (a replayed history's responses only set the figure).
     pub fn response(&mut self, usage: &pb::Usage, live: bool) -> Option<Value> {
+        if self.reported_fill {
+            return None;
+        }
         self.used = Some(
             usage.input_tokens
                 + usage.cache_read_input_tokens
@@ -53,6 +61,10 @@ impl UsageShown {
     fn read(&mut self, report: &pb::UsageReport) {
         let own = report.agents.first();
         self.window = own.map(|a| a.context_window).filter(|w| *w > 0);
+        if let Some(used) = own.and_then(|a| a.context_used) {
+            self.used = Some(used);
+            self.reported_fill = true;
+        }
         // The family's cost, when any of it has one.
         self.cost_usd = report
             .agents
@@ -130,8 +142,23 @@ mod tests {
             shown.update(),
             Some(json!({"sessionUpdate": "usage_update", "used": 101, "size": 50_000}))
         );
-        // An unknown window (an external agent): nothing.
+        // An unknown window (an external agent that never said): nothing.
         shown.read(&report(0, Some(1.0)));
         assert_eq!(shown.update(), None);
+    }
+
+    #[test]
+    fn an_external_agents_reported_fill_wins_over_its_responses_usage() {
+        let mut shown = UsageShown::default();
+        // Its turn's usage (a sum over the turn's calls) is not a fill.
+        assert_eq!(shown.response(&usage(90_000, 0, 10_000), true), None);
+        let mut r = report(200_000, Some(0.5));
+        r.agents[0].context_used = Some(53_000);
+        shown.read(&r);
+        let fill = json!({"sessionUpdate": "usage_update", "used": 53_000, "size": 200_000,
+                          "cost": {"amount": 0.5, "currency": "USD"}});
+        assert_eq!(shown.update(), Some(fill.clone()));
+        assert_eq!(shown.response(&usage(90_000, 0, 10_000), true), None);
+        assert_eq!(shown.update(), Some(fill));
     }
 }

@@ -81,6 +81,10 @@ pub struct AgentUsageJson<'a> {
     pub cost: Option<CostJson>,
     /// `cost` is the external agent's own figure, not agentd's pricing.
     pub cost_reported: bool,
+    /// Tokens its model's context window holds; null when not known.
+    pub context_window: Option<u64>,
+    /// Tokens in an external agent's context, as it last reported them.
+    pub context_used: Option<u64>,
 }
 
 /// The JSON of a usage report (`usage --json`).
@@ -118,6 +122,8 @@ impl<'a> ReportJson<'a> {
                     compactions: a.compactions,
                     cost: a.cost.as_ref().map(CostJson::of),
                     cost_reported: a.cost_reported,
+                    context_window: (a.context_window > 0).then_some(a.context_window),
+                    context_used: a.context_used,
                 })
                 .collect(),
         }

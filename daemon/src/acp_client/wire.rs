@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::domain::{PlanItem, PlanStatus, Usage};
+use crate::domain::{ContextFill, PlanItem, PlanStatus, Usage};
 use crate::mcp::{ServerDef, Transport};
 
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -333,9 +333,8 @@ pub enum Update {
     /// The user's own message echoed (a load's replay): not agentd's to
     /// store again.
     UserText,
-    /// A `usage_update` with the session's cumulative cost in USD, in
-    /// micro-dollars (its context figures are not kept).
-    CostUsd(u64),
+    /// A `usage_update`.
+    Usage(UsageReport),
     /// An update agentd shows nothing of (commands, modes, titles…).
     Ignored(String),
 }
@@ -354,10 +353,7 @@ impl Update {
             "tool_call" => Update::Call(CallFields::read(u)?),
             "tool_call_update" => Update::CallUpdate(CallFields::read(u)?),
             "plan" => Update::Plan(plan(u)?),
-            "usage_update" => match cost_micros(&u["cost"])? {
-                Some(micros) => Update::CostUsd(micros),
-                None => Update::Ignored("usage_update without a cost in USD".into()),
-            },
+            "usage_update" => Update::Usage(UsageReport::read(u)?),
             other => Update::Ignored(crate::error::quote(other).to_string()),
         })
     }
@@ -369,6 +365,30 @@ fn chunk_text(content: &Value) -> String {
         Some("resource_link") => format!("[{}]", content["uri"].as_str().unwrap_or("")),
         Some(other) => format!("[{other}]"),
         None => String::new(),
+    }
+}
+
+/// What a `usage_update` says agentd keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UsageReport {
+    /// Its context: tokens used of its window's size. None when it gives
+    /// no window (ACP requires one).
+    pub context: Option<ContextFill>,
+    /// The session's cumulative cost in micro-dollars; None when it gives
+    /// none, or not in USD (agentd counts dollars only).
+    pub cost_micros: Option<u64>,
+}
+
+impl UsageReport {
+    fn read(u: &Value) -> Result<UsageReport, String> {
+        let context = match (u["used"].as_u64(), u["size"].as_u64()) {
+            (Some(used), Some(size)) if size > 0 => Some(ContextFill { used, size }),
+            _ => None,
+        };
+        Ok(UsageReport {
+            context,
+            cost_micros: cost_micros(&u["cost"])?,
+        })
     }
 }
 

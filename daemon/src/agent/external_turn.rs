@@ -11,8 +11,8 @@
 //!   its content) and, beside it, the files its diffs changed.
 //! - A plan replaces the agent's plan in its record, durably, then is
 //!   published.
-//! - A cost (`usage_update`) is added to the record's reported cost,
-//!   durably.
+//! - A `usage_update`'s cost is added to the record's reported cost,
+//!   and its context fill replaces the record's, durably.
 //! - A turn that ends with calls still open ends them as errors, so every
 //!   `tool_use` has its result.
 
@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use super::hub::ToolEvent;
 use super::turn_loop::{Halt, TurnLoop};
-use crate::acp_client::wire::{CallFields, CallKind, Diff, PromptEnd, Update};
+use crate::acp_client::wire::{CallFields, CallKind, Diff, PromptEnd, Update, UsageReport};
 use crate::domain::{FileChange, Role, StopReason, ToolFileChange, json_bytes};
 
 /// How long chunks wait before they are written anyway.
@@ -103,7 +103,7 @@ impl TurnLoop {
                     self.hub.publish_plan(self.record.plan.clone());
                 }
             }
-            Update::CostUsd(micros) => self.record_cost(micros).await?,
+            Update::Usage(report) => self.record_usage(report).await?,
             Update::UserText => {}
             Update::Ignored(kind) => {
                 tracing::debug!(agent = %self.record.id, kind, "external agent update not shown");
@@ -112,20 +112,25 @@ impl TurnLoop {
         Ok(())
     }
 
-    /// Takes the agent's cumulative cost, durably when it changes the
-    /// record.
-    async fn record_cost(&mut self, micros: u64) -> Result<(), Halt> {
+    /// Takes the agent's context fill and cumulative cost, durably when
+    /// they change the record.
+    async fn record_usage(&mut self, report: UsageReport) -> Result<(), Halt> {
         let Some(run) = self.record.external.as_mut() else {
             return Ok(());
         };
-        let before = run.cost;
-        run.cost.get_or_insert_default().observe(micros);
-        if run.cost == before {
+        let before = (run.cost, run.context);
+        if let Some(micros) = report.cost_micros {
+            run.cost.get_or_insert_default().observe(micros);
+        }
+        if report.context.is_some() {
+            run.context = report.context;
+        }
+        if (run.cost, run.context) == before {
             return Ok(());
         }
         if let Err(halt) = self.write_record().await {
             if let Some(run) = self.record.external.as_mut() {
-                run.cost = before;
+                (run.cost, run.context) = before;
             }
             return Err(halt);
         }

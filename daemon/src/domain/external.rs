@@ -94,6 +94,17 @@ pub struct ExternalRun {
     pub reopenable: bool,
     /// What its agent said the session has cost (None: it never said).
     pub cost: Option<ReportedCost>,
+    /// How full its agent last said its context is (None: it never said).
+    pub context: Option<ContextFill>,
+}
+
+/// An external agent's context as it reports it (ACP `usage_update`):
+/// tokens in it, and tokens its window holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextFill {
+    pub used: u64,
+    /// Never 0.
+    pub size: u64,
 }
 
 /// The cost an external agent reports (ACP `usage_update`: the session's
@@ -132,6 +143,7 @@ impl ExternalRun {
             turn_open: false,
             reopenable: false,
             cost: None,
+            context: None,
         }
     }
 

@@ -28,7 +28,7 @@ pub use agent::{
     ResumeBlockedReason, Status, Usage,
 };
 pub use allowlist::{McpPattern, ToolAllowlist};
-pub use external::{ExternalAgentName, ExternalRun, ExternalToolKind, ReportedCost};
+pub use external::{ContextFill, ExternalAgentName, ExternalRun, ExternalToolKind, ReportedCost};
 pub use file_change::{Before, FileChange, FileText, RECORDED_BYTES, ToolFileChange};
 pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, QuerySource};
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};

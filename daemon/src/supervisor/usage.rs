@@ -21,8 +21,11 @@ pub struct AgentUsage {
     /// The cost is what its external agent reported, not agentd's pricing
     /// of its tokens.
     pub cost_reported: bool,
-    /// Tokens its model's context window holds, if known.
+    /// Tokens its model's context window holds, if known (an external
+    /// agent's as it reported it).
     pub context_window: Option<u64>,
+    /// Tokens in its context as its external agent last reported them.
+    pub context_used: Option<u64>,
 }
 
 /// Usage summed over some agents.
@@ -67,9 +70,13 @@ impl Supervisor {
         let prices = self.prices();
         let config = self.config();
         for record in records {
-            let context_window = ModelSpec::parse(&record.model)
-                .ok()
-                .and_then(|m| config.context_limits(&m).window);
+            let reported_fill = record.external.as_ref().and_then(|e| e.context);
+            let context_window = match reported_fill {
+                Some(fill) => Some(fill.size),
+                None => ModelSpec::parse(&record.model)
+                    .ok()
+                    .and_then(|m| config.context_limits(&m).window),
+            };
             let reported = record.external.as_ref().and_then(|e| e.cost);
             let cost = match reported {
                 // The agent does not say what it would cost without a cache.
@@ -100,6 +107,7 @@ impl Supervisor {
                 cost,
                 cost_reported: reported.is_some(),
                 context_window,
+                context_used: reported_fill.map(|f| f.used),
             });
         }
         Ok(report)

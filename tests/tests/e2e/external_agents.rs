@@ -729,6 +729,8 @@ fn an_editor_drives_an_external_agent_through_the_acp_bridge() {
                   "rawInput": {"file_path": "notes.txt"}, "locations": [{"path": "notes.txt", "line": 1}]},
          "then": {"status": "completed", "text": "wrote it",
                   "diff": {"path": "notes.txt", "oldText": null, "newText": "hello\n"}, "writeFile": true}},
+        {"usage": {"inputTokens": 90000, "outputTokens": 10000,
+                   "used": 53000, "size": 200000, "cost": {"amount": 0.25, "currency": "USD"}}},
         {"say": "Done writing."}
     ]));
     let cwd_arg = cwd.display().to_string();
@@ -762,6 +764,20 @@ fn an_editor_drives_an_external_agent_through_the_acp_bridge() {
         .filter_map(|u| u["content"]["text"].as_str())
         .collect();
     assert!(text.contains("Done writing."), "{text}");
+    // Its context and cost as it reported them, not its turn's token sum
+    // (100,000) as a fill.
+    let usage: Vec<&Value> = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "usage_update")
+        .collect();
+    assert_eq!(
+        usage,
+        [
+            &json!({"sessionUpdate": "usage_update", "used": 53000, "size": 200000,
+                 "cost": {"amount": 0.25, "currency": "USD"}})
+        ],
+        "{updates:?}"
+    );
     let id = crate::acp::of_kind(&lines, "new")[0]["sessionId"]
         .as_str()
         .unwrap()

@@ -103,6 +103,7 @@ fn claude_code_runs_asks_through_agentd_and_takes_a_second_message() {
     });
     let done = w.env.wait_status(&id, "completed", LIMIT);
     assert_eq!(done["result"], "Wrote f.txt");
+    let first_cost = w.env.show(&id)["cost"]["usd"].as_f64().unwrap();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "hi\n");
     assert_eq!(done["model"], "acp:claude-code");
     let entries = w.env.transcript(&id);
@@ -152,10 +153,15 @@ fn claude_code_runs_asks_through_agentd_and_takes_a_second_message() {
     assert!(!w.env.home().join(".claude").exists());
     assert!(!w.env.home().join(".claude.json").exists());
     // Its cost is what it reported (usage_update), as its own figure.
-    // (Claude Code prices the mock's tokens by its own table.)
+    // (Claude Code prices the mock's tokens by its own table), the
+    // second turn's added to the first's.
     let shown = w.env.show(&id);
     assert_eq!(shown["cost_reported"], true, "{shown}");
-    assert!(shown["cost"]["usd"].as_f64().unwrap() > 0.0, "{shown}");
+    assert!(first_cost > 0.0, "{first_cost}");
+    assert!(
+        shown["cost"]["usd"].as_f64().unwrap() > first_cost,
+        "{shown} after {first_cost}"
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! What an external agent costs (DESIGN §19): the cumulative session cost
 //! its agent reports (ACP `usage_update`), kept durably in its record and
 //! summed across processes, shown by `show`, `usage` and the dashboard as
-//! the agent's own figure.
+//! the agent's own figure; and its context fill, as it last reported it.
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
@@ -13,6 +13,10 @@ use crate::external_agents::World;
 fn cost_step(amount: f64, currency: &str) -> Value {
     json!({"usage": {"used": 1000, "size": 200000,
                      "cost": {"amount": amount, "currency": currency}}})
+}
+
+fn fill_step(used: u64, size: u64) -> Value {
+    json!({"usage": {"used": used, "size": size}})
 }
 
 fn usd(v: &Value) -> f64 {
@@ -43,7 +47,8 @@ fn the_cost_an_external_agent_reports_is_kept_across_a_restart_and_shown_as_its_
     // are added, and the replayed history's figure is not counted twice.
     daemon.kill9();
     let _daemon = w.env.start_daemon();
-    let second = script(&json!([cost_step(0.10, "USD"), {"say": "more"}]));
+    let second =
+        script(&json!([cost_step(0.10, "USD"), fill_step(61000, 400000), {"say": "more"}]));
     w.env.ctl(&["send", "costly", &second]).expect_code(0);
     let done = w.env.wait_for_agent("costly", "the second turn", |a| {
         a["status"] == "completed" && a["result"] == "more"
@@ -63,6 +68,9 @@ fn the_cost_an_external_agent_reports_is_kept_across_a_restart_and_shown_as_its_
         "{report}"
     );
     assert_eq!(report["unpriced_models"], json!([]), "{report}");
+    // Its context as it last reported it.
+    assert_eq!(agent["context_used"], 61000, "{report}");
+    assert_eq!(agent["context_window"], 400000, "{report}");
     let table = w.env.ctl(&["usage"]);
     table.expect_code(0);
     assert!(table.stdout.contains("$0.5000*"), "{}", table.stdout);
@@ -95,4 +103,6 @@ fn an_external_agent_that_reports_no_cost_has_none_and_is_named_unpriced() {
         json!(["acp:scripted"]),
         "{report}"
     );
+    assert_eq!(report["agents"][0]["context_window"], Value::Null);
+    assert_eq!(report["agents"][0]["context_used"], Value::Null);
 }

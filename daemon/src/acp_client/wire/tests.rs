@@ -102,25 +102,52 @@ fn updates_are_read_into_what_agentd_stores() {
 }
 
 #[test]
-fn usage_updates_give_the_cost_in_dollars_or_are_not_counted() {
-    let read = |cost: Value| {
-        Update::read(&json!({"update": {"sessionUpdate": "usage_update",
-            "used": 53000, "size": 200000, "cost": cost}}))
+fn usage_updates_give_the_context_and_the_cost_in_dollars() {
+    let read = |u: Value| {
+        let mut u = u;
+        u["sessionUpdate"] = json!("usage_update");
+        Update::read(&json!({"update": u}))
     };
+    let fill = Some(ContextFill {
+        used: 53_000,
+        size: 200_000,
+    });
     assert_eq!(
-        read(json!({"amount": 0.045, "currency": "USD"})),
-        Ok(Update::CostUsd(45_000))
+        read(json!({"used": 53000, "size": 200000, "cost": {"amount": 0.045, "currency": "USD"}})),
+        Ok(Update::Usage(UsageReport {
+            context: fill,
+            cost_micros: Some(45_000)
+        }))
     );
     assert_eq!(
-        read(json!({"amount": 0, "currency": "usd"})),
-        Ok(Update::CostUsd(0))
+        read(json!({"used": 53000, "size": 200000, "cost": {"amount": 0, "currency": "usd"}})),
+        Ok(Update::Usage(UsageReport {
+            context: fill,
+            cost_micros: Some(0)
+        }))
     );
-    // No cost, or another currency: nothing to count.
-    for cost in [Value::Null, json!({"amount": 3.0, "currency": "EUR"})] {
-        assert!(matches!(read(cost), Ok(Update::Ignored(_))));
+    // No cost, or another currency: nothing to count; no window: no fill.
+    for (u, context) in [
+        (json!({"used": 53000, "size": 200000}), fill),
+        (
+            json!({"used": 53000, "size": 200000, "cost": {"amount": 3.0, "currency": "EUR"}}),
+            fill,
+        ),
+        (json!({"used": 53000, "size": 0}), None),
+        (json!({"used": -1, "size": 200000}), None),
+    ] {
+        assert_eq!(
+            read(u),
+            Ok(Update::Usage(UsageReport {
+                context,
+                cost_micros: None
+            }))
+        );
     }
     for amount in [json!(-1.0), json!("3"), json!(1e12), Value::Null] {
-        let err = read(json!({"amount": amount, "currency": "USD"})).unwrap_err();
+        let err =
+            read(json!({"used": 1, "size": 2, "cost": {"amount": amount, "currency": "USD"}}))
+                .unwrap_err();
         assert!(err.contains("not a cost"), "{err}");
     }
 }

@@ -190,6 +190,7 @@ pub fn usage_report(r: UsageReport) -> pb::UsageReport {
                 cost: a.cost.as_ref().map(cost),
                 cost_reported: a.cost_reported,
                 context_window: a.context_window.unwrap_or(0),
+                context_used: a.context_used,
                 subagent_type: a.record.subagent_type,
                 model: a.record.model,
             })

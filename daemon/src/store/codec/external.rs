@@ -4,7 +4,7 @@
 //! model it never had).
 
 use super::Corrupt;
-use crate::domain::{ExternalAgentName, ExternalRun, ReportedCost};
+use crate::domain::{ContextFill, ExternalAgentName, ExternalRun, ReportedCost};
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub(super) struct StoredExternal {
@@ -20,6 +20,17 @@ pub(super) struct StoredExternal {
     reopenable: bool,
     #[prost(message, optional, tag = "6")]
     cost: Option<StoredCost>,
+    #[prost(message, optional, tag = "7")]
+    context: Option<StoredContext>,
+}
+
+/// An agent's reported context fill, in tokens.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct StoredContext {
+    #[prost(uint64, tag = "1")]
+    used: u64,
+    #[prost(uint64, tag = "2")]
+    size: u64,
 }
 
 /// An agent's reported cost, in micro-dollars.
@@ -42,6 +53,10 @@ pub(super) fn stored_external(run: &ExternalRun) -> StoredExternal {
             total_micros: c.total_micros,
             last_micros: c.last_micros,
         }),
+        context: run.context.map(|c| StoredContext {
+            used: c.used,
+            size: c.size,
+        }),
     }
 }
 
@@ -57,5 +72,33 @@ pub(super) fn external_of(stored: StoredExternal) -> Result<ExternalRun, Corrupt
             total_micros: c.total_micros,
             last_micros: c.last_micros,
         }),
+        context: match stored.context {
+            Some(c) if c.size == 0 => return Err(Corrupt::Field("external context size")),
+            Some(c) => Some(ContextFill {
+                used: c.used,
+                size: c.size,
+            }),
+            None => None,
+        },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_fill_round_trips_and_a_window_of_nothing_is_corrupt() {
+        let mut run = ExternalRun::new(ExternalAgentName::parse("gemini").unwrap());
+        run.context = Some(ContextFill {
+            used: 10,
+            size: 100,
+        });
+        assert_eq!(external_of(stored_external(&run)).unwrap(), run);
+        run.context = Some(ContextFill { used: 10, size: 0 });
+        assert!(matches!(
+            external_of(stored_external(&run)),
+            Err(Corrupt::Field("external context size"))
+        ));
+    }
 }

@@ -659,6 +659,10 @@ mod tests {
                 total_micros: 1_250_000,
                 last_micros: 250_000,
             }),
+            context: Some(crate::domain::ContextFill {
+                used: 53_000,
+                size: 200_000,
+            }),
         });
         r
     }
