@@ -5,10 +5,9 @@ use std::io::Write;
 
 use agentd_shared::proto as pb;
 use serde_json::json;
-
-use crate::autostart::Target;
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, SUCCESS};
 use crate::view::{plan, render, status};
 
