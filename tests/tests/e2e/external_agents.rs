@@ -107,7 +107,7 @@ fn start_saying(w: &World, words: &str) -> String {
 }
 
 /// What the agent said (its answers' text, not the prompts').
-fn said(entries: &[Value]) -> String {
+pub fn said(entries: &[Value]) -> String {
     let answers: Vec<Value> = entries
         .iter()
         .filter(|e| e["role"] == "assistant")

@@ -8,20 +8,7 @@
 
 use std::time::Duration;
 
-use agentd_e2e::all_text;
-use serde_json::Value;
-
-use crate::external_agents::World;
-
-/// The scripted agent's answers in `entries` (not the prompts).
-fn answers(entries: &[Value]) -> String {
-    let said: Vec<Value> = entries
-        .iter()
-        .filter(|e| e["role"] == "assistant")
-        .cloned()
-        .collect();
-    all_text(&said)
-}
+use crate::external_agents::{World, said};
 
 #[test]
 fn a_replay_written_after_the_loads_answer_is_not_taken_for_the_next_turn() {
@@ -44,7 +31,7 @@ fn a_replay_written_after_the_loads_answer_is_not_taken_for_the_next_turn() {
         done["result"], "echo: second words",
         "the replay went into the turn: {done}"
     );
-    let said = answers(&w.env.transcript(&id));
+    let said = said(&w.env.transcript(&id));
     assert_eq!(
         said.matches("echo: first words").count(),
         1,
