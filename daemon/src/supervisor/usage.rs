@@ -18,14 +18,25 @@ pub struct AgentUsage {
     pub record: AgentRecord,
     /// None when its model has no price and its agent reported none.
     pub cost: Option<Cost>,
-    /// The cost is what its external agent reported, not agentd's pricing
-    /// of its tokens.
-    pub cost_reported: bool,
     /// Tokens its model's context window holds, if known (an external
     /// agent's as it reported it).
     pub context_window: Option<u64>,
+}
+
+impl AgentUsage {
+    /// The cost is what its external agent reported, not agentd's pricing
+    /// of its tokens.
+    pub fn cost_reported(&self) -> bool {
+        self.record
+            .external
+            .as_ref()
+            .is_some_and(|e| e.cost.is_some())
+    }
+
     /// Tokens in its context as its external agent last reported them.
-    pub context_used: Option<u64>,
+    pub fn context_used(&self) -> Option<u64> {
+        self.record.external.as_ref()?.context.map(|f| f.used)
+    }
 }
 
 /// Usage summed over some agents.
@@ -105,9 +116,7 @@ impl Supervisor {
             report.agents.push(AgentUsage {
                 record,
                 cost,
-                cost_reported: reported.is_some(),
                 context_window,
-                context_used: reported_fill.map(|f| f.used),
             });
         }
         Ok(report)

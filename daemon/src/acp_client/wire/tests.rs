@@ -1,4 +1,5 @@
 use super::*;
+use crate::domain::ContextFill;
 
 #[test]
 fn capabilities_are_read_and_absent_ones_are_off() {

@@ -188,9 +188,9 @@ pub fn usage_report(r: UsageReport) -> pb::UsageReport {
                 requests: u64::from(a.record.turns) + u64::from(a.record.compactions),
                 compactions: a.record.compactions,
                 cost: a.cost.as_ref().map(cost),
-                cost_reported: a.cost_reported,
+                cost_reported: a.cost_reported(),
                 context_window: a.context_window.unwrap_or(0),
-                context_used: a.context_used,
+                context_used: a.context_used(),
                 subagent_type: a.record.subagent_type,
                 model: a.record.model,
             })
