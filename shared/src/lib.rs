@@ -6,6 +6,7 @@ pub mod ids;
 pub mod list_response;
 pub mod paths;
 pub mod tool_summary;
+pub mod visible;
 
 /// The generated `agentd.v1` API (messages, client and server).
 pub mod proto {

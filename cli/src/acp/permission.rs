@@ -32,6 +32,7 @@ fn asked_call(
         let nested = json!({
             "toolCallId": call,
             "title": format!("subagent {} asks: {title}", ask.agent_short_id),
+            "content": what_runs(ask),
             "_meta": {"agentd": {"subagentCall": {
                 "agentId": ask.agent_id,
                 "toolCallId": ask.tool_use_id,
@@ -56,9 +57,18 @@ fn asked_call(
         "title": title,
         "kind": updates::tool_kind(&ask.tool_name),
         "status": "pending",
+        "content": what_runs(ask),
         "rawInput": input,
     });
     (call_id, call)
+}
+
+/// The call's content for the ask: everything it would run, made
+/// visible, as one text block — the title is one line and may be cut,
+/// and the person answers about what they can read.
+fn what_runs(ask: &pb::PermissionRequest) -> serde_json::Value {
+    let text = crate::permission_prompt::what_runs(ask);
+    json!([{"type": "content", "content": {"type": "text", "text": format!("```\n{text}\n```")}}])
 }
 
 /// Asks the editor about `ask` and answers the daemon up the session's

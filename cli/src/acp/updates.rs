@@ -5,6 +5,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 use serde_json::{Value, json};
 
 /// ACP's tool kind for one of agentd's tools.
@@ -28,11 +29,19 @@ pub fn tool_title(name: &str, input: &Value) -> String {
         "Agent" => s("description"),
         _ => String::new(),
     };
-    let detail: String = detail.chars().take(120).collect();
-    if detail.is_empty() {
-        name.to_string()
+    // A title is one line an editor shows as it is: the model's text made
+    // visible, and a cut marked.
+    let first = detail.split('\n').next().unwrap_or("");
+    let kept: String = first.chars().take(120).collect();
+    let mut shown = visible::line(&kept).into_owned();
+    if kept.len() < detail.len() {
+        shown.push('…');
+    }
+    let name = visible::line(name);
+    if shown.is_empty() {
+        name.into_owned()
     } else {
-        format!("{name}: {detail}")
+        format!("{name}: {shown}")
     }
 }
 

@@ -4,8 +4,6 @@
 //! `--json` prints every event as one JSON line, for scripts and editor
 //! plugins.
 
-use std::io::Write;
-
 use agentd_shared::proto as pb;
 use futures::StreamExt;
 use serde_json::json;
@@ -126,8 +124,5 @@ fn print_json(event: &pb::attach_event::Event) {
             "resolved": p.resolved,
         }),
     };
-    let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer(&mut out, &v);
-    let _ = out.write_all(b"\n");
-    let _ = out.flush();
+    render::write_json_line(&v.to_string());
 }

@@ -30,12 +30,15 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .into_inner();
     let agent = answer.agent.unwrap_or_default();
     let boundary = answer.boundary.unwrap_or_default();
-    println!(
+    say!(
         "{} compacted: ~{} tokens → ~{} (compaction {})",
-        agent.short_id, boundary.tokens_before, boundary.tokens_after, agent.compactions
+        agent.short_id,
+        boundary.tokens_before,
+        boundary.tokens_after,
+        agent.compactions
     );
     if args.show {
-        println!("{}", boundary.summary);
+        say!("{}", boundary.summary);
     }
     Ok(SUCCESS)
 }

@@ -43,13 +43,12 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 })
             })
             .collect();
-        println!(
-            "{}",
-            json!({"path": r.path, "file_exists": r.file_exists, "entries": entries})
+        crate::view::render::print_json(
+            &json!({"path": r.path, "file_exists": r.file_exists, "entries": entries}),
         );
         return Ok(SUCCESS);
     }
-    println!(
+    say!(
         "# {} ({})",
         r.path,
         if r.file_exists {
@@ -67,7 +66,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .unwrap_or(0)
         .min(40);
     for e in &r.entries {
-        println!(
+        say!(
             "{:width$}  {:vwidth$}  {}{}",
             e.key,
             e.value,

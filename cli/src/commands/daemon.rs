@@ -82,7 +82,7 @@ fn under_systemd(s: &pb::DaemonStatus) -> bool {
 
 async fn stop(target: &Target) -> Result<u8, Failure> {
     let Some(mut client) = target.running_client().await? else {
-        println!("agentd is not running");
+        say!("agentd is not running");
         return Ok(SUCCESS);
     };
     let s = client
@@ -94,7 +94,7 @@ async fn stop(target: &Target) -> Result<u8, Failure> {
         // first: this one must not be left open meanwhile.
         drop(client);
         systemctl::must(&["stop", units::SERVICE_NAME]).map_err(Failure::failed)?;
-        println!(
+        say!(
             "agentd stopped (pid {}); agentd.socket still listens and starts it for the next client",
             s.pid
         );
@@ -103,7 +103,7 @@ async fn stop(target: &Target) -> Result<u8, Failure> {
         process::terminate(s.pid, limit)
             .await
             .map_err(Failure::failed)?;
-        println!("agentd stopped (pid {})", s.pid);
+        say!("agentd stopped (pid {})", s.pid);
     }
     Ok(SUCCESS)
 }
@@ -115,7 +115,7 @@ async fn restart(target: &Target) -> Result<u8, Failure> {
             .get_status(pb::GetStatusRequest {})
             .await?
             .into_inner();
-        println!("agentd was not running; started it (pid {})", s.pid);
+        say!("agentd was not running; started it (pid {})", s.pid);
         return Ok(SUCCESS);
     };
     // An invalid config.toml would keep the new daemon from starting:
@@ -135,7 +135,7 @@ async fn restart(target: &Target) -> Result<u8, Failure> {
     if under_systemd(&before) {
         drop(old);
         systemctl::must(&["restart", units::SERVICE_NAME]).map_err(Failure::failed)?;
-        println!(
+        say!(
             "note: under systemd agentd's environment is the service manager's, not this shell's \
              (provider keys go in ~/.config/agentd/env or config.toml)"
         );
@@ -161,16 +161,17 @@ async fn restart(target: &Target) -> Result<u8, Failure> {
         })
         .map(|c| c.count)
         .sum();
-    println!(
+    say!(
         "agentd restarted (pid {} → {}); {live} agent(s) running",
-        before.pid, s.pid
+        before.pid,
+        s.pid
     );
     Ok(SUCCESS)
 }
 
 async fn reload(target: &Target) -> Result<u8, Failure> {
     let Some(mut client) = target.running_client().await? else {
-        println!("agentd is not running; it reads config.toml when it starts");
+        say!("agentd is not running; it reads config.toml when it starts");
         return Ok(SUCCESS);
     };
     let r = client
@@ -178,13 +179,13 @@ async fn reload(target: &Target) -> Result<u8, Failure> {
         .await?
         .into_inner();
     if r.applied.is_empty() && r.needs_restart.is_empty() {
-        println!("configuration reloaded: nothing changed");
+        say!("configuration reloaded: nothing changed");
     } else {
         if !r.applied.is_empty() {
-            println!("in force now:     {}", r.applied.join(", "));
+            say!("in force now:     {}", r.applied.join(", "));
         }
         if !r.needs_restart.is_empty() {
-            println!(
+            say!(
                 "needs a restart:  {} (agentctl daemon restart)",
                 r.needs_restart.join(", ")
             );
@@ -223,13 +224,16 @@ async fn logs(target: &Target, follow: bool, lines: usize) -> Result<u8, Failure
             path.display()
         ))
     })?;
-    let mut text = String::new();
-    file.read_to_string(&mut text)
+    // The log quotes what clients and agents sent: it is shown made
+    // visible, like everything else that reaches the terminal.
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
         .map_err(|e| Failure::failed(format!("cannot read {}: {e}", path.display())))?;
+    let text = String::from_utf8_lossy(&bytes);
     let all: Vec<&str> = text.lines().collect();
     let mut out = std::io::stdout().lock();
     for line in &all[all.len().saturating_sub(lines)..] {
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{}", agentd_shared::visible::text(line));
     }
     let _ = out.flush();
     drop(out);
@@ -254,7 +258,8 @@ async fn logs(target: &Target, follow: bool, lines: usize) -> Result<u8, Failure
                 .map_err(|e| Failure::failed(e.to_string()))?;
             pos += buf.len() as u64;
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(&buf);
+            let text = String::from_utf8_lossy(&buf);
+            let _ = out.write_all(agentd_shared::visible::text(&text).as_bytes());
             let _ = out.flush();
         }
     }

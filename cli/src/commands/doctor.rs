@@ -372,22 +372,19 @@ fn print_json(checks: &[Check], status: Option<&pb::DaemonStatus>, git: Option<S
             })
         })
         .collect();
-    println!(
-        "{}",
-        json!({
-            "version": status.map(|s| s.version.clone()),
-            "client_version": agentd_shared::VERSION,
-            "landlock_abi": status.map(|s| s.landlock_abi),
-            "default_sandbox": status.map(|s| sandbox::name(s.default_sandbox)),
-            "sandbox_enforceable": status
-                .map(|s| s.landlock_abi >= 3 && !s.containment.is_empty()),
-            "containment": status.map(|s| s.containment.clone()),
-            "network_rules": status.map(|s| s.landlock_abi >= 4),
-            "git": git,
-            "checks": list,
-            "ok": ok,
-        })
-    );
+    crate::view::render::print_json(&json!({
+        "version": status.map(|s| s.version.clone()),
+        "client_version": agentd_shared::VERSION,
+        "landlock_abi": status.map(|s| s.landlock_abi),
+        "default_sandbox": status.map(|s| sandbox::name(s.default_sandbox)),
+        "sandbox_enforceable": status
+            .map(|s| s.landlock_abi >= 3 && !s.containment.is_empty()),
+        "containment": status.map(|s| s.containment.clone()),
+        "network_rules": status.map(|s| s.landlock_abi >= 4),
+        "git": git,
+        "checks": list,
+        "ok": ok,
+    }));
 }
 
 /// One line per check, and under each that is not ok what to do.
@@ -398,9 +395,9 @@ fn print_text(checks: &[Check]) {
             Level::Warn => color::yellow("warn"),
             Level::Fail => color::red("fail"),
         };
-        println!("{word}  {:14} {}", c.name, c.detail);
+        say!("{word}  {:14} {}", c.name, c.detail);
         if c.level != Level::Ok && !c.fix.is_empty() {
-            println!("      {:14} → {}", "", c.fix);
+            say!("      {:14} → {}", "", c.fix);
         }
     }
 }

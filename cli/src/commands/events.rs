@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -100,6 +101,13 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 }
             }
             None => continue,
+        };
+        // A line made of what agents chose (descriptions, errors, plans):
+        // made visible, and kept to one line. JSON stays exact.
+        let line = if args.json {
+            visible::json(&line).into_owned()
+        } else {
+            visible::line(&line).into_owned()
         };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");

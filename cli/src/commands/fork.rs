@@ -74,7 +74,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .await?
         .into_inner();
     if args.background {
-        println!("{}", agent.id);
+        say!("{}", agent.id);
         return Ok(SUCCESS);
     }
     // The inherited history is the parent's: follow from the fork's own

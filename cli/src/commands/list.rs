@@ -36,6 +36,14 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         // One write; the trailing newline is found at once by stdout's
         // line buffering, which then writes the whole buffer through.
         let json = list_json::agents(&agents);
+        // Exact once parsed; safe on a terminal (`visible::json`).
+        let json = match std::str::from_utf8(&json) {
+            Ok(text) => match agentd_shared::visible::json(text) {
+                std::borrow::Cow::Borrowed(_) => json,
+                std::borrow::Cow::Owned(safe) => safe.into_bytes(),
+            },
+            Err(_) => json,
+        };
         let stdout = std::io::stdout();
         grow_pipe(&stdout, json.len());
         let _ = stdout.lock().write_all(&json);
@@ -61,21 +69,17 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .iter()
         .map(|a| {
             vec![
-                a.short_id.clone(),
-                if a.name.is_empty() {
-                    "-".into()
-                } else {
-                    a.name.clone()
-                },
+                render::cell(&a.short_id, usize::MAX),
+                name_cell(a),
                 crate::view::color::status(a.status),
                 render::age(render::system_time(a.created_at.as_ref()), now),
                 a.turns.to_string(),
                 plan::progress(&a.plan),
-                render::clip(&a.model, 32),
+                render::cell(&a.model, 32),
                 if a.waiting_for.is_empty() {
-                    render::clip(&a.description, 60)
+                    render::cell(&a.description, 60)
                 } else {
-                    render::clip(&format!("waiting: {}", a.waiting_for), 60)
+                    render::cell(&format!("waiting: {}", a.waiting_for), 60)
                 },
             ]
         })
@@ -99,6 +103,15 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     Ok(SUCCESS)
 }
 
+/// The NAME column: the agent's name, made visible, or `-`.
+fn name_cell(a: &pb::Agent) -> String {
+    if a.name.is_empty() {
+        "-".into()
+    } else {
+        render::cell(&a.name, usize::MAX)
+    }
+}
+
 /// `list --tree`: families, each agent under its parent, with its type.
 fn tree_table(agents: &[pb::Agent], now: SystemTime) -> String {
     let rows: Vec<Vec<String>> = tree::lines(agents)
@@ -108,7 +121,7 @@ fn tree_table(agents: &[pb::Agent], now: SystemTime) -> String {
             let kind = if a.subagent_type.is_empty() {
                 "agent".to_string()
             } else {
-                a.subagent_type.clone()
+                render::cell(&a.subagent_type, usize::MAX)
             };
             let description = if line.orphan {
                 format!(
@@ -120,17 +133,13 @@ fn tree_table(agents: &[pb::Agent], now: SystemTime) -> String {
                 a.description.clone()
             };
             vec![
-                format!("{}{}", line.prefix, a.short_id),
-                if a.name.is_empty() {
-                    "-".into()
-                } else {
-                    a.name.clone()
-                },
+                format!("{}{}", line.prefix, render::cell(&a.short_id, usize::MAX)),
+                name_cell(a),
                 kind,
                 crate::view::color::status(a.status),
                 render::age(render::system_time(a.created_at.as_ref()), now),
                 a.turns.to_string(),
-                render::clip(&description, 60),
+                render::cell(&description, 60),
             ]
         })
         .collect();

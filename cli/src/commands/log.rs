@@ -48,7 +48,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                     let _ = out.write_all(b",");
                 }
                 first = false;
-                let _ = serde_json::to_writer(&mut out, &render::EntryJson::of(e));
+                // One entry at a time, made terminal-safe (exact once
+                // parsed: see `visible::json`).
+                let text = serde_json::to_string(&render::EntryJson::of(e)).unwrap_or_default();
+                let _ = out.write_all(agentd_shared::visible::json(&text).as_bytes());
             } else {
                 view.entry(e);
             }

@@ -119,9 +119,7 @@ async fn restart(target: &Target, name: String) -> Result<u8, Failure> {
         .await?
         .into_inner()
         .ended;
-    println!(
-        "{name}: {ended} running server(s) ended; each agent starts it again at its next call"
-    );
+    say!("{name}: {ended} running server(s) ended; each agent starts it again at its next call");
     Ok(SUCCESS)
 }
 
@@ -156,12 +154,12 @@ async fn list(
         let servers: Vec<ServerJson<'_>> = resp.servers.iter().map(server_json).collect();
         render::print_json(&servers);
         for note in &resp.notes {
-            eprintln!("agentctl: note: {note}");
+            say_err!("agentctl: note: {note}");
         }
         return Ok(SUCCESS);
     }
     if resp.servers.is_empty() {
-        println!(
+        say!(
             "no MCP servers: add one as [mcp_servers.NAME] in config.toml, or in a repository's .mcp.json"
         );
     }
@@ -184,14 +182,14 @@ async fn list(
             }
             _ => String::new(),
         };
-        println!(
+        say!(
             "A repository's servers run only once approved, as defined now: \
              `agentctl mcp approve {of_type}NAME` (or --all) in {}.",
             resp.repository
         );
     }
     for note in &resp.notes {
-        println!("note: {note}");
+        say!("note: {note}");
     }
     Ok(SUCCESS)
 }
@@ -203,24 +201,27 @@ fn print_server(s: &pb::McpServerReport, agent_type: Option<&str>) {
     } else {
         ""
     };
-    println!(
+    say!(
         "{} ({}, {}{confinement}): {}",
-        j.name, j.source, j.transport, j.target
+        j.name,
+        j.source,
+        j.transport,
+        j.target
     );
     match (j.state, j.error) {
-        ("ready", _) => println!("  ready · {} tools: {}", j.tools.len(), j.tools.join(", ")),
+        ("ready", _) => say!("  ready · {} tools: {}", j.tools.len(), j.tools.join(", ")),
         ("unapproved", _) => {
             let of_type = match agent_type {
                 Some(t) if s.source == pb::McpSource::AgentType as i32 => format!("--type {t} "),
                 _ => String::new(),
             };
-            println!(
+            say!(
                 "  unapproved · not started; `agentctl mcp approve {of_type}{}` approves it",
                 j.name
             )
         }
-        (_, Some(why)) => println!("  {} · {why}", j.state),
-        (state, None) => println!("  {state}"),
+        (_, Some(why)) => say!("  {} · {why}", j.state),
+        (state, None) => say!("  {state}"),
     }
 }
 
@@ -259,14 +260,14 @@ async fn approve(target: &Target, s: Selection) -> Result<u8, Failure> {
         } else {
             "approved"
         };
-        println!(
+        say!(
             "{} ({}): {what}: {}",
             a.name,
             transport_name(a.transport),
             a.target
         );
     }
-    println!(
+    say!(
         "New agents in {} get these servers; a changed definition needs approving again.",
         resp.repository
     );
@@ -293,9 +294,9 @@ async fn revoke(target: &Target, s: Selection) -> Result<u8, Failure> {
         return Ok(SUCCESS);
     }
     if resp.names.is_empty() {
-        println!("no server is approved for {}", resp.repository);
+        say!("no server is approved for {}", resp.repository);
     } else {
-        println!(
+        say!(
             "revoked for {}: {} (agents made before keep theirs)",
             resp.repository,
             resp.names.join(", ")

@@ -3,6 +3,7 @@
 //! checkout or a conflict.
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
@@ -25,7 +26,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         })
         .await?
         .into_inner();
-    println!("{}", summary(&resp));
+    println!("{}", visible::line(&summary(&resp)));
     Ok(SUCCESS)
 }
 

@@ -3,6 +3,7 @@
 //! the call left it.
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 
 use crate::autostart::{Client, Target};
 use crate::exit::{Failure, SUCCESS};
@@ -25,7 +26,7 @@ pub async fn run(
 ) -> Result<u8, Failure> {
     let mut client = target.client().await?;
     let agent = call(&mut client, args.id).await?.into_inner();
-    println!("{}", report(&agent));
+    println!("{}", visible::line(&report(&agent)));
     Ok(SUCCESS)
 }
 

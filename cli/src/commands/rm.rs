@@ -3,6 +3,7 @@
 //! `--discard-worktree`, which first prints what will be lost.
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
@@ -33,11 +34,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         if let Some(wt) = agent.worktree.as_ref().filter(|w| w.owned) {
             let state = pb::WorktreeState::try_from(wt.state).unwrap_or_default();
             if state != pb::WorktreeState::Removed || std::path::Path::new(&wt.path).exists() {
-                eprintln!(
+                say_err!(
                     "discarding {} (branch {}, base {}); what it holds now is lost:",
-                    wt.path,
-                    wt.branch,
-                    base_label(&wt.base)
+                    visible::line(&wt.path),
+                    visible::line(&wt.branch),
+                    visible::line(base_label(&wt.base))
                 );
                 let stat = client
                     .diff_agent(pb::DiffAgentRequest {
@@ -47,7 +48,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                     .await
                     .map(|r| r.into_inner().diff)
                     .unwrap_or_default();
-                eprint!("{stat}");
+                eprint!("{}", visible::text(&stat));
             }
         }
     }
@@ -61,7 +62,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .await?
         .into_inner();
     for line in outcome_lines(&resp, args.discard_worktree) {
-        println!("{line}");
+        say!("{}", line);
     }
     Ok(SUCCESS)
 }

@@ -135,7 +135,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .await?
         .into_inner();
     if args.background {
-        println!("{}", agent.id);
+        say!("{}", agent.id);
         return Ok(SUCCESS);
     }
     follow(&mut client, &agent, 0, Follower::Run).await

@@ -39,7 +39,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         } else {
             "queued for"
         };
-        println!("{what} {} ({})", agent.short_id, status::name(agent.status));
+        say!("{what} {} ({})", agent.short_id, status::name(agent.status));
         return Ok(SUCCESS);
     }
     let done = client
@@ -49,10 +49,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .await?
         .into_inner();
     if done.status == pb::AgentStatus::Completed as i32 {
-        println!("{}", done.result);
+        say!("{}", done.result);
         Ok(SUCCESS)
     } else {
-        eprintln!(
+        say_err!(
             "agent {} {}{}",
             done.short_id,
             status::name(done.status),

@@ -74,7 +74,7 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
 
 /// Runs `systemctl --user ARGS`, printing it.
 fn announce(args: &[&str]) -> Result<(), Failure> {
-    println!("$ systemctl --user {}", args.join(" "));
+    say!("$ systemctl --user {}", args.join(" "));
     systemctl::must(args).map_err(Failure::failed)
 }
 
@@ -118,16 +118,16 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
         )));
     }
     if unchanged == files.len() {
-        println!("units already installed in {}, unchanged", dir.display());
+        say!("units already installed in {}, unchanged", dir.display());
     } else {
         std::fs::create_dir_all(&dir)
             .map_err(|e| Failure::failed(format!("cannot create {}: {e}", dir.display())))?;
         for (name, text) in &files {
             write_atomically(&dir.join(name), text)?;
-            println!("wrote {}", dir.join(name).display());
+            say!("wrote {}", dir.join(name).display());
         }
     }
-    println!("ExecStart: {}", agentd.display());
+    say!("ExecStart: {}", agentd.display());
 
     let enable: &[&str] = if now {
         &["enable", "--now", units::SOCKET_NAME]
@@ -135,11 +135,9 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
         &["enable", units::SOCKET_NAME]
     };
     if !systemctl::manager_runs() {
-        println!(
-            "no user service manager answers here (systemctl --user); run these where one does:"
-        );
-        println!("  systemctl --user daemon-reload");
-        println!("  systemctl --user {}", enable.join(" "));
+        say!("no user service manager answers here (systemctl --user); run these where one does:");
+        say!("  systemctl --user daemon-reload");
+        say!("  systemctl --user {}", enable.join(" "));
         return Ok(SUCCESS);
     }
     if now {
@@ -151,7 +149,7 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
                 .await?
                 .into_inner();
             if !s.socket_activated {
-                println!(
+                say!(
                     "stopping the agentd agentctl started (pid {}) so the socket unit can take over",
                     s.pid
                 );
@@ -164,9 +162,9 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
     announce(&["daemon-reload"])?;
     announce(enable)?;
     if now {
-        println!("agentd.socket is listening; the first client starts agentd.service");
+        say!("agentd.socket is listening; the first client starts agentd.service");
     } else {
-        println!(
+        say!(
             "agentd.socket starts at your next login (or now: systemctl --user start agentd.socket)"
         );
     }
@@ -184,7 +182,7 @@ fn uninstall() -> Result<u8, Failure> {
         let path = dir.join(name);
         match std::fs::remove_file(&path) {
             Ok(()) => {
-                println!("removed {}", path.display());
+                say!("removed {}", path.display());
                 removed += 1;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -197,17 +195,17 @@ fn uninstall() -> Result<u8, Failure> {
         }
     }
     if removed == 0 {
-        println!("no agentd units in {}", dir.display());
+        say!("no agentd units in {}", dir.display());
     } else if manager {
         announce(&["daemon-reload"])?;
     } else {
-        println!("no user service manager answers here; where one runs, also run:");
-        println!(
+        say!("no user service manager answers here; where one runs, also run:");
+        say!(
             "  systemctl --user disable --now {} {}",
             units::SOCKET_NAME,
             units::SERVICE_NAME
         );
-        println!("  systemctl --user daemon-reload");
+        say!("  systemctl --user daemon-reload");
     }
     Ok(SUCCESS)
 }
@@ -215,7 +213,7 @@ fn uninstall() -> Result<u8, Failure> {
 async fn status(target: &Target) -> Result<u8, Failure> {
     let dir = units::user_unit_dir();
     let installed = units::installed();
-    println!(
+    say!(
         "units:    {} ({})",
         if installed {
             "installed"
@@ -230,7 +228,7 @@ async fn status(target: &Target) -> Result<u8, Failure> {
     {
         for (name, text) in files {
             if std::fs::read_to_string(dir.join(name)).is_ok_and(|old| old != text) {
-                println!(
+                say!(
                     "          {name} differs from what this agentctl installs (service install --force updates it)"
                 );
             }
@@ -238,7 +236,7 @@ async fn status(target: &Target) -> Result<u8, Failure> {
     }
     if systemctl::manager_runs() {
         for unit in [units::SOCKET_NAME, units::SERVICE_NAME] {
-            println!(
+            say!(
                 "{unit}: {}, {}",
                 if systemctl::enabled(unit) {
                     "enabled"
@@ -249,7 +247,7 @@ async fn status(target: &Target) -> Result<u8, Failure> {
             );
         }
     } else {
-        println!("manager:  no user service manager answers (systemctl --user)");
+        say!("manager:  no user service manager answers (systemctl --user)");
     }
     match target.running_client().await? {
         Some(mut client) => {
@@ -257,7 +255,7 @@ async fn status(target: &Target) -> Result<u8, Failure> {
                 .get_status(agentd_shared::proto::GetStatusRequest {})
                 .await?
                 .into_inner();
-            println!(
+            say!(
                 "daemon:   running, pid {}, {}",
                 s.pid,
                 if s.socket_activated {
@@ -267,7 +265,7 @@ async fn status(target: &Target) -> Result<u8, Failure> {
                 }
             );
         }
-        None => println!("daemon:   not running"),
+        None => say!("daemon:   not running"),
     }
     Ok(if installed { SUCCESS } else { FAILURE })
 }

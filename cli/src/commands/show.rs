@@ -1,6 +1,7 @@
 //! `agentctl show`
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 
 use serde::Serialize;
 
@@ -148,7 +149,7 @@ fn mcp_line(a: &pb::Agent) -> String {
             let what = if s.error.is_empty() {
                 format!("{} tools", s.tools)
             } else {
-                format!("no tools: {}", s.error)
+                format!("no tools: {}", visible::line(&s.error))
             };
             let unconfined = if !s.sandboxed && s.transport == pb::McpTransport::Stdio as i32 {
                 ", not sandboxed"
@@ -161,11 +162,15 @@ fn mcp_line(a: &pb::Agent) -> String {
             };
             format!(
                 "{} ({}{unconfined}{from}) · {what}",
-                s.name,
+                visible::line(&s.name),
                 transport_name(s.transport)
             )
         })
-        .chain(a.mcp_notes.iter().map(|n| format!("note: {n}")))
+        .chain(
+            a.mcp_notes
+                .iter()
+                .map(|n| format!("note: {}", visible::line(n))),
+        )
         .collect::<Vec<_>>()
         .join("\n               ")
 }
@@ -174,30 +179,37 @@ fn mcp_line(a: &pb::Agent) -> String {
 fn external_line(a: &pb::Agent) -> String {
     match (a.executor.as_str(), a.external_session_id.as_str()) {
         ("", _) => String::new(),
-        (name, "") => format!("{name} over ACP (no session yet)"),
-        (name, session) => format!("{name} over ACP, its session {session}"),
+        (name, "") => format!("{} over ACP (no session yet)", visible::line(name)),
+        (name, session) => format!(
+            "{} over ACP, its session {}",
+            visible::line(name),
+            visible::line(session)
+        ),
     }
 }
 
 /// One `key: value` line per field that has a value, then the plan, then
-/// the result.
+/// the result. A value that is anyone's but the daemon's (a name, a
+/// description, an error, a path) is made visible in one line, so it
+/// cannot print as a line of its own.
 fn print_text(a: &pb::Agent, own: &pb::AgentUsage, family: &pb::UsageReport) {
     let u = a.usage.unwrap_or_default();
+    let one = |s: &str| visible::line(s).into_owned();
     let mut lines = vec![
-        ("id", a.id.clone()),
-        ("name", a.name.clone()),
-        ("description", a.description.clone()),
+        ("id", one(&a.id)),
+        ("name", one(&a.name)),
+        ("description", one(&a.description)),
         ("status", status::name(a.status).to_string()),
-        ("model", a.model.clone()),
+        ("model", one(&a.model)),
         ("run by", external_line(a)),
-        ("cwd", a.cwd.clone()),
+        ("cwd", one(&a.cwd)),
         ("sandbox", crate::view::sandbox::line(a)),
         (
             "worktree",
             a.worktree.as_ref().map(worktree_line).unwrap_or_default(),
         ),
         ("background", a.background.to_string()),
-        ("parent", a.parent_id.clone()),
+        ("parent", one(&a.parent_id)),
         ("created", render::rfc3339(a.created_at.as_ref())),
         ("updated", render::rfc3339(a.updated_at.as_ref())),
         ("turns", format!("{} of at most {}", a.turns, a.max_turns)),
@@ -225,27 +237,29 @@ fn print_text(a: &pb::Agent, own: &pb::AgentUsage, family: &pb::UsageReport) {
         ),
         (
             "cost",
-            cost::agent_cost_line(own).unwrap_or_else(|| format!("no price for {}", a.model)),
+            cost::agent_cost_line(own).unwrap_or_else(|| format!("no price for {}", one(&a.model))),
         ),
         ("family", family_line(family)),
         ("can message", a.can_message.to_string()),
         (
             "resume blocked",
             match render::resume_blocked_name(a.resume_blocked_reason) {
-                Some(reason) => format!("{reason}: {}", a.resume_blocked_detail),
+                Some(reason) => format!("{reason}: {}", one(&a.resume_blocked_detail)),
                 None => String::new(),
             },
         ),
-        ("error", a.error.clone()),
-        ("waiting for", a.waiting_for.clone()),
+        ("error", one(&a.error)),
+        ("waiting for", one(&a.waiting_for)),
     ];
     lines.retain(|(_, v)| !v.is_empty());
     for (k, v) in lines {
-        println!("{:<15}{v}", format!("{k}:"));
+        // The joined values are made of parts made visible above; this
+        // is for what a part may have missed.
+        println!("{:<15}{}", format!("{k}:"), visible::text(&v));
     }
     print!("{}", plan::block(&a.plan));
     if !a.result.is_empty() {
-        println!("result:\n{}", a.result);
+        println!("result:\n{}", visible::text(&a.result));
     }
 }
 
@@ -260,10 +274,14 @@ fn instructions_line(a: &pb::Agent) -> String {
         .iter()
         .map(|f| {
             let cut = if f.cut { ", cut" } else { "" };
-            format!("{} ({} bytes{cut})", f.path, f.bytes)
+            format!("{} ({} bytes{cut})", visible::line(&f.path), f.bytes)
         })
         .collect();
-    parts.extend(a.instruction_notes.iter().map(|n| format!("note: {n}")));
+    parts.extend(
+        a.instruction_notes
+            .iter()
+            .map(|n| format!("note: {}", visible::line(n))),
+    );
     if parts.is_empty() {
         return "none found".into();
     }
@@ -275,8 +293,8 @@ fn instructions_line(a: &pb::Agent) -> String {
 fn worktree_line(w: &pb::AgentWorktree) -> String {
     format!(
         "{} · branch {}{} · {}{}",
-        w.path,
-        w.branch,
+        visible::line(&w.path),
+        visible::line(&w.branch),
         if w.base.is_empty() {
             String::new()
         } else {
@@ -293,7 +311,7 @@ fn worktree_line(w: &pb::AgentWorktree) -> String {
     ) + &if w.notice.is_empty() {
         String::new()
     } else {
-        format!("\n          note: {}", w.notice)
+        format!("\n          note: {}", visible::line(&w.notice))
     }
 }
 
@@ -317,7 +335,7 @@ fn family_line(family: &pb::UsageReport) -> String {
     } else {
         format!(
             " (not counting {}: no price)",
-            family.unpriced_models.join(", ")
+            visible::line(&family.unpriced_models.join(", "))
         )
     }
 }

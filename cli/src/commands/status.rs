@@ -26,32 +26,29 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .map(|c| (status::name(c.status).to_string(), json!(c.count)))
         .collect();
     if args.json {
-        println!(
-            "{}",
-            json!({
-                "version": s.version,
-                "client_version": agentd_shared::VERSION,
-                "socket": s.socket,
-                "socket_activated": s.socket_activated,
-                "config": s.config_path,
-                "data_dir": s.data_dir,
-                "pid": s.pid,
-                "uptime_secs": s.uptime_secs,
-                "agents": counts,
-                "agents_total": s.agents_total,
-                "corrupt_records": s.corrupt_records,
-                "disk_full": s.disk_full,
-                "landlock_abi": s.landlock_abi,
-                "containment": (!s.containment.is_empty()).then_some(&s.containment),
-                "containment_unavailable": (!s.containment_unavailable.is_empty())
-                    .then_some(&s.containment_unavailable),
-                "default_sandbox": crate::view::sandbox::name(s.default_sandbox),
-            })
-        );
+        crate::view::render::print_json(&json!({
+            "version": s.version,
+            "client_version": agentd_shared::VERSION,
+            "socket": s.socket,
+            "socket_activated": s.socket_activated,
+            "config": s.config_path,
+            "data_dir": s.data_dir,
+            "pid": s.pid,
+            "uptime_secs": s.uptime_secs,
+            "agents": counts,
+            "agents_total": s.agents_total,
+            "corrupt_records": s.corrupt_records,
+            "disk_full": s.disk_full,
+            "landlock_abi": s.landlock_abi,
+            "containment": (!s.containment.is_empty()).then_some(&s.containment),
+            "containment_unavailable": (!s.containment_unavailable.is_empty())
+                .then_some(&s.containment_unavailable),
+            "default_sandbox": crate::view::sandbox::name(s.default_sandbox),
+        }));
         return Ok(SUCCESS);
     }
-    println!("agentd {} (pid {})", s.version, s.pid);
-    println!(
+    say!("agentd {} (pid {})", s.version, s.pid);
+    say!(
         "socket:   {}{}",
         s.socket,
         if s.socket_activated {
@@ -60,14 +57,14 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             ""
         }
     );
-    println!("config:   {}", s.config_path);
-    println!("data dir: {}", s.data_dir);
-    println!(
+    say!("config:   {}", s.config_path);
+    say!("data dir: {}", s.data_dir);
+    say!(
         "uptime:   {}",
         humantime::format_duration(std::time::Duration::from_secs(s.uptime_secs))
     );
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    println!(
+    say!(
         "agents:   {}{}",
         s.agents_total,
         if summary.is_empty() {
@@ -76,17 +73,17 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             format!(" ({})", summary.join(", "))
         }
     );
-    println!(
+    say!(
         "sandbox:  {} by default; Landlock {}; {}",
         crate::view::sandbox::name(s.default_sandbox),
         crate::view::sandbox::landlock_line(s.landlock_abi),
         crate::view::sandbox::containment_line(&s)
     );
     if s.disk_full {
-        println!("disk:     FULL — writes wait until space is freed in the data directory");
+        say!("disk:     FULL — writes wait until space is freed in the data directory");
     }
     if s.corrupt_records > 0 {
-        println!(
+        say!(
             "store:    {} corrupt item(s) skipped (see the daemon's log)",
             s.corrupt_records
         );

@@ -39,13 +39,13 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         .map(|a| {
             let u = a.usage.unwrap_or_default();
             vec![
-                a.short_id.clone(),
+                render::cell(&a.short_id, usize::MAX),
                 if a.subagent_type.is_empty() {
                     "agent".into()
                 } else {
-                    a.subagent_type.clone()
+                    render::cell(&a.subagent_type, usize::MAX)
                 },
-                render::clip(&a.model, 28),
+                render::cell(&a.model, 28),
                 a.requests.to_string(),
                 cost::tokens(u.input_tokens),
                 cost::tokens(u.output_tokens),
@@ -83,7 +83,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         )
     );
     let t = report.total.unwrap_or_default();
-    println!(
+    say!(
         "\ntotal: {} agents · {} requests{} · input {} · output {} · cache read {} · cache write {}",
         report.agents.len(),
         report.requests,
@@ -96,15 +96,15 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         t.cache_read_input_tokens,
         t.cache_creation_input_tokens
     );
-    println!(
+    say!(
         "cost:  {}",
         cost::cost_line(&report.cost.unwrap_or_default())
     );
     if report.agents.iter().any(|a| a.cost_reported) {
-        println!("* as the external agent reported it (agentd did not price its tokens)");
+        say!("* as the external agent reported it (agentd did not price its tokens)");
     }
     if !report.unpriced_models.is_empty() {
-        println!(
+        say!(
             "not priced: {} (add [prices.\"<scheme>:<model>\"] with input and output in USD per million tokens to config.toml)",
             report.unpriced_models.join(", ")
         );

@@ -32,7 +32,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         Some(secs) => match tokio::time::timeout(Duration::from_secs_f64(secs), call).await {
             Ok(r) => r?,
             Err(_) => {
-                eprintln!("agentctl: agent {} still running after {secs}s", args.id);
+                say_err!("agentctl: agent {} still running after {secs}s", args.id);
                 return Ok(TIMEOUT);
             }
         },
@@ -42,7 +42,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let status = pb::AgentStatus::try_from(agent.status).unwrap_or_default();
     if status == pb::AgentStatus::Completed {
         if !agent.result.is_empty() {
-            println!("{}", agent.result);
+            say!("{}", agent.result);
         }
         return Ok(SUCCESS);
     }
@@ -51,10 +51,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     } else {
         format!(": {}", agent.error)
     };
-    eprintln!(
-        "agent {} {}{why}",
+    say_err!(
+        "agent {} {}{}",
         agent.short_id,
-        status::name(agent.status)
+        status::name(agent.status),
+        why
     );
     Ok(FAILURE)
 }

@@ -1,6 +1,7 @@
 //! `agentctl worktrees [--json]` and `agentctl worktrees prune [--dry-run]`.
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
@@ -64,13 +65,18 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         }
         let verb = if dry_run { "would remove" } else { "removed" };
         for w in &resp.removed {
-            println!("{verb} {} ({})", w.path, w.branch);
+            say!("{verb} {} ({})", w.path, visible::line(&w.branch));
         }
         for w in &resp.kept {
-            println!("kept {} ({}): {}", w.path, w.branch, states(w).join(", "));
+            say!(
+                "kept {} ({}): {}",
+                w.path,
+                visible::line(&w.branch),
+                states(w).join(", ")
+            );
         }
         if resp.removed.is_empty() && resp.kept.is_empty() {
-            println!("no orphaned worktrees");
+            say!("no orphaned worktrees");
         }
         return Ok(SUCCESS);
     }
@@ -84,12 +90,16 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         return Ok(SUCCESS);
     }
     if resp.worktrees.is_empty() {
-        println!("no agentd worktrees");
+        say!("no agentd worktrees");
         return Ok(SUCCESS);
     }
-    println!(
+    say!(
         "{:<10} {:<10} {:<18} {:<14} {:<24} PATH",
-        "AGENT", "STATUS", "BRANCH", "BASE", "STATE"
+        "AGENT",
+        "STATUS",
+        "BRANCH",
+        "BASE",
+        "STATE"
     );
     for w in &resp.worktrees {
         let agent = if w.orphan { "-" } else { &w.agent_short_id };
@@ -98,17 +108,17 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         } else {
             status::name(w.agent_status)
         };
-        println!(
+        say!(
             "{:<10} {:<10} {:<18} {:<14} {:<24} {}",
-            render::clip(agent, 10),
+            render::cell(agent, 10),
             status,
-            render::clip(&w.branch, 18),
-            render::clip(if w.base.is_empty() { "-" } else { &w.base }, 14),
+            render::cell(&w.branch, 18),
+            render::cell(if w.base.is_empty() { "-" } else { &w.base }, 14),
             states(w).join(", "),
             w.path
         );
         if !w.note.is_empty() {
-            println!("  {}", w.note);
+            say!("  {}", w.note);
         }
     }
     Ok(SUCCESS)

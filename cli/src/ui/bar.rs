@@ -39,12 +39,13 @@ impl Bar {
     }
 }
 
-/// One line of `text`: control characters (newlines, escapes) become
-/// spaces, so nothing a daemon or an agent says can move the cursor.
+/// One line of `text`: line breaks and tabs read as spaces; every other
+/// control character (escapes, a lone CR, bidi overrides) is shown as a
+/// visible stand-in, as everywhere else, so nothing a daemon or an agent
+/// says can move the cursor.
 pub fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    let spaced = text.replace("\r\n", " ").replace(['\n', '\t'], " ");
+    agentd_shared::visible::line(&spaced).into_owned()
 }
 
 /// Draws the bar into its two lines; returns where the cursor goes when

@@ -12,6 +12,7 @@
 
 mod actions;
 mod app;
+mod ask_box;
 mod attach;
 mod bar;
 mod bench;

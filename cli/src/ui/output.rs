@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use agentd_shared::proto as pb;
 use agentd_shared::tool_summary::summarize;
+use agentd_shared::visible;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -273,13 +274,17 @@ fn drawn_lines(out: &Output, color: bool, range: std::ops::Range<usize>) -> Vec<
             Style::default()
         }
     };
+    // Everything a line holds is an agent's, a tool's or a repository's:
+    // made visible where it is drawn (ratatui drops C0 and C1 but would
+    // draw a bidi override).
+    let shown = |t: &str| visible::line(t).into_owned();
     let styled = |l: &OutLine| match l {
-        OutLine::Text(t) => Line::raw(t.clone()),
-        OutLine::User(t) => Line::styled(format!("> {t}"), paint(Color::Blue)),
+        OutLine::Text(t) => Line::raw(shown(t)),
+        OutLine::User(t) => Line::styled(format!("> {}", shown(t)), paint(Color::Blue)),
         OutLine::Thought(first, len) => {
-            Line::styled(format!("▸ thought ({len} chars): {first}"), dim)
+            Line::styled(format!("▸ thought ({len} chars): {}", shown(first)), dim)
         }
-        OutLine::Note(t) => Line::styled(format!("[{t}]"), paint(Color::Yellow)),
+        OutLine::Note(t) => Line::styled(format!("[{}]", shown(t)), paint(Color::Yellow)),
         OutLine::Tool {
             name,
             summary,
@@ -293,7 +298,7 @@ fn drawn_lines(out: &Output, color: bool, range: std::ops::Range<usize>) -> Vec<
             };
             Line::from(vec![
                 Span::styled(format!("{mark} "), style),
-                Span::raw(format!("{name}({summary})")),
+                Span::raw(format!("{}({})", shown(name), shown(summary))),
             ])
         }
     };
@@ -312,7 +317,7 @@ fn drawn_lines(out: &Output, color: bool, range: std::ops::Range<usize>) -> Vec<
             dim,
         ));
     }
-    live.extend(out.live_text.lines().map(|l| Line::raw(l.to_string())));
+    live.extend(out.live_text.lines().map(|l| Line::raw(shown(l))));
     let live_from = range.start.saturating_sub(out.lines.len());
     let room = take - lines.len();
     lines.extend(live.into_iter().skip(live_from).take(room));
@@ -322,30 +327,38 @@ fn drawn_lines(out: &Output, color: bool, range: std::ops::Range<usize>) -> Vec<
 /// The header: id, status, model, worktree; then the plan.
 fn head_lines(a: &pb::Agent, color: bool) -> Vec<Line<'static>> {
     let name = if a.name.is_empty() {
-        a.description.clone()
+        &a.description
     } else {
-        a.name.clone()
+        &a.name
     };
+    let name = visible::line(name);
     let mut lines = vec![Line::from(vec![
         Span::styled(
-            format!("{} ", a.short_id),
+            format!("{} ", visible::line(&a.short_id)),
             Style::default().add_modifier(Modifier::BOLD),
         ),
         Span::styled(
             status::name(a.status).to_string(),
             status_style(a.status, color),
         ),
-        Span::raw(format!(" · {} · {}", a.model, render::clip(&name, 60))),
+        Span::raw(format!(
+            " · {} · {}",
+            visible::line(&a.model),
+            render::clip(&name, 60)
+        )),
     ])];
     if !a.waiting_for.is_empty() {
-        lines.push(Line::raw(format!("waiting for {}", a.waiting_for)));
+        lines.push(Line::raw(format!(
+            "waiting for {}",
+            visible::line(&a.waiting_for)
+        )));
     }
     if let Some(w) = &a.worktree {
         lines.push(Line::raw(format!(
             "worktree {} ({} from {}): {}, {}",
-            w.path,
-            w.branch,
-            worktree::base_label(&w.base),
+            visible::line(&w.path),
+            visible::line(&w.branch),
+            visible::line(worktree::base_label(&w.base)),
             worktree::state_name(w.state),
             worktree::work_line(w.work.as_ref())
         )));
@@ -420,9 +433,10 @@ fn diff_lines(diff: &str, color: bool) -> Vec<Line<'static>> {
                 Some(b'@') => Some(Color::Cyan),
                 _ => None,
             };
+            let l = visible::line(l).into_owned();
             match fg {
-                Some(c) if color => Line::styled(l.to_string(), Style::default().fg(c)),
-                _ => Line::raw(l.to_string()),
+                Some(c) if color => Line::styled(l, Style::default().fg(c)),
+                _ => Line::raw(l),
             }
         })
         .collect()

@@ -8,7 +8,7 @@
 use agentd_shared::proto as pb;
 
 use super::keys::Mode;
-use crate::permission_prompt::question;
+use crate::permission_prompt::{keys, question};
 
 /// What the line is asking for.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,11 +96,10 @@ impl Prompt {
             // The answer keys first: what the tree holds can be longer than
             // the line.
             Ask::Rm { short, holds, .. } => format!("rm {short}? [y/n] {holds}"),
+            // The whole ask is in the box above (`ask_box`); this line
+            // has what fits.
             Ask::Permission { request, .. } => {
-                format!(
-                    "{} — y: allow once · a: always · n: deny",
-                    question(request)
-                )
+                format!("{} — {}", question(request), keys(request))
             }
         }
     }

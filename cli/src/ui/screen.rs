@@ -8,11 +8,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
+use super::ask_box;
 use super::bar::{self, Bar};
 use super::keys::HELP;
 use super::model::Model;
 use super::output::{self, Output};
-use super::prompt::Prompt;
+use super::prompt::{Ask, Prompt};
 use super::tree;
 
 /// Everything one frame shows.
@@ -45,6 +46,13 @@ pub fn draw(frame: &mut Frame, v: &View) {
     );
     output::render(v.output, right, buf, v.color);
     let cursor = bar::render(v.bar, v.prompt, bottom, buf, v.color);
+    if let Some(Prompt {
+        ask: Ask::Permission { request, .. },
+        ..
+    }) = v.prompt
+    {
+        ask_box::render(request, main, frame.buffer_mut());
+    }
     if v.help {
         help(area, frame.buffer_mut());
     }

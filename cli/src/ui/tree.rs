@@ -6,6 +6,7 @@
 use std::time::SystemTime;
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -218,8 +219,10 @@ fn row_line(
         Span::raw(format!(
             "{} {} {}",
             fit(&format!("{prefix}{}", a.short_id), cols.id_w),
-            fit(name, cols.name_w),
-            cols.kind(kind(a))
+            // Names, descriptions and types are agents' and
+            // repositories': made visible.
+            fit(&visible::line(name), cols.name_w),
+            cols.kind(&visible::line(kind(a)))
         )),
         Span::styled(
             fit(status::name(a.status), STATUS_W),

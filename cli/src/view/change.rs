@@ -4,6 +4,7 @@
 //! the file.
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 use serde::Serialize;
 
 /// Lines of each side shown under a call; the rest is counted.
@@ -51,10 +52,12 @@ pub fn terminal_lines(c: &pb::FileChange) -> Vec<String> {
     } else {
         ""
     };
-    let mut out = vec![format!("  {} {what}{partly}", c.path)];
+    // Paths and lines are the repository's and the model's: made visible.
+    let mut out = vec![format!("  {} {what}{partly}", visible::line(&c.path))];
     for (mark, lines) in [('-', &h.removed), ('+', &h.added)] {
         for line in lines.iter().take(SHOWN_LINES) {
-            out.push(format!("  {mark} {}", super::render::clip(line, 200)));
+            let line = visible::line(line);
+            out.push(format!("  {mark} {}", super::render::clip(&line, 200)));
         }
         if lines.len() > SHOWN_LINES {
             out.push(format!(

@@ -3,6 +3,7 @@
 //! shows, and its JSON.
 
 use agentd_shared::proto as pb;
+use agentd_shared::visible;
 use serde::Serialize;
 
 /// TodoWrite's spelling of an item's status; "unknown" for a value this
@@ -37,11 +38,14 @@ pub fn block(items: &[pb::PlanItem]) -> String {
     }
     let mut out = format!("Plan ({}):\n", progress(items));
     for item in items {
+        // The daemon refuses control characters in a plan; a plan is the
+        // model's all the same.
+        let content = visible::line(&item.content);
         let line = match pb::PlanStatus::try_from(item.status).unwrap_or_default() {
-            pb::PlanStatus::Completed => format!("  [x] {}", item.content),
-            pb::PlanStatus::InProgress => format!("  [>] {}", item.active_form),
-            pb::PlanStatus::Pending => format!("  [ ] {}", item.content),
-            pb::PlanStatus::Unspecified => format!("  [?] {}", item.content),
+            pb::PlanStatus::Completed => format!("  [x] {content}"),
+            pb::PlanStatus::InProgress => format!("  [>] {}", visible::line(&item.active_form)),
+            pb::PlanStatus::Pending => format!("  [ ] {content}"),
+            pb::PlanStatus::Unspecified => format!("  [?] {content}"),
         };
         out.push_str(&line);
         out.push('\n');

@@ -8,11 +8,18 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// Prints `value` as one line of JSON through a buffer (Display through
-/// `println!` writes in small pieces, each scanned for newlines).
+/// Prints `value` as one line of JSON, in one write. Exact, and safe on a
+/// terminal: what JSON leaves raw that a terminal acts on (C1, bidi
+/// overrides) is written escaped ([`agentd_shared::visible::json`]).
 pub fn print_json<T: Serialize + ?Sized>(value: &T) {
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-    let _ = serde_json::to_writer(&mut out, value);
+    let text = serde_json::to_string(value).unwrap_or_default();
+    write_json_line(&text);
+}
+
+/// Writes `json` text and a newline to stdout, made terminal-safe.
+pub fn write_json_line(json: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(agentd_shared::visible::json(json).as_bytes());
     let _ = out.write_all(b"\n");
     let _ = out.flush();
 }
@@ -296,6 +303,12 @@ pub fn clip(s: &str, max: usize) -> String {
     let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+/// A table cell of anyone's text (a name, a description, a model): made
+/// visible in one line, then cut to `max` characters, marking the cut.
+pub fn cell(s: &str, max: usize) -> String {
+    clip(&agentd_shared::visible::line(s), max)
 }
 
 /// Prints rows as left-aligned columns; the last column is not padded.

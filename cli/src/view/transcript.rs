@@ -1,11 +1,14 @@
 //! Printing a transcript for people: assistant text as it streams, and one
 //! line per tool call with its outcome. Used by `run` (live) and `log`.
+//! Everything here is the model's, a tool's or a repository's: it is
+//! printed made visible (`agentd_shared::visible`), never raw.
 
 use std::collections::HashMap;
 use std::io::Write;
 
 use agentd_shared::proto as pb;
 use agentd_shared::tool_summary::summarize;
+use agentd_shared::visible;
 use serde_json::Value;
 
 use super::render;
@@ -37,7 +40,7 @@ impl TranscriptView {
 
     pub fn delta(&mut self, d: &pb::ContentDelta) {
         if let Some(pb::content_delta::Delta::Text(text)) = &d.delta {
-            print!("{text}");
+            print!("{}", visible::text(text));
             let _ = std::io::stdout().flush();
             self.streamed = true;
             self.open_line = !text.ends_with('\n');
@@ -62,11 +65,12 @@ impl TranscriptView {
                     match block["type"].as_str() {
                         Some("text") if !self.streamed => {
                             let text = block["text"].as_str().unwrap_or_default();
-                            print!("{text}");
+                            print!("{}", visible::text(text));
                             self.open_line = !text.ends_with('\n');
                         }
                         Some("tool_use") => {
-                            let name = block["name"].as_str().unwrap_or("?").to_string();
+                            let name = block["name"].as_str().unwrap_or("?");
+                            let name = visible::line(name).into_owned();
                             let summary = summarize(&name, &block["input"]);
                             let id = block["id"].as_str().unwrap_or_default().to_string();
                             self.tools.insert(id, (name, summary));
@@ -83,7 +87,8 @@ impl TranscriptView {
                         Some("tool_result") => self.tool_result(block, &e.file_changes),
                         Some("text") if self.show_user_text => {
                             self.end_line();
-                            println!("> {}", block["text"].as_str().unwrap_or_default());
+                            let text = block["text"].as_str().unwrap_or_default();
+                            println!("> {}", visible::text(text));
                         }
                         _ => {}
                     }
@@ -100,7 +105,7 @@ impl TranscriptView {
                     b.covers_through_seq
                 );
                 if self.show_user_text {
-                    println!("[summary] {}", b.summary);
+                    println!("[summary] {}", visible::text(&b.summary));
                 }
             }
             pb::Role::System => {
@@ -108,8 +113,8 @@ impl TranscriptView {
                     self.end_line();
                     for block in &blocks {
                         match block["text"].as_str() {
-                            Some(text) => println!("[note] {text}"),
-                            None => println!("[note] {block}"),
+                            Some(text) => println!("[note] {}", visible::text(text)),
+                            None => println!("[note] {}", visible::text(&block.to_string())),
                         }
                     }
                 }
@@ -125,7 +130,7 @@ impl TranscriptView {
             .tools
             .get(id)
             .cloned()
-            .unwrap_or_else(|| ("tool".to_string(), id.to_string()));
+            .unwrap_or_else(|| ("tool".to_string(), visible::line(id).into_owned()));
         let is_error = block["is_error"].as_bool().unwrap_or(false);
         let text = match &block["content"] {
             Value::String(s) => s.clone(),
@@ -137,10 +142,8 @@ impl TranscriptView {
             _ => String::new(),
         };
         let outcome = if is_error {
-            format!(
-                "error: {}",
-                render::clip(text.lines().next().unwrap_or(""), 120)
-            )
+            let first = text.split('\n').next().unwrap_or("");
+            format!("error: {}", render::clip(&visible::line(first), 120))
         } else {
             let lines = text.lines().count();
             format!("ok ({lines} line{})", if lines == 1 { "" } else { "s" })
@@ -164,7 +167,7 @@ impl TranscriptView {
         eprintln!(
             "⟳ model call failed (attempt {}): {} — retrying in {:.1}s",
             r.attempt,
-            r.reason,
+            visible::line(&r.reason),
             r.delay_ms as f64 / 1000.0
         );
     }

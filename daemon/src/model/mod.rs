@@ -152,6 +152,14 @@ pub struct ModelSpec {
 
 impl ModelSpec {
     pub fn parse(spec: &str) -> Result<ModelSpec, SpecError> {
+        // A model is shown in every listing: no character of it may
+        // instruct a terminal or hide from a reader.
+        if agentd_shared::visible::has_control(spec) {
+            return Err(SpecError::invalid(format!(
+                "model '{}' holds a control character; models are names, printable only",
+                quote(spec)
+            )));
+        }
         let (scheme, name) = spec.split_once(':').ok_or_else(|| {
             SpecError::invalid(format!(
                 "model '{}' has no scheme; use anthropic:<model>, openai:<model> or scripted:<file>",

@@ -41,6 +41,7 @@ mod forks;
 mod fuzz_api;
 mod grpc_wire;
 mod hostile_repo;
+mod hostile_text;
 mod instructions;
 mod interop;
 mod interrupt;

@@ -166,8 +166,16 @@ fn asks_are_answered_in_place_attach_comes_back_and_a_daemon_restart_is_survived
     assert!(line_with(&screen, "asker").contains("waiting"), "{screen}");
     ui.keys(&["p"]);
     let screen = ui.wait_text("y: allow once");
+    // The bar holds the ask and its keys; the box over the pane holds the
+    // whole call, its keys in the title.
+    let bar = screen
+        .lines()
+        .rev()
+        .find(|l| l.contains("y: allow once"))
+        .unwrap();
+    assert!(bar.contains("echo allowed"), "{screen}");
     assert!(
-        line_with(&screen, "y: allow once").contains("echo allowed"),
+        line_with(&screen, "┌ y: allow once · a: always allow Bash").contains('┐'),
         "{screen}"
     );
     ui.keys(&["y"]);

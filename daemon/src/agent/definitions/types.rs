@@ -428,8 +428,9 @@ fn unknown_type(
         )
     };
     format!(
-        "unknown subagent_type '{name}': built-in types are general-purpose and Explore; \
+        "unknown subagent_type '{}': built-in types are general-purpose and Explore; \
 custom types live in {}, {}, {} and ~/.claude/agents{skipped}",
+        crate::error::quote(name),
         repo_dir.display(),
         root.join(".claude/agents").display(),
         config_dir.join("agents").display()
