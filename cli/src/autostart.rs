@@ -163,7 +163,7 @@ impl Target {
 
     async fn start_daemon(&self) -> Result<(), Failure> {
         let unreachable = |m: String| Failure::new(UNREACHABLE, m);
-        let exe = daemon_executable();
+        let exe = daemon_executable().map_err(unreachable)?;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -248,34 +248,89 @@ async fn wait_ready(notify: &UnixDatagram, buf: &mut [u8]) -> std::io::Result<()
     }
 }
 
-/// `agentd` next to this executable, else the first on PATH: an absolute
-/// path to an executable regular file, never one relative to the current
-/// directory (an untrusted checkout could hold an `agentd`).
+/// `agentd` next to this executable, else in the first absolute PATH
+/// directory that has one: the binary autostart and `service install`
+/// run. Only a file that passes [`trusted_binary`] is taken, and never a
+/// name for the OS to look up: a relative or empty PATH entry (`.`,
+/// `PATH=/usr/bin::/bin`) resolves against the current directory, which
+/// may be a cloned repository holding an `agentd` of its own.
 pub fn find_daemon() -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        p.is_absolute()
-            && std::fs::metadata(p)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
     let beside = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|dir| dir.join("agentd")));
     let on_path = std::env::var_os("PATH")
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join("agentd"));
     beside
         .into_iter()
         .chain(on_path)
-        .find(|p| executable(p))
-        .map(|p| p.canonicalize().unwrap_or(p))
+        .filter_map(|p| p.canonicalize().ok())
+        .find(|p| trusted_binary(p).is_ok())
 }
 
-/// The daemon autostart runs: `find_daemon`, else the bare name (the
-/// spawn then fails with a clear error).
-fn daemon_executable() -> PathBuf {
-    find_daemon().unwrap_or_else(|| PathBuf::from("agentd"))
+/// Whether `path` (absolute, canonical) may be run as the daemon: an
+/// executable regular file that only this user or root could have put
+/// there — it and its directory owned by this user or root, and writable
+/// by no one else (group write only for this user's own primary group,
+/// as under a user-private-group umask of 002).
+pub fn trusted_binary(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let owned = |what: &str, p: &Path| -> Result<std::fs::Metadata, String> {
+        let m = std::fs::metadata(p).map_err(|e| format!("{what} {}: {e}", p.display()))?;
+        if m.uid() != uid && m.uid() != 0 {
+            return Err(format!(
+                "{what} {} belongs to uid {}, neither you nor root",
+                p.display(),
+                m.uid()
+            ));
+        }
+        let mode = m.permissions().mode();
+        if mode & 0o002 != 0 || (mode & 0o020 != 0 && m.gid() != gid) {
+            return Err(format!(
+                "{what} {} can be written by other users (mode {:o})",
+                p.display(),
+                mode & 0o7777
+            ));
+        }
+        Ok(m)
+    };
+    if !path.is_absolute() {
+        return Err(format!("{} is not an absolute path", path.display()));
+    }
+    let m = owned("the binary", path)?;
+    if !m.is_file() || m.permissions().mode() & 0o111 == 0 {
+        return Err(format!("{} is not an executable file", path.display()));
+    }
+    if let Some(dir) = path.parent() {
+        owned("the directory", dir)?;
+    }
+    Ok(())
+}
+
+/// The daemon autostart runs, or what to do when there is none that may
+/// be run.
+fn daemon_executable() -> Result<PathBuf, String> {
+    find_daemon().ok_or_else(|| {
+        let beside = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|dir| dir.join("agentd")));
+        let why = beside
+            .as_deref()
+            .and_then(|p| p.canonicalize().ok())
+            .and_then(|p| trusted_binary(&p).err())
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
+        format!(
+            "no agentd answers and none can be started: agentctl starts only an `agentd` beside \
+             itself or in an absolute PATH directory, owned by you or root and writable by no one \
+             else{why}; install both binaries together (`cargo install --path daemon` and \
+             `--path cli`, or copy target/release/agentd next to agentctl), or start agentd yourself"
+        )
+    })
 }
 
 /// A private directory for the readiness socket.

@@ -46,7 +46,8 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
 fn binaries() -> Result<(PathBuf, PathBuf), Failure> {
     let agentd = autostart::find_daemon().ok_or_else(|| {
         Failure::failed(
-            "cannot find agentd next to agentctl or on PATH (an executable file); install it first",
+            "cannot find agentd next to agentctl or in an absolute PATH directory (an executable \
+             file owned by you or root that no one else can write); install it first",
         )
     })?;
     let agentctl = std::env::current_exe()

@@ -138,6 +138,75 @@ fn agentctl_autostarts_the_daemon_with_the_same_socket_and_data_dir() {
     assert!(env.data_dir().join("agentd.log").exists());
 }
 
+/// An `agentctl` copied to a directory of its own (no `agentd` beside
+/// it), run from the project with `PATH`.
+fn lone_agentctl(env: &Env, path: &str) -> std::process::Command {
+    let dir = env.root.path().join("lone-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ctl = dir.join("agentctl");
+    if !ctl.exists() {
+        std::fs::copy(agentd_e2e::agentctl_bin(), &ctl).unwrap();
+    }
+    let cmd = env.ctl_command(&[]);
+    let mut lone = std::process::Command::new(&ctl);
+    lone.env_clear()
+        .envs(
+            cmd.get_envs()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))),
+        )
+        .env("PATH", path)
+        .current_dir(env.project())
+        .stdin(std::process::Stdio::null())
+        .arg("list");
+    lone
+}
+
+#[test]
+fn autostart_never_runs_an_agentd_from_the_current_directory() {
+    let env = Env::new();
+    // A cloned repository holds an `agentd` of its own; the PATH has an
+    // empty entry (the current directory, to execvp) and a relative one.
+    let marker = env.root.path().join("PWNED");
+    let planted = env.project().join("agentd");
+    std::fs::write(&planted, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for path in ["/usr/bin::/bin", ".:/usr/bin:/bin", "/usr/bin:/bin:"] {
+        let out = agentd_e2e::Out::from(lone_agentctl(&env, path).output().unwrap());
+        out.expect_code(3);
+        assert!(!marker.exists(), "PATH={path}: the checkout's agentd ran");
+        assert!(
+            out.stderr.contains("none can be started") && out.stderr.contains("install"),
+            "PATH={path}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn autostart_refuses_an_agentd_that_others_can_replace() {
+    let env = Env::new();
+    let lone = env.root.path().join("lone-bin");
+    std::fs::create_dir_all(&lone).unwrap();
+    let daemon = lone.join("agentd");
+    std::fs::copy(agentd_e2e::agentd_bin(), &daemon).unwrap();
+    // Writable by anyone: refused, and the message says why.
+    std::fs::set_permissions(&daemon, std::fs::Permissions::from_mode(0o757)).unwrap();
+    let out = agentd_e2e::Out::from(lone_agentctl(&env, "/usr/bin:/bin").output().unwrap());
+    out.expect_code(3);
+    assert!(
+        out.stderr.contains("can be written by other users"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.socket().exists());
+    // The same binary, private to its owner: started.
+    std::fs::set_permissions(&daemon, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = agentd_e2e::Out::from(lone_agentctl(&env, "/usr/bin:/bin").output().unwrap());
+    out.expect_code(0);
+    let stop = env.ctl(&["daemon", "stop"]);
+    stop.expect_code(0);
+}
+
 /// Not a test on its own: run as another user by
 /// `a_client_of_another_uid_is_refused_by_the_peer_check`, it calls the
 /// daemon with a bare gRPC client that skips agentctl's own socket checks,
