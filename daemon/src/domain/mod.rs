@@ -7,6 +7,7 @@
 
 mod agent;
 mod allowlist;
+mod confinement;
 mod external;
 mod file_change;
 mod fork;
@@ -28,6 +29,7 @@ pub use agent::{
     ResumeBlockedReason, Status, Usage,
 };
 pub use allowlist::{McpPattern, ToolAllowlist};
+pub use confinement::Confinement;
 pub use external::{ContextFill, ExternalAgentName, ExternalRun, ExternalToolKind, ReportedCost};
 pub use file_change::{Before, FileChange, FileText, RECORDED_BYTES, ToolFileChange};
 pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, QuerySource};

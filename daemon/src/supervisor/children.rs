@@ -1,14 +1,14 @@
-//! The tools that reach other agents, run on behalf of a calling agent:
-//! `Agent` (spawn a subagent, foreground or background), `SendMessage`,
-//! `ListAgents` and `TaskStop`.
+//! The `Agent` tool, run on behalf of a calling agent: a subagent,
+//! foreground or background, an external agent, or a fork. (`SendMessage`,
+//! `ListAgents` and `TaskStop`, which reach the family, are `family`'s.)
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::fork::{ForkRequest, Origin};
-use super::{NewAgent, Supervisor, notification, short};
+use super::{NewAgent, Supervisor, notification};
 use crate::agent::fork::{self, PLACEHOLDER};
 use crate::agent::{OrchestrationCall, WaitEnd, types};
 use crate::domain::text::non_blank;
@@ -16,7 +16,7 @@ use crate::domain::{
     AgentName, AgentRecord, ExternalAgentName, FORK_TYPE, ForkTools, ForkTurns, Isolation, Status,
     ToolName,
 };
-use crate::error::{AgentdError, quote};
+use crate::error::quote;
 use crate::model::{MessageBytes, ModelSpec};
 use crate::tools::ToolOutput;
 
@@ -322,122 +322,5 @@ impl Supervisor {
             )));
         }
         Ok(())
-    }
-
-    /// Agents the caller may address: its children and its siblings that
-    /// report to their parent (index lookups, never a scan of every agent).
-    fn family_of(&self, caller: &AgentRecord) -> Result<Vec<AgentRecord>, AgentdError> {
-        let mut ids = self.store.children_of(caller.id)?;
-        if let Some(parent) = caller.parent {
-            ids.extend(
-                self.store
-                    .children_of(parent)?
-                    .into_iter()
-                    .filter(|id| *id != caller.id),
-            );
-        }
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            // A fork a person asked for is not the parent's business: it
-            // would never report back to it.
-            out.extend(
-                self.store
-                    .get_agent(id)?
-                    .filter(|r| r.parent.is_none() || r.reports_to_parent()),
-            );
-        }
-        out.sort_by_key(|r| (r.created_at_ms, r.id));
-        Ok(out)
-    }
-
-    fn list_for(&self, caller: &AgentRecord) -> Result<ToolOutput, ToolOutput> {
-        let family = self
-            .family_of(caller)
-            .map_err(|e| ToolOutput::error(e.to_string()))?;
-        if family.is_empty() {
-            return Ok(ToolOutput::ok("No subagents or sibling agents."));
-        }
-        let rows: Vec<Value> = family
-            .iter()
-            .map(|r| {
-                json!({
-                    "id": r.id.to_string(),
-                    "short_id": r.short_id.as_str(),
-                    "name": r.name,
-                    "relation": if r.parent == Some(caller.id) { "child" } else { "sibling" },
-                    "subagent_type": r.subagent_type,
-                    "description": r.description,
-                    "status": r.status.as_str(),
-                    "can_message": r.can_message(),
-                    "resume_blocked_reason": r.resume_blocked.as_ref().map(|b| b.reason.as_str()).unwrap_or(""),
-                })
-            })
-            .collect();
-        Ok(ToolOutput::ok(
-            serde_json::to_string_pretty(&Value::Array(rows)).unwrap_or_else(|e| e.to_string()),
-        ))
-    }
-
-    fn addressable(&self, caller: &AgentRecord, query: &str) -> Result<AgentRecord, ToolOutput> {
-        let target = self
-            .resolve(query)
-            .map_err(|e| ToolOutput::error(e.to_string()))?;
-        let family = self
-            .family_of(caller)
-            .map_err(|e| ToolOutput::error(e.to_string()))?;
-        if family.iter().any(|r| r.id == target.id) {
-            Ok(target)
-        } else {
-            Err(ToolOutput::error(format!(
-                "agent {} is not one of your subagents or siblings (ListAgents shows those)",
-                short(&target)
-            )))
-        }
-    }
-
-    async fn send_for(
-        self: &Arc<Self>,
-        caller: &AgentRecord,
-        input: &Value,
-    ) -> Result<ToolOutput, ToolOutput> {
-        let to = field(input, "to")?;
-        let message = field(input, "message")?;
-        let target = self.addressable(caller, to)?;
-        let (rec, revived) = self
-            .send(&target.id.to_string(), message, Some(caller))
-            .await
-            .map_err(|e| ToolOutput::error(e.to_string()))?;
-        Ok(ToolOutput::ok(if revived {
-            format!(
-                "Agent {} was idle and is now working on your message.",
-                short(&rec)
-            )
-        } else {
-            format!(
-                "Message queued for agent {}; it gets it at its next turn boundary.",
-                short(&rec)
-            )
-        }))
-    }
-
-    async fn stop_for(
-        &self,
-        caller: &AgentRecord,
-        input: &Value,
-    ) -> Result<ToolOutput, ToolOutput> {
-        let task = field(input, "task_id")?;
-        let target = self.addressable(caller, task)?;
-        if target.parent != Some(caller.id) {
-            return Err(ToolOutput::error("you can stop only your own subagents"));
-        }
-        let rec = self
-            .cancel(&target.id.to_string())
-            .await
-            .map_err(|e| ToolOutput::error(e.to_string()))?;
-        Ok(ToolOutput::ok(format!(
-            "Agent {} is {}.",
-            short(&rec),
-            rec.status
-        )))
     }
 }

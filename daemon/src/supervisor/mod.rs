@@ -10,8 +10,9 @@
 //! - `notification`: the task notification a parent gets, written with the
 //!   child's end (exactly once: see `store::inbox`)
 //! - `control`: send, pause, cancel, remove
-//! - `children`: the tools that reach other agents (`Agent`, `SendMessage`,
-//!   `ListAgents`, `TaskStop`), and `host`: what turn loops may ask of us
+//! - `children`: the `Agent` tool; `family`: the tools that reach the
+//!   family (`SendMessage`, `ListAgents`, `TaskStop`) and the message rule;
+//!   `host`: what turn loops may ask of us
 //! - `asks`: open permission asks and who may answer them
 //! - `queries`, `resolve`: reading agents, finding one by id, prefix or name
 //! - `recovery`: what happens after a crash or restart
@@ -33,6 +34,7 @@ mod compaction;
 mod control;
 mod create;
 mod external;
+mod family;
 mod fanout;
 mod fork;
 mod host;

@@ -19,6 +19,7 @@ mod acp_sessions;
 mod acp_test_agent;
 mod acp_usage;
 mod acp_wire;
+mod agent_messages;
 mod attach;
 mod attach_half_close;
 mod bad_input;
