@@ -148,6 +148,7 @@ impl McpServers {
                 decl.server
             ));
         };
+        let ctx = &*server_context(def, ctx);
         let slot = self.slot(def, ctx).await;
         let session = tokio::select! {
             biased;
@@ -190,13 +191,33 @@ impl McpServers {
     }
 }
 
+/// The context `def`'s server runs in: the agent's `ctx`, except that a
+/// server that must always be confined (a repository's) gets, when the
+/// agent has no sandbox, a workspace-write one over the agent's workspace
+/// (its own tree, else its working directory) with a private temp dir.
+pub(crate) fn server_context<'a>(
+    def: &ServerDef,
+    ctx: &'a ToolContext,
+) -> std::borrow::Cow<'a, ToolContext> {
+    if def.sandbox != SandboxChoice::Always || ctx.sandbox.is_some() {
+        return std::borrow::Cow::Borrowed(ctx);
+    }
+    let workspace = ctx
+        .worktree_of
+        .as_ref()
+        .map_or_else(|| ctx.cwd.clone(), |(_, tree)| tree.clone());
+    let mut confined = ctx.clone();
+    confined.sandbox = crate::sandbox::Policy::workspace_for_server(&workspace);
+    std::borrow::Cow::Owned(confined)
+}
+
 /// Starts `def`'s server for the agent of `ctx`, lists its tools and
 /// ends it (at an agent's creation, DESIGN §18).
 pub(crate) async fn list_tools(
     def: &ServerDef,
     ctx: &ToolContext,
 ) -> Result<Vec<ToolDecl>, String> {
-    let live = start(def, ctx).await?;
+    let live = start(def, &server_context(def, ctx)).await?;
     let listed = tokio::time::timeout(def.startup_timeout, live.session.list_tools()).await;
     // Nothing is pending on it: closed and killed at once, not waited for.
     let Live {
@@ -221,6 +242,13 @@ pub(crate) async fn list_tools(
 }
 
 pub(super) async fn start(def: &ServerDef, ctx: &ToolContext) -> Result<Live, String> {
+    if def.sandbox == SandboxChoice::Always && ctx.sandbox.is_none() {
+        // Fail closed: `server_context` gives such a server a sandbox.
+        return Err(format!(
+            "MCP server {} must run confined and no sandbox was made for it",
+            def.name
+        ));
+    }
     match &def.transport {
         Transport::Http { .. } => Session::over_http(def, def.startup_timeout)
             .await
@@ -242,7 +270,7 @@ pub(super) async fn start(def: &ServerDef, ctx: &ToolContext) -> Result<Live, St
                     args,
                     env,
                     cwd: cwd.as_deref(),
-                    confined: def.sandbox == SandboxChoice::Agent,
+                    confined: def.sandbox != SandboxChoice::Off,
                     capture_stderr: false,
                 },
                 ctx,

@@ -270,6 +270,14 @@ pub enum SandboxChoice {
     Agent,
     /// The server runs unconfined (an explicit opt-out).
     Off,
+    /// The server runs confined whatever its agent's sandbox: under the
+    /// agent's, or, when the agent has none, writing only beneath the
+    /// agent's workspace. A repository's servers are given this when an
+    /// agent is made (never read from a file): an agent that worked in the
+    /// repository may have changed what they run — the script the approved
+    /// command names, or anything it loads — and an approval cannot cover
+    /// all of that (docs/security.md).
+    Always,
 }
 
 impl SandboxChoice {
@@ -288,6 +296,7 @@ impl SandboxChoice {
         match self {
             SandboxChoice::Agent => "agent",
             SandboxChoice::Off => "off",
+            SandboxChoice::Always => "always",
         }
     }
 }

@@ -175,7 +175,7 @@ impl Setup {
                     },
                     tools: s.listed.as_ref().map_or(0, |n| *n as u32),
                     error: s.listed.as_ref().err().cloned(),
-                    sandboxed: stdio && s.def.sandbox == SandboxChoice::Agent,
+                    sandboxed: stdio && s.def.sandbox != SandboxChoice::Off,
                     source: s.source,
                 }
             })

@@ -73,6 +73,26 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// Writes beneath `workspace` only, with the network: for a server that
+    /// must run confined though its agent is not (a repository's MCP
+    /// server). Its temp dir is named for the workspace; None when that
+    /// cannot be made private (the server then does not start).
+    pub fn workspace_for_server(workspace: &Path) -> Option<Policy> {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(workspace.as_os_str().as_encoded_bytes());
+        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+        let tmpdir = tmpdir(&tmp_root(), &format!("srv-{hex}")).ok()?;
+        Some(Policy {
+            mode: SandboxMode::WorkspaceWrite,
+            no_network: false,
+            workspace: workspace.to_path_buf(),
+            tmpdir,
+            also_writable: Vec::new(),
+        })
+    }
+}
+
 /// Why an agent cannot run sandboxed here, in words that say what to do;
 /// None when it can.
 pub fn refusal(

@@ -232,7 +232,14 @@ impl Candidates {
                     McpOrigin::AgentType { .. } => McpSource::AgentType,
                     McpOrigin::Repository => McpSource::Repository,
                 };
-                (c.def.clone(), source)
+                let mut def = c.def.clone();
+                // A repository's server runs confined whatever the agent's
+                // mode: the repository's files are any agent's there to
+                // change, and an approval covers the definition only.
+                if !c.origin.is_own() {
+                    def.sandbox = crate::mcp::SandboxChoice::Always;
+                }
+                (def, source)
             })
             .collect()
     }

@@ -416,3 +416,79 @@ fn approving_refuses_bad_requests_with_the_right_status() {
     let entry = listed(&env, "tool");
     assert_eq!(entry["state"], "failed", "{entry}");
 }
+
+/// The review's attack: a confined agent rewrites the script an approved
+/// server runs; the next unconfined agent in the repository starts it when
+/// it is made. A repository's server runs confined whatever its agent's
+/// mode (docs/security.md), so the new code writes nothing outside the
+/// workspace.
+#[test]
+fn a_repositorys_server_runs_confined_even_for_an_unconfined_agent() {
+    let fx = fixtures();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let repo = env.project();
+    init_repo(&repo);
+    let script = |extra: &str| {
+        format!(
+            "{extra}echo started >> started.log\nexec '{}' '{}' stdio\n",
+            fx.python.display(),
+            fx.server_py.display()
+        )
+    };
+    std::fs::write(repo.join("srv.sh"), script("")).unwrap();
+    write_mcp_json(
+        &repo,
+        json!({"repo": {"command": "sh", "args": ["srv.sh"]}}),
+    );
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "server"]);
+    let _daemon = env.start_daemon();
+    env.ctl(&["mcp", "approve", "repo"]).expect_code(0);
+
+    // A default (confined) agent rewrites the approved server's script.
+    let outside = env.home().join("OUTSIDE");
+    let hostile = script(&format!(
+        "echo escaped > '{}' 2>/dev/null\n",
+        outside.display()
+    ));
+    mock.enqueue_all([
+        Reply::Message(MockMessage::text("edit").with(Block::tool(
+            "w1",
+            "Write",
+            json!({"file_path": "srv.sh", "content": hostile}),
+        ))),
+        Reply::text("done"),
+    ]);
+    env.ctl(&["run", "--model", MODEL, "--name", "editor", "go"])
+        .expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("srv.sh")).unwrap(),
+        hostile
+    );
+    let ran = starts(&repo.join("started.log"));
+
+    // An unconfined agent made now starts it (to list its tools): it runs,
+    // confined, and writes nothing outside the workspace.
+    let tools = run_agent_with(&env, &mock, "free", &["--sandbox", "off"]);
+    assert!(tools.contains(&"mcp__repo__echo".to_string()), "{tools:?}");
+    assert!(starts(&repo.join("started.log")) > ran, "the server ran");
+    assert!(
+        !outside.exists(),
+        "the rewritten server ran unconfined for an unconfined agent"
+    );
+    let shown = env.show("free");
+    assert_eq!(shown["sandbox"], "off", "{shown}");
+    assert_eq!(shown["mcp_servers"][0]["sandboxed"], true, "{shown}");
+}
+
+/// `run_agent` with extra flags.
+fn run_agent_with(env: &Env, mock: &MockServer, name: &str, flags: &[&str]) -> Vec<String> {
+    let before = mock.requests().len();
+    mock.enqueue_all([Reply::text("done")]);
+    let mut args = vec!["run", "--model", MODEL, "--name", name];
+    args.extend_from_slice(flags);
+    args.push("go");
+    env.ctl(&args).expect_code(0);
+    mock.requests()[before].tool_names()
+}

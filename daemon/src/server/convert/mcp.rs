@@ -141,7 +141,7 @@ pub fn server_report(r: &McpReport) -> pb::McpServerReport {
         state: state as i32,
         tools,
         error,
-        sandboxed: kind == pb::McpTransport::Stdio && r.def.sandbox == SandboxChoice::Agent,
+        sandboxed: kind == pb::McpTransport::Stdio && r.def.sandbox != SandboxChoice::Off,
     }
 }
 
