@@ -145,7 +145,9 @@ fn external_call(block: &Value, title: &str, kind: &str, status: &str, cwd: &Pat
 /// What a file tool call changed, as the daemon recorded it when the call
 /// ran, as an ACP diff. `oldText` is null for a file the call created. A
 /// change recorded in part (a large file: from a few lines before the
-/// first changed line, 64 KiB a side) says so in `_meta.agentd.fileChange`.
+/// first changed line, 64 KiB a side) says so in `_meta.agentd.fileChange`;
+/// an external agent's own claim, not seen made, has `reported: true`
+/// there.
 pub fn change_diff(c: &pb::FileChange) -> Value {
     let mut diff = json!({
         "type": "diff",
@@ -153,7 +155,7 @@ pub fn change_diff(c: &pb::FileChange) -> Value {
         "oldText": if c.created { Value::Null } else { json!(c.before) },
         "newText": c.after,
     });
-    if c.first_line > 0 || c.before_cut || c.after_cut || c.before_binary {
+    if c.first_line > 0 || c.before_cut || c.after_cut || c.before_binary || c.reported {
         diff["_meta"] = json!({"agentd": {"fileChange": {
             "firstLine": c.first_line,
             "beforeSize": c.before_size,
@@ -161,6 +163,7 @@ pub fn change_diff(c: &pb::FileChange) -> Value {
             "beforeCut": c.before_cut,
             "afterCut": c.after_cut,
             "beforeBinary": c.before_binary,
+            "reported": c.reported,
         }}});
     }
     diff

@@ -52,6 +52,12 @@ pub fn terminal_lines(c: &pb::FileChange) -> Vec<String> {
     } else {
         ""
     };
+    // An external agent's word, not a change agentd saw made.
+    let what = if c.reported {
+        format!("{what}, as the agent reported it (not verified)")
+    } else {
+        what
+    };
     // Paths and lines are the repository's and the model's: made visible.
     let mut out = vec![format!("  {} {what}{partly}", visible::line(&c.path))];
     for (mark, lines) in [('-', &h.removed), ('+', &h.added)] {
@@ -83,6 +89,8 @@ pub struct FileChangeJson<'a> {
     pub before_cut: bool,
     pub after_cut: bool,
     pub before_binary: bool,
+    /// An external agent's claim, not a change agentd recorded.
+    pub reported: bool,
 }
 
 impl<'a> FileChangeJson<'a> {
@@ -99,6 +107,7 @@ impl<'a> FileChangeJson<'a> {
             before_cut: c.before_cut,
             after_cut: c.after_cut,
             before_binary: c.before_binary,
+            reported: c.reported,
         }
     }
 }

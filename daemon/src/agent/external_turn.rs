@@ -17,7 +17,7 @@
 //!   `tool_use` has its result.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -237,20 +237,26 @@ impl TurnLoop {
         };
         let failed =
             forced.is_some() || call.status == Some(crate::acp_client::wire::CallStatus::Failed);
-        let text = match (forced, call.text.as_deref()) {
+        let mut text = match (forced, call.text.as_deref()) {
             (Some(why), _) => why.to_string(),
             (None, Some(t)) if !t.is_empty() => t.to_string(),
             (None, _) if failed => "failed".to_string(),
             (None, _) => "done".to_string(),
         };
-        let changes = call
-            .diffs
-            .iter()
-            .map(|d| ToolFileChange {
-                tool_use_id: id.to_string(),
-                change: file_change(d, &self.record.cwd),
-            })
-            .collect();
+        let workspace = self
+            .record
+            .worktree
+            .as_ref()
+            .filter(|w| w.owned)
+            .map_or(self.record.cwd.as_path(), |w| w.path.as_path());
+        let (changes, outside) = claimed_changes(id, &call.diffs, &self.record.cwd, workspace);
+        for path in outside {
+            text.push_str(&format!(
+                "\n[agentd: the agent reported a change to {}, outside its workspace {}; it is not recorded as a change]",
+                crate::error::quote(&path.display().to_string()),
+                workspace.display()
+            ));
+        }
         let block =
             json!({"type": "tool_result", "tool_use_id": id, "content": text, "is_error": failed});
         self.write_results(json_bytes(&json!([block])), changes, &[])
@@ -354,12 +360,50 @@ fn merge(open: &mut CallFields, update: CallFields) {
 
 /// A diff as the file change clients show; a relative path is the agent's
 /// directory's.
-fn file_change(diff: &Diff, cwd: &Path) -> FileChange {
-    let path = if diff.path.is_absolute() {
-        diff.path.clone()
-    } else {
-        cwd.join(&diff.path)
-    };
+/// The diffs a call reported, as kept: those whose path (made absolute
+/// against `cwd`, `.` and `..` taken by name) lies in `workspace`, as
+/// reported changes; the paths of the others, which are not kept — an
+/// external agent's word that it changed `/etc/hostname` is not a change
+/// agentd saw, and is never shown as one.
+fn claimed_changes(
+    id: &str,
+    diffs: &[Diff],
+    cwd: &Path,
+    workspace: &Path,
+) -> (Vec<ToolFileChange>, Vec<PathBuf>) {
+    let mut kept = Vec::new();
+    let mut outside = Vec::new();
+    for d in diffs {
+        let path = lexically_absolute(cwd, &d.path);
+        if path.starts_with(workspace) {
+            kept.push(ToolFileChange {
+                tool_use_id: id.to_string(),
+                change: file_change(d, path),
+                reported: true,
+            });
+        } else {
+            outside.push(path);
+        }
+    }
+    (kept, outside)
+}
+
+/// `given` made absolute against `cwd`, with `.` and `..` resolved by name.
+fn lexically_absolute(cwd: &Path, given: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in cwd.join(given).components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+fn file_change(diff: &Diff, path: PathBuf) -> FileChange {
     let before = diff
         .old_text
         .as_deref()
@@ -418,16 +462,34 @@ mod tests {
         );
         assert_eq!(open.title.as_deref(), Some("Edit"));
         assert_eq!(open.raw_input, Some(json!({"a": 1})));
-        let change = file_change(
-            &Diff {
-                path: "src/a.rs".into(),
-                old_text: None,
-                new_text: "x\n".into(),
-            },
+        let diff = |path: &str| Diff {
+            path: path.into(),
+            old_text: None,
+            new_text: "x\n".into(),
+        };
+        let (kept, outside) = claimed_changes(
+            "t",
+            &[
+                diff("src/a.rs"),
+                diff("/victim/file.txt"),
+                diff("proj/../../../../etc/hostname"),
+                diff("/w/sub/../b.rs"),
+            ],
+            Path::new("/w"),
             Path::new("/w"),
         );
-        assert_eq!(change.path, Path::new("/w/src/a.rs"));
-        assert_eq!(change.before, crate::domain::Before::Absent);
+        assert_eq!(kept.len(), 2);
+        assert!(kept.iter().all(|c| c.reported));
+        assert_eq!(kept[0].change.path, Path::new("/w/src/a.rs"));
+        assert_eq!(kept[1].change.path, Path::new("/w/b.rs"));
+        assert_eq!(kept[0].change.before, crate::domain::Before::Absent);
+        assert_eq!(
+            outside,
+            vec![
+                PathBuf::from("/victim/file.txt"),
+                PathBuf::from("/etc/hostname")
+            ]
+        );
         assert_eq!(
             stop_reason("max_turn_requests").as_str(),
             "max_turn_requests"

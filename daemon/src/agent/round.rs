@@ -51,6 +51,7 @@ impl Answers {
         self.blocks.push(tool_result(call, &output));
         if let Some(change) = output.change {
             self.changes.push(ToolFileChange {
+                reported: false,
                 tool_use_id: call.id.clone(),
                 change: *change,
             });

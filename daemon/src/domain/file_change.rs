@@ -60,6 +60,11 @@ pub struct ToolFileChange {
     /// The id of the tool_use block whose result is in the same entry.
     pub tool_use_id: String,
     pub change: FileChange,
+    /// An external agent said it made this change (an ACP `diff`); agentd
+    /// did not see it made, so it is shown as the agent's claim, never as a
+    /// recorded change. Its path is inside the agent's workspace: a claim
+    /// outside it is not kept at all.
+    pub reported: bool,
 }
 
 impl FileChange {

@@ -32,6 +32,7 @@ mod documented_codes;
 mod durability;
 mod events;
 mod external_agents;
+mod external_claims;
 mod external_claude;
 mod external_costs;
 mod external_gemini;

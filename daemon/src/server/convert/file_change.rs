@@ -23,5 +23,6 @@ pub fn file_change(c: &ToolFileChange) -> pb::FileChange {
         before_cut: before.is_some_and(|t| t.cut),
         after_cut: change.after.cut,
         before_binary: binary.is_some(),
+        reported: c.reported,
     }
 }

@@ -48,6 +48,10 @@ struct StoredFileChange {
     after: Option<StoredFileText>,
     #[prost(uint64, tag = "6")]
     first_line: u64,
+    /// An external agent's claim (`ToolFileChange::reported`); entries
+    /// written before claims were marked have none and were agentd's.
+    #[prost(bool, tag = "7")]
+    reported: bool,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -139,6 +143,7 @@ fn stored_change(c: &ToolFileChange) -> StoredFileChange {
         before,
         after: Some(stored_text(&c.change.after)),
         first_line: c.change.first_line,
+        reported: c.reported,
     }
 }
 
@@ -160,6 +165,7 @@ fn change_of(c: StoredFileChange) -> Result<ToolFileChange, Corrupt> {
         _ => return Err(Corrupt::Field("file change")),
     };
     Ok(ToolFileChange {
+        reported: c.reported,
         tool_use_id: c.tool_use_id,
         change: FileChange {
             path: c.path.into(),
@@ -237,6 +243,7 @@ mod tests {
             cut,
         };
         let change = |id: &str, before| ToolFileChange {
+            reported: false,
             tool_use_id: id.into(),
             change: FileChange {
                 path: "/w/a.txt".into(),
