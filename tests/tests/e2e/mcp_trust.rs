@@ -395,6 +395,50 @@ fn approving_refuses_bad_requests_with_the_right_status() {
             .await
             .unwrap_err();
         assert_eq!(s.code(), tonic::Code::NotFound, "{}", s.message());
+
+        // Many names: a list past the cap is refused at once (64,000 took
+        // 4.6 s and held other clients up); a name given many times counts
+        // once.
+        let many: Vec<String> = (0..64_000).map(|i| format!("s{i}")).collect();
+        for names in [many.clone(), many[..257].to_vec()] {
+            let n = names.len();
+            let mut req = request(dir(&repo), &[], false);
+            req.names = names;
+            let s = client.approve_mcp_servers(req).await.unwrap_err();
+            assert_eq!(
+                s.code(),
+                tonic::Code::InvalidArgument,
+                "{n}: {}",
+                s.message()
+            );
+            assert!(s.message().contains("at most 256"), "{}", s.message());
+        }
+        let s = client
+            .revoke_mcp_servers(pb::RevokeMcpServersRequest {
+                cwd: dir(&repo),
+                names: many.clone(),
+                all: false,
+                agent_type: String::new(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(s.code(), tonic::Code::InvalidArgument, "{}", s.message());
+        let twice = request(dir(&repo), &["tool"; 256], false);
+        let approved = client
+            .approve_mcp_servers(twice)
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(approved.servers.len(), 1, "{approved:?}");
+        client
+            .revoke_mcp_servers(pb::RevokeMcpServersRequest {
+                cwd: dir(&repo),
+                names: vec!["tool".into()],
+                all: false,
+                agent_type: String::new(),
+            })
+            .await
+            .unwrap();
     });
 
     // The CLI: a failure is exit 1 with the status's words, a usage error 2.

@@ -156,8 +156,6 @@ pub fn approved_server(a: &ApprovedServer) -> pb::ApprovedMcpServer {
     }
 }
 
-/// The servers an approve or revoke request names: exactly one of `names`
-/// (each a valid server name, none repeated) and `all`.
 /// The longest agent type name a request may give.
 const MAX_TYPE_NAME: usize = 128;
 
@@ -176,6 +174,14 @@ pub fn agent_type(name: &str) -> Result<Option<&str>, AgentdError> {
     Ok(Some(name))
 }
 
+/// The most server names one approve or revoke request may give: more
+/// than any `.mcp.json` defines in practice (`all` covers the rest), and
+/// few enough that a request cannot hold the daemon up.
+pub const MAX_SELECTED: usize = 256;
+
+/// The servers an approve or revoke request names: exactly one of `names`
+/// (each a valid server name, at most [`MAX_SELECTED`]; a name given
+/// twice counts once) and `all`.
 pub fn selection(names: &[String], all: bool) -> Result<McpSelection, AgentdError> {
     match (names.is_empty(), all) {
         (true, true) => return Ok(McpSelection::All),
@@ -189,10 +195,17 @@ pub fn selection(names: &[String], all: bool) -> Result<McpSelection, AgentdErro
         }
         (false, false) => {}
     }
+    if names.len() > MAX_SELECTED {
+        return Err(AgentdError::invalid(format!(
+            "{} server names given; at most {MAX_SELECTED} at once (or ask for `all`)",
+            names.len()
+        )));
+    }
+    let mut seen = HashSet::with_capacity(names.len());
     let mut parsed: Vec<ServerName> = Vec::with_capacity(names.len());
     for name in names {
         let name = ServerName::parse(name).map_err(AgentdError::invalid)?;
-        if !parsed.contains(&name) {
+        if seen.insert(name.clone()) {
             parsed.push(name);
         }
     }
