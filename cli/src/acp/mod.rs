@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
 use crate::permission_prompt::Mode;
-use peer::{Peer, RpcError, code};
+use peer::{Peer, RequestId, RpcError, code};
 use reconnect::Link;
 use session::{Session, Start};
 
@@ -70,6 +70,13 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         args,
         sessions: Mutex::new(HashMap::new()),
     });
+    // While the daemon is waited for, every open session is told so.
+    let told = Arc::downgrade(&bridge);
+    bridge.link.on_wait(Box::new(move |text| {
+        if let Some(bridge) = told.upgrade() {
+            bridge.tell_sessions(text);
+        }
+    }));
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut line = Vec::new();
     loop {
@@ -77,7 +84,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             lines::Line::End => break,
             lines::Line::TooLong(n) => {
                 peer.respond(
-                    Value::Null,
+                    &RequestId::null(),
                     Err(RpcError::new(
                         code::INVALID_REQUEST,
                         format!(
@@ -99,7 +106,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             Ok(m) => m,
             Err(e) => {
                 peer.respond(
-                    Value::Null,
+                    &RequestId::null(),
                     Err(RpcError::new(
                         code::PARSE_ERROR,
                         format!("parse error: {e}"),
@@ -109,14 +116,17 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             }
         };
         let method = message["method"].as_str().map(str::to_string);
+        // The id as written, for the answer; the parsed one for matching.
         let id = message.get("id").cloned();
+        let raw_id = || RequestId::of_line(&line).unwrap_or_else(RequestId::null);
         match (method, id) {
-            (Some(method), Some(id)) => {
+            (Some(method), Some(_)) => {
                 let bridge = bridge.clone();
                 let params = message.get("params").cloned().unwrap_or(Value::Null);
+                let id = raw_id();
                 tokio::spawn(async move {
                     let result = bridge.request(&method, params).await;
-                    bridge.peer.respond(id, result);
+                    bridge.peer.respond(&id, result);
                 });
             }
             (Some(method), None) => {
@@ -129,7 +139,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 peer.answered(&message)
             }
             _ => peer.respond(
-                message.get("id").cloned().unwrap_or(Value::Null),
+                &raw_id(),
                 Err(RpcError::new(
                     code::INVALID_REQUEST,
                     "not a JSON-RPC 2.0 message",
@@ -202,6 +212,24 @@ impl Bridge {
                 Err(RpcError::session_not_found(id))
             }
             None => Err(RpcError::session_not_found(id)),
+        }
+    }
+
+    /// A line of agentd's own to every open session, as a thought (a
+    /// status an editor shows and the agent's answer does not carry).
+    fn tell_sessions(&self, text: &str) {
+        let ids: Vec<String> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        for id in ids {
+            self.peer.notify(
+                "session/update",
+                json!({"sessionId": id, "update": updates::chunk("agent_thought_chunk", &format!("[agentd] {text}\n"))}),
+            );
         }
     }
 

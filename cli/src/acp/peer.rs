@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
@@ -22,6 +24,44 @@ pub mod code {
     pub const INTERNAL: i64 = -32603;
     /// ACP: a session (or other resource) that does not exist.
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
+}
+
+/// A request's id exactly as the editor wrote it: the raw JSON token, so
+/// that an answer echoes it byte for byte (JSON-RPC says the same id; an
+/// integer past f64's precision read as a `Value` would come back as
+/// `-1e+23`).
+#[derive(Debug, Clone)]
+pub struct RequestId(Box<RawValue>);
+
+impl RequestId {
+    /// `null`: for an answer to a message whose id could not be read.
+    pub fn null() -> RequestId {
+        // `null` always serializes; the default raw value is `null` too.
+        RequestId(serde_json::value::to_raw_value(&Value::Null).unwrap_or_default())
+    }
+
+    /// The `id` of the message in `line`, raw; None when it has none.
+    pub fn of_line(line: &[u8]) -> Option<RequestId> {
+        #[derive(serde::Deserialize)]
+        struct IdOnly {
+            id: Option<Box<RawValue>>,
+        }
+        serde_json::from_slice::<IdOnly>(line)
+            .ok()?
+            .id
+            .map(RequestId)
+    }
+}
+
+/// An answer, with the request's id as it came.
+#[derive(Serialize)]
+struct Answer<'a> {
+    jsonrpc: &'static str,
+    id: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
 }
 
 /// An error answer.
@@ -138,7 +178,10 @@ impl Peer {
     }
 
     fn send(&self, message: Value) {
-        let line = message.to_string();
+        self.send_line(message.to_string());
+    }
+
+    fn send_line(&self, line: String) {
         let n = line.len();
         self.backlog.queued(n);
         if self.out.send(line).is_err() {
@@ -153,17 +196,25 @@ impl Peer {
         self.backlog.room().await;
     }
 
-    pub fn respond(&self, id: Value, result: Result<Value, RpcError>) {
-        match result {
-            Ok(result) => self.send(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+    pub fn respond(&self, id: &RequestId, result: Result<Value, RpcError>) {
+        let (result, error) = match result {
+            Ok(result) => (Some(result), None),
             Err(e) => {
                 let mut error = json!({"code": e.code, "message": e.message});
                 if let Some(data) = e.data {
                     error["data"] = data;
                 }
-                self.send(json!({"jsonrpc": "2.0", "id": id, "error": error}))
+                (None, Some(error))
             }
-        }
+        };
+        let answer = Answer {
+            jsonrpc: "2.0",
+            id: &id.0,
+            result,
+            error,
+        };
+        // Serializing values and a raw token cannot fail.
+        self.send_line(serde_json::to_string(&answer).unwrap_or_default());
     }
 
     pub fn notify(&self, method: &str, params: Value) {

@@ -9,6 +9,10 @@
 //! taken (a `daemon restart`, the service manager, a test), then the
 //! bridge starts one itself as `agentctl` does (unless `--no-autostart`);
 //! after the deadline it gives up with an error that says where it looked.
+//! The wait is never silent: whoever listens (`Link::on_wait`, the bridge's
+//! open sessions) is told that agentd is being waited for and why — once
+//! when the wait starts, again when the reason changes (a socket someone
+//! else holds, say) — and when it is back.
 
 use std::time::Duration;
 
@@ -73,8 +77,12 @@ impl Backoff {
 #[derive(Debug)]
 pub struct Unreachable(pub String);
 
+/// Told what a reconnection is waiting for, and when it is over.
+pub type WaitNotice = Box<dyn Fn(&str) + Send + Sync>;
+
 pub struct Link {
     target: Target,
+    on_wait: std::sync::OnceLock<WaitNotice>,
     /// The client requests use, and how many times it was replaced.
     current: std::sync::Mutex<(u64, Client)>,
     /// Held while a reconnection runs: one at a time.
@@ -86,6 +94,7 @@ impl Link {
     pub fn new(target: Target, client: Client) -> Link {
         Link {
             target,
+            on_wait: std::sync::OnceLock::new(),
             current: std::sync::Mutex::new((0, client)),
             reconnecting: AsyncMutex::new(()),
             backoff: Backoff::DAEMON,
@@ -97,6 +106,18 @@ impl Link {
         Link {
             backoff,
             ..Link::new(target, client)
+        }
+    }
+
+    /// Who is told while a reconnection waits (set once).
+    pub fn on_wait(&self, notice: WaitNotice) {
+        let _ = self.on_wait.set(notice);
+    }
+
+    fn tell(&self, text: &str) {
+        tracing::warn!("{text}");
+        if let Some(notice) = self.on_wait.get() {
+            notice(text);
         }
     }
 
@@ -125,6 +146,8 @@ impl Link {
         }
         let since = tokio::time::Instant::now();
         let mut last = String::from("nothing answered");
+        // What the listener was last told, to say it again only on a change.
+        let mut told = String::new();
         for n in 0u32.. {
             let found = match self
                 .backoff
@@ -139,10 +162,23 @@ impl Link {
                     let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
                     *current = (current.0 + 1, client.clone());
                     tracing::info!(after = ?since.elapsed(), "reconnected to agentd");
+                    if !told.is_empty() {
+                        self.tell("agentd is back; going on");
+                    }
                     return Ok(client);
                 }
-                Ok(None) => {}
+                Ok(None) => last = String::from("nothing answered"),
                 Err(e) => last = e.message,
+            }
+            let waiting = format!(
+                "waiting for agentd on {} ({}); giving up after {}s",
+                self.target.socket.display(),
+                last.chars().take(300).collect::<String>(),
+                self.backoff.give_up_after.as_secs()
+            );
+            if waiting != told {
+                self.tell(&waiting);
+                told = waiting;
             }
             tokio::time::sleep(self.backoff.pause(n)).await;
         }
@@ -180,10 +216,18 @@ mod tests {
     async fn a_daemon_that_does_not_come_back_is_given_up_on_with_where_it_was_looked_for() {
         let dir = tempfile::tempdir().unwrap();
         let link = nowhere(dir.path());
+        let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let to = told.clone();
+        link.on_wait(Box::new(move |t| to.lock().unwrap().push(t.to_string())));
         let started = std::time::Instant::now();
         let Err(Unreachable(why)) = link.reconnect(link.generation()).await else {
             panic!("nothing listens there");
         };
+        // The wait was said, once for its one reason, with where it looks.
+        let told = told.lock().unwrap().clone();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(told[0].starts_with("waiting for agentd on "), "{told:?}");
+        assert!(told[0].contains("agentd.sock"), "{told:?}");
         assert!(started.elapsed() < Duration::from_secs(5));
         assert!(why.contains("agentd.sock"), "{why}");
         assert!(why.contains("did not come back"), "{why}");

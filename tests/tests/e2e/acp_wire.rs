@@ -308,7 +308,17 @@ fn a_line_that_is_not_utf8_is_a_parse_error_and_a_prompt_waits_for_a_restarting_
         json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
         "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "still there?"}]}}),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // The editor is told the daemon is waited for, never left silent.
+    let thought = |m: &Value, says: &str| {
+        m["method"] == "session/update"
+            && m["params"]["update"]["sessionUpdate"] == "agent_thought_chunk"
+            && m["params"]["update"]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains(says))
+    };
+    editor.until("a notice of the wait", |m| {
+        thought(m, "waiting for agentd on ")
+    });
     let _daemon = env.start_daemon();
     let answer = editor.until("the prompt's answer", |m| m["id"] == 3);
     assert_eq!(
@@ -369,4 +379,42 @@ fn a_huge_line_is_refused_without_being_held_and_a_huge_session_id_is_quoted_sho
     assert!(answer.len() < 1024, "a {} byte answer", answer.len());
     drop(editor.stdin.take());
     assert!(editor.child.wait().unwrap().success());
+}
+
+#[test]
+fn request_ids_are_echoed_exactly_as_the_editor_wrote_them() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let mut child = env
+        .ctl_command(&["acp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    // Past f64's precision, a fraction, an escaped string: JSON-RPC wants
+    // the same id back, and a `Value` would have rewritten each.
+    for id in [
+        "-99999999999999999999999",
+        "12345678901234567890123.5",
+        r#""\u0041b""#,
+    ] {
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc": "2.0", "id": {id}, "method": "session/teleport", "params": {{}}}}"#
+        )
+        .unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert!(
+            line.contains(&format!(r#""id":{id},"#)),
+            "id {id} came back as: {line}"
+        );
+        assert!(line.contains("-32601"), "{line}");
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }
