@@ -428,6 +428,18 @@ fn a_bash_call_cut_by_sigkill_is_answered_as_interrupted_and_never_runs_twice() 
     )));
     let id = run_bg(&env, "phoenix", "do the long job");
     wait_until("the tool runs", Duration::from_secs(20), || marker.exists());
+    // What is asserted below is the output the daemon had captured: wait
+    // for it to be in the call's spool file (the daemon reads the pipe
+    // when it gets the CPU; on a loaded machine that can be after the
+    // command touched its marker), then kill.
+    let spool = env.data_dir().join("spool").join(&id);
+    wait_until("the output is spooled", Duration::from_secs(20), || {
+        std::fs::read_dir(&spool).is_ok_and(|files| {
+            files
+                .flatten()
+                .any(|f| std::fs::read_to_string(f.path()).is_ok_and(|t| t.contains("step-1-done")))
+        })
+    });
     daemon.kill9();
     let _daemon = env.start_daemon();
     env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
