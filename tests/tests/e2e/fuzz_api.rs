@@ -31,8 +31,33 @@ const DOCUMENTED: [Code; 7] = [
     Code::OutOfRange,
 ];
 
+/// What a terminal acts on: escapes (CSI, OSC 52, OSC 8), a lone CR,
+/// BEL, DEL, C1 CSI, a bidi override, a tag character.
+const CONTROLS: [&str; 9] = [
+    "\x1b[2J",
+    "\x1b]52;c;cHduZWQ=\x07",
+    "\x1b]8;;http://x/\x1b\\",
+    "\r",
+    "\x07",
+    "\x7f",
+    "\u{9b}31m",
+    "\u{202e}",
+    "\u{E0041}",
+];
+
 fn random_string(rng: &mut StdRng) -> String {
-    match rng.random_range(0..9) {
+    match rng.random_range(0..10) {
+        // A plausible value with control characters in it.
+        9 => {
+            let plain = ["agent-name", "anthropic:claude-x", "scripted:s.json", "go"];
+            let mut s = plain[rng.random_range(0..plain.len())].to_string();
+            for _ in 0..rng.random_range(1..4) {
+                let at = rng.random_range(0..=s.len());
+                let at = (0..=at).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+                s.insert_str(at, CONTROLS[rng.random_range(0..CONTROLS.len())]);
+            }
+            s
+        }
         0 => String::new(),
         1 => "x".repeat(rng.random_range(1..200_000)),
         2 => (0..rng.random_range(1..9))
@@ -278,6 +303,16 @@ fn random_calls_with_malformed_fields_get_documented_errors_and_leave_a_sound_st
                     "call {n}: the error quotes too much ({} bytes); seed {seed}",
                     status.message().len()
                 );
+                // What an error quotes is made visible: any client may
+                // print it on a terminal.
+                assert!(
+                    !status
+                        .message()
+                        .chars()
+                        .any(|c| c != '\n' && agentd_shared::visible::needs_stand_in(c)),
+                    "call {n} (kind {which}): a raw control character in {:?}; seed {seed}",
+                    status.message()
+                );
             }
         }
         // Approvals of a repository's MCP servers, with malformed names and
@@ -325,6 +360,14 @@ fn random_calls_with_malformed_fields_get_documented_errors_and_leave_a_sound_st
                     status.code(),
                     status.message().len()
                 );
+                assert!(
+                    !status
+                        .message()
+                        .chars()
+                        .any(|c| c != '\n' && agentd_shared::visible::needs_stand_in(c)),
+                    "approval call {n}: a raw control character in {:?}; seed {seed}",
+                    status.message()
+                );
             }
         }
         // Still serving.
@@ -338,6 +381,14 @@ fn random_calls_with_malformed_fields_get_documented_errors_and_leave_a_sound_st
         let record = store.get_agent(id).unwrap().unwrap();
         let entries = store.transcript(id, 0, usize::MAX).unwrap();
         assert_eq!(entries.len() as u64, record.transcript_len, "seed {seed}");
+        // Names and models are refused with a control character, never
+        // stored to be shown in every listing.
+        for (what, value) in [("name", &record.name), ("model", &record.model)] {
+            assert!(
+                !agentd_shared::visible::has_control(value),
+                "{what} {value:?} was stored; seed {seed}"
+            );
+        }
     }
     assert_eq!(store.corrupt_count(), 0, "seed {seed}");
 }
