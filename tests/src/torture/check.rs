@@ -78,6 +78,14 @@ impl Transcript {
             .count()
     }
 
+    /// How many tool results' text holds `needle`.
+    pub fn count_in_tool_results(&self, needle: &str) -> usize {
+        self.blocks()
+            .filter(|b| b["type"] == "tool_result")
+            .filter(|b| crate::mock::text_of(&b["content"]).contains(needle))
+            .count()
+    }
+
     pub fn count_in_user_texts(&self, needle: &str) -> usize {
         self.user_texts().map(|t| t.matches(needle).count()).sum()
     }

@@ -142,6 +142,9 @@ pub struct Report {
     /// Compactions the agents' plans asked for (an agent cancelled or
     /// failed by the workload may not have reached its own).
     pub compactions_asked: usize,
+    /// Messages from a read-only agent to a less confined sibling that the
+    /// daemon refused (a kill may cut such a call short instead).
+    pub confined_messages_refused: usize,
     pub elapsed: Duration,
     pub violations: Vec<String>,
     /// Requests refused that should not have been (printed; a disk-full
@@ -186,8 +189,11 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  {} compactions of the {} the plans asked for, from {} summary requests (the rest cut short by a kill or a fault, then redone)",
-            self.compactions, self.compactions_asked, self.summary_requests
+            "  {} compactions of the {} the plans asked for, from {} summary requests (the rest cut short by a kill or a fault, then redone); {} messages from read-only agents to less confined ones refused, none delivered",
+            self.compactions,
+            self.compactions_asked,
+            self.summary_requests,
+            self.confined_messages_refused
         )?;
         writeln!(
             f,
@@ -258,6 +264,14 @@ pub fn run(opts: &Options) -> Report {
             &disk.path.join("data").display().to_string(),
         );
     }
+    // The read-only type of the `R` steps' children, committed with the
+    // project so the checkout stays clean.
+    let types = env.project().join(".agentd/agents");
+    let _ = std::fs::create_dir_all(&types);
+    let _ = std::fs::write(
+        types.join(format!("{}.md", model::READER_TYPE)),
+        model::READER_TYPE_FILE,
+    );
     gitrepo::init_repo(&env.project());
     let merge_repo = env.root.path().join("merge-repo");
     gitrepo::init_repo(&merge_repo);
@@ -799,6 +813,16 @@ async fn finish(
                     check::all_answered(&a.short_id, &t, &mut v);
                 }
                 check::plan_followed(&a.short_id, &t, a.status, &mut v);
+                // A read-only agent's message to a less confined sibling
+                // is refused, never delivered.
+                report.confined_messages_refused +=
+                    t.count_in_tool_results("less confined than you");
+                if t.count_in_user_texts(model::ESCAPE_MARK) > 0 {
+                    v.push(format!(
+                        "final: agent {} was given a message from a more confined agent",
+                        a.short_id
+                    ));
+                }
                 let (made, asked) = check::compactions(&a.short_id, &t, a.status, &mut v);
                 report.compactions += made;
                 report.compactions_asked += asked;
@@ -946,6 +970,9 @@ async fn finish(
     let mut dirs: Vec<(&Path, Option<&str>)> = vec![(&project, None)];
     dirs.extend(trees.iter().map(|(p, k)| (p.as_path(), *k)));
     let on_disk = check::side_effects(&dirs);
+    if dirs.iter().any(|(d, _)| d.join("ESCAPED").exists()) {
+        v.push("final: a read-only agent's message was run by a less confined one".into());
+    }
     for (line, n) in &on_disk {
         if *n > 1 {
             v.push(format!("final: Bash side effect {line} ran {n} times"));

@@ -10,8 +10,13 @@
 //! - `B<n>`: n steps, each one Bash call appending the line `KEY.<step>` to
 //!   `torture-side.log` in the agent's directory (then sleeping a little, so
 //!   kills land inside tools too);
-//! - `S<n>`: one step starting n background subagents (`KEY.c<i>`, plan
-//!   `B2`);
+//! - `S<n>`: one step starting n background subagents (`KEY.c<i>`, named
+//!   so, plan `B2`);
+//! - `R1`: one step starting a read-only subagent (`KEY.r`, of the
+//!   project's type `torture-reader`, plan `M1`);
+//! - `M1`: one step sending the sibling `PARENT.c0` (an agent less confined
+//!   than this one) a message to run something: the daemon must refuse it
+//!   (`ESCAPE_MARK` must never reach that sibling);
 //! - `F<n>`: one step forking n times (`KEY.f<i>`, plan `B1`);
 //! - `L<n>`: n long answers (128 KiB of text streamed at full speed, some
 //!   16,000 events): the output a client that never reads chokes on;
@@ -44,6 +49,16 @@ use crate::mock::{Block, MockMessage, RecordedRequest, Reply};
 /// The file every Bash step appends its marker line to.
 pub const SIDE_LOG: &str = "torture-side.log";
 
+/// What a read-only agent's message to a less confined sibling says: it
+/// must never be found in any agent's messages.
+pub const ESCAPE_MARK: &str = "torture-escape";
+
+/// The agent type of `R` steps' children (written into the project).
+pub const READER_TYPE: &str = "torture-reader";
+
+/// The type file of [`READER_TYPE`]: read-only, every tool.
+pub const READER_TYPE_FILE: &str = "---\nname: torture-reader\ndescription: reads and reports\nsandbox: read-only\n---\nYou read and report.\n";
+
 /// The tag for an agent's task.
 pub fn tag(key: &str, plan: &str) -> String {
     format!("[[torture key={key} plan={plan}]]")
@@ -58,6 +73,8 @@ enum Step {
     Long,
     Survivor,
     Fifo,
+    Reader,
+    Message,
 }
 
 /// A parsed plan: its steps, and the steps a compaction comes before.
@@ -85,6 +102,8 @@ fn parse_plan(plan: &str) -> Option<Plan> {
             'L' => steps.extend(std::iter::repeat_n(Step::Long, n)),
             'V' => steps.extend(std::iter::repeat_n(Step::Survivor, n)),
             'P' => steps.extend(std::iter::repeat_n(Step::Fifo, n)),
+            'R' if n == 1 => steps.push(Step::Reader),
+            'M' if n == 1 => steps.push(Step::Message),
             'C' if n == 1 && compact_before.last() != Some(&steps.len()) => {
                 compact_before.push(steps.len());
             }
@@ -169,6 +188,8 @@ pub fn expected_text(key: &str, plan: &str, step: usize) -> Option<String> {
             format!("Step {step} of {key}: recording it.")
         }
         Some(Step::Spawn(n)) => format!("Starting {n} helpers."),
+        Some(Step::Reader) => "Starting a reader.".to_string(),
+        Some(Step::Message) => format!("Step {step} of {key}: messaging."),
         Some(Step::Fork(n)) => format!("Forking {n} ways."),
         Some(Step::Long) => format!("Long answer {step} of {key}: "),
         None if step == steps.len() => format!("done {key}"),
@@ -298,10 +319,36 @@ pub fn answer(r: &RecordedRequest, survivor: &str) -> Option<Reply> {
                         "prompt": format!("Help out. {}", tag(&child, "B2")),
                         "subagent_type": "general-purpose",
                         "run_in_background": true,
+                        "name": child,
                     }),
                 ));
             }
             m
+        }
+        Some(Step::Reader) => {
+            let child = format!("{key}.r");
+            MockMessage::text("Starting a reader.").with(Block::tool(
+                "",
+                "Agent",
+                json!({
+                    "description": format!("reader {child}"),
+                    "prompt": format!("Look around. {}", tag(&child, "M1")),
+                    "subagent_type": READER_TYPE,
+                    "run_in_background": true,
+                }),
+            ))
+        }
+        Some(Step::Message) => {
+            // The sibling the parent's S step made first.
+            let parent = key.rsplit_once('.').map_or(key.as_str(), |(p, _)| p);
+            MockMessage::text(format!("Step {step} of {key}: messaging.")).with(Block::tool(
+                "",
+                "SendMessage",
+                json!({
+                    "to": format!("{parent}.c0"),
+                    "message": format!("@bash echo {ESCAPE_MARK} >> ESCAPED"),
+                }),
+            ))
         }
         Some(Step::Fork(n)) => {
             let mut m = MockMessage::text(format!("Forking {n} ways."));

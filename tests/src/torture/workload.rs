@@ -336,6 +336,9 @@ impl Cycle {
         // when a kill comes.
         let plan = match kind {
             Kind::Worker => format!("{hostile}B{}", rng.random_range(2..6)),
+            // Half of the parents also start a read-only child that tries
+            // to get its unconfined sibling to act for it.
+            Kind::Parent if rng.random_bool(0.5) => format!("S{}R1B1", rng.random_range(1..4)),
             Kind::Parent => format!("S{}B1", rng.random_range(1..4)),
             // Half of the fan-outs are of a compacted parent.
             Kind::Forker if rng.random_bool(0.5) => format!("B1C1F{}", rng.random_range(2..4)),
