@@ -133,6 +133,13 @@ fn base(base: &str, isolation: Isolation) -> Result<Option<String>, AgentdError>
             "a base applies only to worktree isolation (--worktree)",
         ));
     }
+    // A revision is a name, shown with the worktree: printable only.
+    if agentd_shared::visible::has_control(base) {
+        return Err(AgentdError::invalid(format!(
+            "base '{}' holds a control character; a base is a branch, tag or commit",
+            quote(base)
+        )));
+    }
     Ok(Some(base.to_string()))
 }
 
@@ -185,6 +192,11 @@ mod tests {
         assert!(invalid(create(|r| r.cwd = "rel/dir".into())));
         assert!(invalid(create(|r| r.name = "cafe".into())));
         assert!(invalid(create(|r| r.model = "nope".into())));
+        assert!(invalid(create(|r| r.model = "anthropic:x\u{1b}[2J".into())));
+        assert!(invalid(create(|r| {
+            r.isolation = pb::Isolation::Worktree as i32;
+            r.base = "main\u{1b}]0;x\u{7}".into();
+        })));
         assert!(invalid(create(|r| r.base = "main".into())));
         assert!(invalid(create(|r| r.idle = true)));
         assert!(matches!(
