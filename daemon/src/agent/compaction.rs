@@ -126,6 +126,16 @@ impl TurnLoop {
     /// hand, then one if the request would pass `compact_at` of the window.
     pub(super) async fn compact_if_due(&mut self) -> Result<(), Halt> {
         for request in self.compaction.take() {
+            if !self.compactable() {
+                // Already compacted (by a call just before, say): the
+                // conversation is its summary and nothing after it.
+                let _ = request.done.send(Err(
+                    "its conversation is already compacted: it holds only a summary, with \
+                     nothing after it to compact"
+                        .into(),
+                ));
+                continue;
+            }
             let result = self
                 .compact(CompactTrigger::Manual, request.instructions.as_deref())
                 .await;
@@ -161,8 +171,8 @@ impl TurnLoop {
     pub(super) async fn compact_only(&mut self) -> Option<Result<RunEnd, Halt>> {
         let restore = *self.compaction.only.get()?;
         Some(self.compact_if_due().await.map(|()| match restore {
-            Status::Completed => RunEnd::Compacted(Status::Completed),
-            _ => RunEnd::Compacted(Status::Paused),
+            Status::Completed => RunEnd::Unchanged(Status::Completed),
+            _ => RunEnd::Unchanged(Status::Paused),
         }))
     }
 

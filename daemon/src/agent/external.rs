@@ -27,8 +27,8 @@ use crate::acp_client::wire::{PromptEnd, Update};
 use crate::acp_client::{CallError, Incoming, RpcError};
 use crate::config::agents::{ExternalAgentDef, ExternalSandbox};
 use crate::domain::{
-    ExternalAgentName, ExternalRun, ResumeBlocked, ResumeBlockedReason, Role, SandboxMode, Status,
-    TranscriptEntry,
+    ExternalAgentName, ExternalRun, Outcome, ResumeBlocked, ResumeBlockedReason, Role, SandboxMode,
+    Status, TranscriptEntry,
 };
 use crate::mcp::ServerDef;
 
@@ -80,12 +80,19 @@ impl TurnLoop {
             Err(end) => return Ok(end),
         };
         let mut restarts = 0;
-        let mut answer = String::new();
+        // None until a turn ran: a run that sent nothing has no answer of
+        // its own and must not replace the one an earlier run produced.
+        let mut answer: Option<String> = None;
         let end = loop {
             let name = &setup.def.name;
             let prompt = match self.next_prompt(name).await {
                 Ok(Some(p)) => p,
-                Ok(None) => break RunEnd::Completed(answer.clone()),
+                Ok(None) => {
+                    break match answer.take() {
+                        Some(text) => RunEnd::Completed(text),
+                        None => RunEnd::Unchanged(self.status_before()),
+                    };
+                }
                 Err(halt) => {
                     setup.slot.put(live).await;
                     return Err(halt);
@@ -93,7 +100,7 @@ impl TurnLoop {
             };
             let mut turn = TurnState::default();
             let ran = self.prompt_turn(&mut live, &mut turn, prompt, name).await;
-            answer = std::mem::take(&mut turn.answer);
+            answer = Some(std::mem::take(&mut turn.answer));
             match ran {
                 Ok(TurnEnd::Ended) => {
                     if let Some(stop) = self.stops.requested() {
@@ -124,10 +131,21 @@ impl TurnLoop {
             }
         };
         match end {
-            RunEnd::Completed(_) | RunEnd::Paused | RunEnd::Halted => setup.slot.put(live).await,
+            RunEnd::Completed(_) | RunEnd::Paused | RunEnd::Halted | RunEnd::Unchanged(_) => {
+                setup.slot.put(live).await
+            }
             _ => live.end().await,
         }
         Ok(end)
+    }
+
+    /// Where an agent goes back to after a run that sent it nothing: as it
+    /// was when its last run ended.
+    fn status_before(&self) -> Status {
+        match self.record.outcome {
+            Some(Outcome::Completed(_)) => Status::Completed,
+            _ => Status::Paused,
+        }
     }
 
     /// The agent's process with its session open: the one waiting in its

@@ -14,7 +14,7 @@ pub fn not_run(tool: impl std::fmt::Display, stop: &RunEnd, while_asking: bool) 
         RunEnd::Interrupted => "agentd was shutting down",
         RunEnd::Cancelled => "the agent was cancelled",
         RunEnd::Halted => "the agent was interrupted",
-        RunEnd::Completed(_) | RunEnd::Failed(_) | RunEnd::Compacted(_) => "the agent stopped",
+        RunEnd::Completed(_) | RunEnd::Failed(_) | RunEnd::Unchanged(_) => "the agent stopped",
     };
     let when = if while_asking {
         "while it waited for permission to run it"

@@ -60,9 +60,10 @@ pub enum RunEnd {
     /// Stopped at once on request (the model call or tool in flight
     /// aborted, what happened recorded); continuable, as `Paused`.
     Halted,
-    /// A run that only compacted an idle agent, which goes back to this
-    /// status (its outcome unchanged, nobody notified).
-    Compacted(Status),
+    /// A run that produced no answer — it only compacted an idle agent,
+    /// or found nothing to send — and goes back to this status: its
+    /// outcome stays the one an earlier run produced, nobody is notified.
+    Unchanged(Status),
 }
 
 impl RunEnd {
@@ -73,7 +74,7 @@ impl RunEnd {
             RunEnd::Cancelled => Status::Cancelled,
             RunEnd::Interrupted => Status::Interrupted,
             RunEnd::Paused | RunEnd::Halted => Status::Paused,
-            RunEnd::Compacted(status) => *status,
+            RunEnd::Unchanged(status) => *status,
         }
     }
 }

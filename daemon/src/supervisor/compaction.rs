@@ -1,12 +1,16 @@
 //! Compacting an agent's context by hand (`CompactAgent`, `agentctl
 //! compact`, DESIGN §17): a running agent compacts at its next turn
 //! boundary; an idle one gets a run that only compacts, then goes back to
-//! how it was. Answered once the boundary is on disk.
+//! how it was. Answered once the boundary is on disk. Concurrent calls
+//! share one compaction (`compact_once`). An external agent manages its
+//! own context: asking is refused.
 
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
+use super::compact_once::{self, Turn};
+use super::registry::AgentHandle;
 use super::{Supervisor, short};
 use crate::agent::compaction::{CompactQueue, CompactRequest};
 use crate::domain::{AgentRecord, CompactBoundary, Status};
@@ -14,6 +18,9 @@ use crate::error::AgentdError;
 
 /// The longest instructions for a summary (as a message).
 const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
+
+/// How often a call looks again when a run starts or ends under it.
+const ATTEMPTS: usize = 8;
 
 impl Supervisor {
     /// Compacts the agent `query` names; returns it with its new boundary.
@@ -31,6 +38,14 @@ impl Supervisor {
             )));
         }
         let record = self.resolve(query)?;
+        if let Some(external) = &record.external {
+            return Err(AgentdError::refused(format!(
+                "agent {} runs {}, an external agent: it manages its own context, so agentd \
+                 does not compact it",
+                short(&record),
+                external.agent
+            )));
+        }
         if matches!(record.status, Status::Failed | Status::Cancelled) {
             return Err(AgentdError::refused(format!(
                 "agent {} is {}; it cannot be continued, so there is nothing to compact for",
@@ -45,25 +60,89 @@ impl Supervisor {
             )));
         }
         let handle = self.handle(&record)?;
-        let (done, answer) = oneshot::channel();
-        let mut request = CompactRequest { instructions, done };
+        loop {
+            match handle.compact_once.turn(&instructions) {
+                Turn::Lead(leader) => {
+                    let result = self.compact_now(&record, &handle, &instructions).await;
+                    leader.finish(match &result {
+                        Ok(boundary) => Ok(boundary.clone()),
+                        Err(e) => Err(e.to_string()),
+                    });
+                    return Ok((self.reload(&record)?, result?));
+                }
+                Turn::Join { done, same } => match compact_once::wait(done).await {
+                    // Asked the same as the call that led: its answer.
+                    Some(shared) if same => {
+                        let boundary = shared.map_err(AgentdError::refused)?;
+                        return Ok((self.reload(&record)?, boundary));
+                    }
+                    // Other instructions, or a leader that went away: ask
+                    // anew now that no compaction is under way.
+                    _ => continue,
+                },
+            }
+        }
+    }
+
+    /// Hands one compaction to the agent's run (starting one that only
+    /// compacts if it is idle) and waits for its boundary. A run that
+    /// ends before it comes to the request drops it: ask again.
+    async fn compact_now(
+        self: &Arc<Self>,
+        record: &AgentRecord,
+        handle: &Arc<AgentHandle>,
+        instructions: &Option<String>,
+    ) -> Result<CompactBoundary, AgentdError> {
+        for _ in 0..ATTEMPTS {
+            let (done, answer) = oneshot::channel();
+            let request = CompactRequest {
+                instructions: instructions.clone(),
+                done,
+            };
+            self.hand_over(record, handle, request).await?;
+            match answer.await {
+                Ok(Ok(boundary)) => return Ok(boundary),
+                Ok(Err(why)) => {
+                    return Err(AgentdError::refused(format!(
+                        "agent {} was not compacted: {why}",
+                        short(record)
+                    )));
+                }
+                Err(_) => continue,
+            }
+        }
+        Err(AgentdError::refused(format!(
+            "agent {} kept stopping before it compacted; ask again",
+            short(record)
+        )))
+    }
+
+    /// Gives `request` to the agent's run, or to a run started for it.
+    /// Keeps no reference to the queue it is in: the run that drops the
+    /// queue drops the request with it, and whoever waits is told.
+    async fn hand_over(
+        self: &Arc<Self>,
+        record: &AgentRecord,
+        handle: &Arc<AgentHandle>,
+        mut request: CompactRequest,
+    ) -> Result<(), AgentdError> {
         // A run may start or end between looking and acting: look again.
-        for _ in 0..8 {
+        for _ in 0..ATTEMPTS {
             let running = handle.run().as_ref().map(|run| run.compaction.clone());
             if let Some(queue) = running {
                 queue.push(request);
-                return self.compacted(&record, answer).await;
+                return Ok(());
             }
             let queue = Arc::new(CompactQueue::default());
             queue.push(request);
-            let current = self.reload(&record)?;
+            let current = self.reload(record)?;
             if self.revive_for(current, Some(queue.clone())).await? {
-                return self.compacted(&record, answer).await;
+                return Ok(());
             }
             request = queue.take().pop().ok_or_else(|| {
                 AgentdError::refused("the compaction request was taken by a run that ended")
             })?;
-            let now = self.reload(&record)?;
+            let now = self.reload(record)?;
             if !handle.is_running()
                 && !matches!(
                     now.status,
@@ -79,26 +158,7 @@ impl Supervisor {
         }
         Err(AgentdError::refused(format!(
             "agent {} kept starting and stopping; ask again",
-            short(&record)
+            short(record)
         )))
-    }
-
-    async fn compacted(
-        &self,
-        record: &AgentRecord,
-        answer: oneshot::Receiver<Result<CompactBoundary, String>>,
-    ) -> Result<(AgentRecord, CompactBoundary), AgentdError> {
-        let boundary = answer
-            .await
-            .map_err(|_| {
-                AgentdError::refused(format!(
-                    "agent {} stopped before it compacted; ask again once it runs or is idle",
-                    short(record)
-                ))
-            })?
-            .map_err(|why| {
-                AgentdError::refused(format!("agent {} was not compacted: {why}", short(record)))
-            })?;
-        Ok((self.reload(record)?, boundary))
     }
 }

@@ -30,6 +30,7 @@
 mod admission;
 mod asks;
 mod children;
+mod compact_once;
 mod compaction;
 mod control;
 mod create;

@@ -62,7 +62,7 @@ pub(super) fn task_notice(child: &AgentRecord, outcome: &RunEnd) -> Notice {
         RunEnd::Completed(text) => text.clone(),
         RunEnd::Failed(error) => format!("Error: {error}"),
         RunEnd::Cancelled => "Error: the agent was cancelled".to_string(),
-        RunEnd::Interrupted | RunEnd::Paused | RunEnd::Halted | RunEnd::Compacted(_) => {
+        RunEnd::Interrupted | RunEnd::Paused | RunEnd::Halted | RunEnd::Unchanged(_) => {
             String::new()
         }
     };

@@ -42,6 +42,8 @@ pub struct AgentHandle {
     /// An external agent's process between runs (DESIGN §19); ended when
     /// the handle goes (the agent removed).
     pub(super) external: Arc<crate::agent::external_live::ExternalSlot>,
+    /// The compaction concurrent `CompactAgent` calls share.
+    pub(super) compact_once: super::compact_once::CompactOnce,
 }
 
 impl AgentHandle {
@@ -154,6 +156,7 @@ impl Supervisor {
             run: Mutex::new(None),
             transition: tokio::sync::Mutex::new(()),
             external: Arc::default(),
+            compact_once: Default::default(),
         });
         Ok(self
             .registry

@@ -174,7 +174,7 @@ impl Supervisor {
             (EndRoute::Notify, Some(parent))
                 if record.status.is_terminal()
                     && record.reports_to_parent()
-                    && !matches!(outcome, RunEnd::Compacted(_)) =>
+                    && !matches!(outcome, RunEnd::Unchanged(_)) =>
             {
                 Some((parent, notification::task_notice(&record, &outcome)))
             }

@@ -263,6 +263,41 @@ pub struct MockMessage {
     /// `message_start`): models time to first byte. Cache entries the request
     /// writes become readable only after it.
     pub start_delay: Duration,
+    /// Held before the response starts until the gate is opened: for a
+    /// test that must act while a request is in flight, without a timer.
+    pub gate: Option<Gate>,
+}
+
+/// A gate a response waits at (see [`MockMessage::held`]).
+#[derive(Clone, Debug)]
+pub struct Gate(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate(std::sync::Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl PartialEq for Gate {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Lets every response held at it (now or later) go.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub(crate) async fn passed(&self) {
+        let mut open = self.0.subscribe();
+        let _ = open.wait_for(|o| *o).await;
+    }
 }
 
 impl MockMessage {
@@ -312,6 +347,12 @@ impl MockMessage {
     /// Sleep `delay` before responding at all.
     pub fn delay_start(mut self, delay: Duration) -> MockMessage {
         self.start_delay = delay;
+        self
+    }
+
+    /// Held until `gate` is opened before responding.
+    pub fn held(mut self, gate: &Gate) -> MockMessage {
+        self.gate = Some(gate.clone());
         self
     }
 

@@ -102,6 +102,7 @@ enum Action {
         api: Api,
         stream: EventStream,
         start_delay: Duration,
+        gate: Option<super::Gate>,
     },
 }
 
@@ -191,7 +192,11 @@ async fn handle(
             api,
             stream,
             start_delay,
+            gate,
         } => {
+            if let Some(gate) = gate {
+                gate.passed().await;
+            }
             if !start_delay.is_zero() {
                 tokio::time::sleep(start_delay).await;
             }
@@ -574,6 +579,7 @@ fn anthropic_request(
         api,
         stream,
         start_delay: message.start_delay,
+        gate: message.gate.clone(),
     }
 }
 
@@ -645,6 +651,7 @@ fn openai_request(shared: &Arc<Shared>, state: &mut State, record: &mut Recorded
         api,
         stream,
         start_delay: message.start_delay,
+        gate: message.gate.clone(),
     }
 }
 
@@ -693,5 +700,6 @@ fn gemini_request(shared: &Arc<Shared>, state: &mut State, record: &mut Recorded
         api,
         stream,
         start_delay: message.start_delay,
+        gate: message.gate.clone(),
     }
 }

@@ -12,7 +12,9 @@ use std::time::Duration;
 use agentd_e2e::compacting::{
     DONE_MARK, FINISHED, SUMMARY_PREAMBLE, is_summary_request, steps_run, steps_workload,
 };
-use agentd_e2e::mock::{MODEL, MockServer, RecordedRequest, Reply, last_text, text_of};
+use agentd_e2e::mock::{
+    Gate, MODEL, MockMessage, MockServer, RecordedRequest, Reply, last_text, text_of,
+};
 use agentd_e2e::{Env, wait_until};
 use serde_json::Value;
 
@@ -254,4 +256,62 @@ fn a_daemon_killed_during_compaction_leaves_no_half_boundary_and_compacts_again(
                 .is_empty()
         );
     }
+}
+
+#[test]
+fn concurrent_compactions_of_one_agent_share_one_and_every_call_answers_truly() {
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::text("first answer"));
+    let id = env.run_background(MODEL, "crowd", "remember the word PELICAN");
+    wait_completed(&env, &id);
+    // The summary is held until every call has been started, so they come
+    // while the first one's compaction is under way.
+    let gate = Gate::new();
+    mock.when(
+        is_summary_request,
+        Reply::Message(MockMessage::text("The user asked to remember PELICAN.").held(&gate)),
+    );
+    let calls: Vec<std::process::Child> = (0..20)
+        .map(|_| {
+            env.ctl_command(&["--no-autostart", "compact", &id])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    mock.wait_for_requests(2, Duration::from_secs(60));
+    gate.open();
+    let mut shared = 0;
+    for call in calls {
+        let out = call.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => {
+                assert!(stdout.contains("compacted") && stdout.contains("(compaction 1)"));
+                shared += 1;
+            }
+            // Came after the compaction was made: told so, truly.
+            Some(1) => assert!(
+                stderr.contains("already compacted: it holds only a summary"),
+                "{stderr}"
+            ),
+            code => panic!("{code:?}: {stdout} {stderr}"),
+        }
+    }
+    assert!(shared >= 1);
+    let summaries = mock
+        .requests()
+        .into_iter()
+        .filter(is_summary_request)
+        .count();
+    assert_eq!(summaries, 1, "one compaction for all the calls");
+    assert_eq!(boundaries(&env, &id).len(), 1);
+    let shown = env.show(&id);
+    assert_eq!(shown["compactions"], 1);
+    assert_eq!(shown["status"], "completed");
+    assert_eq!(shown["result"], "first answer");
 }

@@ -34,6 +34,7 @@ mod events;
 mod external_agents;
 mod external_claims;
 mod external_claude;
+mod external_compact;
 mod external_costs;
 mod external_gemini;
 mod external_homes;
