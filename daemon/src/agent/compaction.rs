@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::context_size::estimate;
 use super::turn_loop::{Halt, RunEnd, TurnLoop};
 use crate::domain::{
     CompactBoundary, CompactTrigger, Role, Status, TranscriptEntry, json_bytes, now_ms,
@@ -81,47 +82,7 @@ impl CompactQueue {
     }
 }
 
-/// Tokens of `bytes` as agentd estimates them: four bytes a token.
-pub fn estimate(bytes: usize) -> u64 {
-    bytes.div_ceil(4) as u64
-}
-
 impl TurnLoop {
-    /// The input tokens the next request carries: the last response's
-    /// reported input, plus an estimate of what was added since; without a
-    /// response in the conversation, an estimate of all of it.
-    fn next_request_tokens(&self) -> u64 {
-        let last_answer = self
-            .messages
-            .iter()
-            .rposition(|(_, m)| m.role == Role::Assistant);
-        let reported = last_answer.and_then(|i| {
-            let seq = self.messages[i].0;
-            self.usage_at
-                .filter(|(s, _)| *s == seq)
-                .map(|(_, u)| (i, u))
-        });
-        match reported {
-            Some((i, input)) => {
-                let since: usize = self.messages[i..]
-                    .iter()
-                    .map(|(_, m)| m.content_json.len())
-                    .sum();
-                input + estimate(since)
-            }
-            None => {
-                let all: usize = self
-                    .messages
-                    .iter()
-                    .map(|(_, m)| m.content_json.len())
-                    .sum::<usize>()
-                    + self.system_json.len()
-                    + self.tools_json.len();
-                estimate(all)
-            }
-        }
-    }
-
     /// At a turn boundary, before a request: compactions asked for by
     /// hand, then one if the request would pass `compact_at` of the window.
     pub(super) async fn compact_if_due(&mut self) -> Result<(), Halt> {
@@ -205,6 +166,17 @@ impl TurnLoop {
         let mut shrinks = 0;
         let response = loop {
             let request = self.summary_request(&messages, instructions);
+            // Known to be over what a request may fill: shrunk before it
+            // is sent, not after the provider refuses it.
+            if let Some(limit) = self.limits.threshold()
+                && shrinks < MAX_SHRINKS
+                && self.request_tokens(&request) > limit
+                && shrink(&mut messages)
+            {
+                shrinks += 1;
+                tracing::info!(agent = %self.record.id, shrinks, limit, "the summary request would not fit; shrinking it before sending");
+                continue;
+            }
             match self.call_for_summary(&request).await? {
                 Ok(response) => break response,
                 Err(ModelError::ContextOverflow(why)) if shrinks < MAX_SHRINKS => {

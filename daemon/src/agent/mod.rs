@@ -6,6 +6,7 @@
 
 pub mod compaction;
 pub mod context;
+mod context_size;
 mod conversation;
 pub mod definitions;
 pub mod external;

@@ -315,3 +315,73 @@ fn concurrent_compactions_of_one_agent_share_one_and_every_call_answers_truly() 
     assert_eq!(shown["status"], "completed");
     assert_eq!(shown["result"], "first answer");
 }
+
+/// Steps that alternate a Read of a 4,800-token file and a short Bash: a
+/// request after a Read result is ~4,800 tokens longer than the one before.
+fn read_and_bash_workload(mock: &MockServer, dir: &std::path::Path, n: u32) {
+    for k in (1..=n).step_by(2) {
+        let line = format!("{:079}\n", k);
+        std::fs::write(dir.join(format!("STEP-{k}-OF-{n}.txt")), line.repeat(240)).unwrap();
+    }
+    let dir = dir.to_path_buf();
+    mock.respond_with(move |r| {
+        let seen = agentd_e2e::compacting::steps_seen(r);
+        if is_summary_request(r) {
+            return Some(Reply::text(format!(
+                "Task: run steps 1..{n}. {DONE_MARK}{seen}. Next: step {}.",
+                seen + 1
+            )));
+        }
+        if seen >= n {
+            return Some(Reply::text(FINISHED));
+        }
+        let k = seen + 1;
+        let call = if k % 2 == 1 {
+            let path = dir.join(format!("STEP-{k}-OF-{n}.txt"));
+            MockMessage::tool(
+                format!("toolu_step{k}"),
+                "Read",
+                serde_json::json!({"file_path": path.display().to_string()}),
+            )
+        } else {
+            MockMessage::tool(
+                format!("toolu_step{k}"),
+                "Bash",
+                serde_json::json!({"command": agentd_e2e::compacting::step_command(k, n, 8)}),
+            )
+        };
+        Some(Reply::Message(call))
+    });
+}
+
+#[test]
+fn a_large_tool_result_is_counted_before_the_request_it_joins_is_sent() {
+    const SMALL: u64 = 12_000;
+    let mock = MockServer::start();
+    mock.set_context_window(Some(SMALL));
+    let env = Env::with_mock(&mock);
+    read_and_bash_workload(&mock, &env.project(), 12);
+    env.write_config(&format!("[models.\"{MODEL}\"]\ncontext_window = {SMALL}\n"));
+    let _daemon = env.start_daemon();
+    let id = env.run_background(MODEL, "reader", "run the twelve steps");
+    let agent = wait_completed(&env, &id);
+    assert_eq!(agent["status"], "completed", "{agent}");
+    assert_eq!(agent["result"], FINISHED);
+    let requests = mock.requests();
+    let refused: Vec<u64> = requests
+        .iter()
+        .filter(|r| r.cache.is_none())
+        .map(|r| r.index as u64)
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "requests {refused:?} of {} were over the window: compaction must come first",
+        requests.len()
+    );
+    assert!(
+        boundaries(&env, &id)
+            .iter()
+            .all(|b| b["compact_boundary"]["trigger"] == "auto")
+    );
+    assert!(!boundaries(&env, &id).is_empty());
+}
