@@ -13,6 +13,7 @@ pub mod domain;
 pub mod error;
 pub mod logging;
 pub mod mcp;
+pub mod memory;
 pub mod model;
 pub mod pricing;
 pub mod process;

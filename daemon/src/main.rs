@@ -76,6 +76,7 @@ fn main() -> ExitCode {
     }
     // The daemon's own files (the store) are private from the start.
     agentd::umask::make_private();
+    agentd::memory::limit_arenas();
     let args = Args::parse();
     agentd::logging::init();
     // Before any thread: these take LISTEN_* and NOTIFY_SOCKET out of the

@@ -16,6 +16,7 @@ mod service;
 mod shutdown;
 pub mod socket;
 mod status;
+mod watch;
 mod wire_cache;
 
 use std::path::PathBuf;

@@ -279,32 +279,11 @@ impl AgentService for AgentApi {
         &self,
         _req: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        let mut events = self.sup.watch();
+        let events = self.sup.watch();
         let shutdown = self.sup.shutdown_token();
-        let (tx, rx) = tokio::sync::mpsc::channel(64);
-        tokio::spawn(async move {
-            loop {
-                let next = tokio::select! {
-                    e = events.recv() => e,
-                    _ = tx.closed() => return,
-                    _ = shutdown.cancelled() => return,
-                };
-                let event = match next {
-                    Ok(e) => Ok(convert::lifecycle(&e)),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        Err(Status::resource_exhausted(format!(
-                            "this watcher fell {n} events behind and was dropped; watch again and re-read state with list"
-                        )))
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                };
-                let stop = event.is_err();
-                if tx.send(event).await.is_err() || stop {
-                    return;
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(super::watch::stream(
+            events, shutdown,
+        ))))
     }
 
     async fn list_worktrees(

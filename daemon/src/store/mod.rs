@@ -165,6 +165,11 @@ fn remove_unfinished_snapshots(path: &Path) {
 /// How long a flush may take before it counts as failed (`flush_sled`).
 const FLUSH_WITHIN: Duration = Duration::from_secs(15);
 
+/// The most sled keeps of the store in memory (its default is 1 GiB: a
+/// daemon that has written many agents held pages of all of them).
+/// Reads past it come from the kernel's page cache.
+const CACHE_BYTES: u64 = 32 * 1024 * 1024;
+
 /// How long opening waits for the store's lock to be released.
 const LOCK_WAIT: Duration = Duration::from_secs(3);
 
@@ -173,7 +178,10 @@ impl Trees {
         // No background flusher: every write that must be durable flushes
         // itself, and a flusher hitting a full disk would poison the
         // database behind everyone's back.
-        let config = sled::Config::new().path(path).flush_every_ms(None);
+        let config = sled::Config::new()
+            .path(path)
+            .flush_every_ms(None)
+            .cache_capacity(CACHE_BYTES);
         remove_unfinished_snapshots(path);
         // The store's lock is a flock: a child a killed daemon had just
         // forked holds it until it execs (milliseconds). Another daemon

@@ -1,4 +1,5 @@
-//! The supervisor's timers: idle handles are swept, and when the store
+//! The supervisor's timers: idle handles are swept (and the memory they
+//! held given back, `memory`), and when the store
 //! heals after a full disk, agents a full disk kept from resuming are
 //! resumed, and agents whose notifications were deferred are woken.
 
@@ -40,6 +41,12 @@ impl Supervisor {
                     _ = tick.tick() => {
                         let kept = sup.registry.sweep_idle();
                         tracing::trace!(kept, "swept idle agent handles");
+                        let trimmed = tokio::task::spawn_blocking(crate::memory::give_back_if_freed)
+                            .await
+                            .unwrap_or(false);
+                        if trimmed {
+                            tracing::trace!("gave freed memory back");
+                        }
                     }
                     _ = sup.runs.shutdown_token().cancelled() => return,
                 }

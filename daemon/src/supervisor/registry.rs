@@ -109,7 +109,11 @@ impl Registry {
     /// (no attacher, no waiter). Returns how many remain.
     pub(super) fn sweep_idle(&self) -> usize {
         let mut handles = self.lock();
+        let before = handles.len();
         handles.retain(|_, h| Arc::strong_count(h) > 1 || h.is_running());
+        if handles.len() < before {
+            crate::memory::note_freed();
+        }
         handles.len()
     }
 

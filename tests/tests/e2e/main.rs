@@ -68,5 +68,6 @@ mod socket;
 mod supervision;
 mod ui;
 mod usage;
+mod watch_buffer;
 mod worktree_agents;
 mod worktrees;

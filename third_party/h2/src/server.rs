@@ -197,6 +197,10 @@ pub struct Connection<T, B: Buf> {
     connection: proto::Connection<T, Peer, B>,
 }
 
+/// agentd patch: the most a stream may buffer for sending (see
+/// `Builder::max_send_buffer_size`); 64 KiB, HTTP/2's default window.
+const AGENTD_MAX_SEND_BUFFER_SIZE: usize = 64 * 1024;
+
 /// Builds server connections with custom configuration values.
 ///
 /// Methods can be chained in order to set the configuration values.
@@ -660,7 +664,7 @@ impl Builder {
             pending_accept_reset_stream_max: proto::DEFAULT_REMOTE_RESET_STREAM_MAX,
             settings: Settings::default(),
             initial_target_connection_window_size: None,
-            max_send_buffer_size: proto::DEFAULT_MAX_SEND_BUFFER_SIZE,
+            max_send_buffer_size: AGENTD_MAX_SEND_BUFFER_SIZE,
             local_max_error_reset_streams: Some(proto::DEFAULT_LOCAL_RESET_COUNT_MAX),
             data_frame_budget: proto::DataFrameBudget::Auto,
         }
@@ -987,7 +991,11 @@ impl Builder {
     /// This function panics if `max` is larger than `u32::MAX`.
     pub fn max_send_buffer_size(&mut self, max: usize) -> &mut Self {
         assert!(max <= u32::MAX as usize);
-        self.max_send_buffer_size = max;
+        // agentd patch: a stream buffers at most 64 KiB however large a
+        // window its client grants. hyper asks for 400 KiB per stream and
+        // tonic gives no way to change it, so 1,000 streams a client never
+        // read held about 400 MiB of the daemon's memory.
+        self.max_send_buffer_size = max.min(AGENTD_MAX_SEND_BUFFER_SIZE);
         self
     }
 

@@ -20,7 +20,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- rpc [--runs 5000]
 //! cargo run --release -p agentd-e2e --bin bench -- compact [--window 20000] [--step-bytes 1200] [--times 5]
 //! cargo run --release -p agentd-e2e --bin bench -- torture [--kills 1000] [--seed N|random] [--faults 0.15] [--disk-full] [--live 8] [--verbose]
-//! cargo run --release -p agentd-e2e --bin bench -- scale [--agents 1000] [--agents-10k 10000] [--runs 300] [--delta-ms 100] [--chars 2000] [--starts 5]
+//! cargo run --release -p agentd-e2e --bin bench -- scale [--agents 1000] [--agents-10k 10000] [--runs 300] [--delta-ms 100] [--chars 2000] [--starts 5] [--finished 20000]
 //! cargo run --release -p agentd-e2e --bin bench -- pueue [--tasks 1000] [--runs 100]
 //! cargo run --release -p agentd-e2e --bin bench -- mcp [--calls 200] [--servers 4] [--server-sandbox agent|off]
 //! cargo run --release -p agentd-e2e --bin bench -- external [--turns 200] [--busy-turns 50]
@@ -36,6 +36,7 @@ mod compact;
 mod external;
 mod fanout;
 mod mcp;
+mod memory;
 mod pueue;
 mod rpc;
 mod sandbox;
@@ -875,7 +876,10 @@ fn main() {
         Some("rpc") => rpc::bench_rpc(&args),
         Some("compact") => compact::bench_compact(&args),
         Some("torture") => torture::bench_torture(&args),
-        Some("scale") => scale::bench_scale(&args),
+        Some("scale") => {
+            scale::bench_scale(&args);
+            memory::bench_finished(&args);
+        }
         Some("ui") => ui::bench_ui(&args),
         Some("pueue") => pueue::bench_pueue(&args),
         Some("mcp") => mcp::bench_mcp(&args),

@@ -1,0 +1,120 @@
+//! `bench scale`, part (c): what a finished agent leaves in the daemon's
+//! memory. `--finished` (20,000; 0 skips) short agents (one prompt, one
+//! answer from the mock) are run through one daemon from 8 clients, in
+//! quarters; its RSS is read after each quarter and again after the idle
+//! handles are swept. The baseline is a fresh daemon started on the same
+//! store: what the agents cost once nothing of their runs is left. The
+//! goal (issue 35) is at most 2× that baseline.
+
+use std::time::{Duration, Instant};
+
+use agentd_e2e::Env;
+use agentd_e2e::mock::{MockServer, Reply};
+use agentd_shared::proto as pb;
+
+use super::{arg, status_kb};
+
+/// Longer than the daemon's sweep of idle handles (30 s).
+const PAST_A_SWEEP: Duration = Duration::from_secs(35);
+
+fn mib(kb: u64) -> f64 {
+    kb as f64 / 1024.0
+}
+
+pub fn bench_finished(args: &[String]) {
+    let agents: usize = arg(args, "--finished", "20000").parse().unwrap();
+    if agents == 0 {
+        return;
+    }
+    let mock = MockServer::start();
+    mock.when(|_| true, Reply::text("done"));
+    let env = Env::new();
+    env.use_mock(&mock.url());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let daemon = env.start_daemon();
+    let pid = daemon.pid();
+    let fresh_empty = status_kb(pid, "VmRSS:");
+    let mut after = Vec::new();
+    let t0 = Instant::now();
+    let quarter = agents.div_ceil(4);
+    for q in 0..4 {
+        let from = q * quarter;
+        let to = ((q + 1) * quarter).min(agents);
+        run_short_agents(&rt, &env, from, to);
+        after.push((to, status_kb(pid, "VmRSS:")));
+    }
+    let elapsed = t0.elapsed();
+    std::thread::sleep(PAST_A_SWEEP);
+    let idle = status_kb(pid, "VmRSS:");
+    assert!(daemon.terminate().success());
+    let again = env.start_daemon();
+    std::thread::sleep(Duration::from_millis(300));
+    let fresh_store = status_kb(again.pid(), "VmRSS:");
+    assert!(again.terminate().success());
+
+    println!(
+        "finished agents: {agents} short agents (one answer each) in {:.1} s from 8 clients",
+        elapsed.as_secs_f64()
+    );
+    println!(
+        "  daemon RSS, fresh on an empty store: {:.1} MiB",
+        mib(fresh_empty)
+    );
+    for (n, kb) in &after {
+        println!("  after {n} agents: {:.1} MiB", mib(*kb));
+    }
+    println!(
+        "  after idling past a sweep: {:.1} MiB; a fresh daemon on the same store: {:.1} MiB",
+        mib(idle),
+        mib(fresh_store)
+    );
+    println!(
+        "  ratio, idle after the runs / fresh on the same store: {:.2}x (goal <= 2x); per finished agent above the fresh daemon: {:.1} KiB",
+        idle as f64 / fresh_store.max(1) as f64,
+        idle.saturating_sub(fresh_store) as f64 / agents as f64
+    );
+}
+
+/// Runs agents `from..to` to completion, 8 clients at a time.
+fn run_short_agents(rt: &tokio::runtime::Runtime, env: &Env, from: usize, to: usize) {
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for w in 0..8 {
+            let socket = env.socket();
+            let cwd = env.project().display().to_string();
+            tasks.push(tokio::spawn(async move {
+                let mut client = agentd_shared::client::agent_client(&socket).await.unwrap();
+                for i in (from + w..to).step_by(8) {
+                    let a = client
+                        .create_agent(pb::CreateAgentRequest {
+                            prompt: format!("short agent {i}"),
+                            model: "anthropic:claude-bench".into(),
+                            cwd: cwd.clone(),
+                            background: true,
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap()
+                        .into_inner();
+                    let done = client
+                        .wait_agent(pb::WaitAgentRequest { id: a.id.clone() })
+                        .await
+                        .unwrap()
+                        .into_inner();
+                    assert_eq!(
+                        done.status,
+                        pb::AgentStatus::Completed as i32,
+                        "agent {i} completes"
+                    );
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+}
