@@ -24,6 +24,7 @@ pub mod parent;
 pub mod root;
 pub mod script;
 pub mod setup_sh;
+pub mod short_agents;
 pub mod tmux;
 pub mod torture;
 

@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use agentd_e2e::Env;
 use agentd_e2e::mock::{MockServer, Reply};
-use agentd_shared::proto as pb;
+use agentd_e2e::{Env, short_agents};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::UnixStream;
 
@@ -129,7 +128,8 @@ fn a_watcher_that_never_reads_holds_a_bounded_number_of_bytes_in_the_daemon() {
         assert_eq!(response.status(), 200);
         paused.store(true, Ordering::SeqCst);
 
-        run_agents(&env).await;
+        let cwd = env.project().display().to_string();
+        short_agents::run(env.socket(), cwd, agentd_e2e::mock::MODEL, 0..AGENTS, 8).await;
 
         paused.store(false, Ordering::SeqCst);
         if let Some(w) = waker.lock().unwrap().take() {
@@ -163,38 +163,4 @@ fn a_watcher_that_never_reads_holds_a_bounded_number_of_bytes_in_the_daemon() {
     // It held what it could: at least the events of the agents that fit
     // before the socket filled (the test saw a stalled watcher).
     assert!(received > ANSWER_BYTES, "{received} bytes");
-}
-
-/// Runs `AGENTS` short agents to completion, 8 at a time.
-async fn run_agents(env: &Env) {
-    let mut tasks = Vec::new();
-    for w in 0..8 {
-        let socket = env.socket();
-        let cwd = env.project().display().to_string();
-        tasks.push(tokio::spawn(async move {
-            let mut client = agentd_shared::client::agent_client(&socket).await.unwrap();
-            for i in (w..AGENTS).step_by(8) {
-                let a = client
-                    .create_agent(pb::CreateAgentRequest {
-                        prompt: format!("agent {i}"),
-                        model: agentd_e2e::mock::MODEL.into(),
-                        cwd: cwd.clone(),
-                        background: true,
-                        ..Default::default()
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner();
-                let done = client
-                    .wait_agent(pb::WaitAgentRequest { id: a.id })
-                    .await
-                    .unwrap()
-                    .into_inner();
-                assert_eq!(done.status, pb::AgentStatus::Completed as i32);
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
 }

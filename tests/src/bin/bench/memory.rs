@@ -8,9 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use agentd_e2e::Env;
 use agentd_e2e::mock::{MockServer, Reply};
-use agentd_shared::proto as pb;
+use agentd_e2e::{Env, short_agents};
 
 use super::{arg, status_kb};
 
@@ -81,40 +80,12 @@ pub fn bench_finished(args: &[String]) {
 
 /// Runs agents `from..to` to completion, 8 clients at a time.
 fn run_short_agents(rt: &tokio::runtime::Runtime, env: &Env, from: usize, to: usize) {
-    rt.block_on(async {
-        let mut tasks = Vec::new();
-        for w in 0..8 {
-            let socket = env.socket();
-            let cwd = env.project().display().to_string();
-            tasks.push(tokio::spawn(async move {
-                let mut client = agentd_shared::client::agent_client(&socket).await.unwrap();
-                for i in (from + w..to).step_by(8) {
-                    let a = client
-                        .create_agent(pb::CreateAgentRequest {
-                            prompt: format!("short agent {i}"),
-                            model: "anthropic:claude-bench".into(),
-                            cwd: cwd.clone(),
-                            background: true,
-                            ..Default::default()
-                        })
-                        .await
-                        .unwrap()
-                        .into_inner();
-                    let done = client
-                        .wait_agent(pb::WaitAgentRequest { id: a.id.clone() })
-                        .await
-                        .unwrap()
-                        .into_inner();
-                    assert_eq!(
-                        done.status,
-                        pb::AgentStatus::Completed as i32,
-                        "agent {i} completes"
-                    );
-                }
-            }));
-        }
-        for t in tasks {
-            t.await.unwrap();
-        }
-    });
+    let cwd = env.project().display().to_string();
+    rt.block_on(short_agents::run(
+        env.socket(),
+        cwd,
+        "anthropic:claude-bench",
+        from..to,
+        8,
+    ));
 }
