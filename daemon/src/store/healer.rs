@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::deferred::write_deferred;
 use super::health::{HEAL_FLOOR, HEAL_INTERVAL, State, lock};
-use super::{Inner, Store, StoreError, Trees};
+use super::{Inner, Store, StoreError};
 
 /// Runs until the store is writable again with nothing deferred (or the
 /// store is dropped).
@@ -64,38 +64,26 @@ pub(super) fn heal(weak: Weak<Inner>) {
 
 /// Opens the database again: sled keeps a failed write's error until then.
 fn reopen(store: &Store) -> Result<(), StoreError> {
-    let slot = &store.inner.trees;
-    // Every operation holds its handle only while it runs.
-    if let Some(taken) = slot.take()
-        && !slot.close(taken, Duration::from_secs(5))
-    {
-        return Err(StoreError::Reopening);
-    }
-    // sled's file lock can outlive the last handle by a moment.
-    let mut attempt = 0;
-    loop {
-        match Trees::open(&store.inner.path) {
-            Ok(trees) => {
-                // Not poisoned any more, said before anyone can write to
-                // the new handle (none can while the slot is empty), so a
-                // write failing on it is not forgotten.
-                if let State::Full { poisoned } = &mut lock(&store.inner.health.control).state {
-                    *poisoned = false;
-                }
-                *lock(&store.inner.health.write_failed) = None;
-                slot.put(trees);
-                // The index first: until it is dropped it may hold what
-                // the ledger still hides.
-                store.index_dropped();
-                store.inner.unconfirmed.clear();
-                return Ok(());
+    // Every operation holds its handle only while it runs. Nothing is
+    // flushed: the disk was full, and what sled could not write is what
+    // the reopen must drop.
+    super::refresh::reopen(
+        store,
+        Duration::from_secs(5),
+        |_| {},
+        || {
+            // Not poisoned any more, said before anyone can write to the
+            // new handle (none can while the slot is empty), so a write
+            // failing on it is not forgotten.
+            if let State::Full { poisoned } = &mut lock(&store.inner.health.control).state {
+                *poisoned = false;
             }
-            Err(e) if attempt < 100 => {
-                attempt += 1;
-                tracing::debug!(error = %e, "reopening the store");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => return Err(e),
-        }
-    }
+            *lock(&store.inner.health.write_failed) = None;
+        },
+    )?;
+    // The index first: until it is dropped it may hold what the ledger
+    // still hides.
+    store.index_dropped();
+    store.inner.unconfirmed.clear();
+    Ok(())
 }

@@ -44,6 +44,7 @@ mod mcp_approvals;
 mod merges;
 mod migrate;
 mod record_index;
+mod refresh;
 mod repos;
 mod reserve;
 mod transcript;
@@ -104,6 +105,8 @@ struct Inner {
     unconfirmed: unconfirmed::Ledger,
     /// The agent records in memory, for listing (`record_index`).
     records: record_index::RecordIndex,
+    /// Writes since the database was last opened (`refresh`).
+    writes_since_open: std::sync::atomic::AtomicU64,
 }
 
 /// The open database and its trees.
@@ -165,9 +168,9 @@ fn remove_unfinished_snapshots(path: &Path) {
 /// How long a flush may take before it counts as failed (`flush_sled`).
 const FLUSH_WITHIN: Duration = Duration::from_secs(15);
 
-/// The most sled keeps of the store in memory (its default is 1 GiB: a
-/// daemon that has written many agents held pages of all of them).
-/// Reads past it come from the kernel's page cache.
+/// What sled is asked to keep of the store in memory (its default is
+/// 1 GiB). sled 0.34 does not hold to it for pages it wrote: an idle
+/// daemon reopens the store to give those back (`refresh`).
 const CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// How long opening waits for the store's lock to be released.
@@ -255,6 +258,7 @@ impl Store {
                 corrupt: Mutex::new(HashSet::new()),
                 unconfirmed: unconfirmed::Ledger::default(),
                 records: record_index::RecordIndex::default(),
+                writes_since_open: std::sync::atomic::AtomicU64::new(0),
             }),
         };
         if released {
@@ -277,6 +281,7 @@ impl Store {
     /// failed state.
     fn trees_for_write(&self) -> Result<TreesHandle, StoreError> {
         self.inner.health.check_space(self)?;
+        self.count_write();
         self.trees()
     }
 

@@ -58,8 +58,9 @@ impl TreesSlot {
     }
 
     /// Waits up to `patience` for every handle on `taken` to be dropped,
-    /// then closes it. Else puts it back and returns false.
-    pub(super) fn close(&self, taken: Taken, patience: Duration) -> bool {
+    /// then hands it over, held by no one else (the caller closes it by
+    /// dropping it). Else puts it back and returns None.
+    pub(super) fn close(&self, taken: Taken, patience: Duration) -> Option<Trees> {
         let Taken(trees) = taken;
         let held = self.lock();
         let (mut held, _) = self
@@ -69,14 +70,13 @@ impl TreesSlot {
         match Arc::try_unwrap(trees) {
             Ok(trees) => {
                 drop(held);
-                drop(trees);
-                true
+                Some(trees)
             }
             Err(still_used) => {
                 *held = Some(still_used);
                 drop(held);
                 self.changed.notify_all();
-                false
+                None
             }
         }
     }
@@ -135,7 +135,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         assert!(!closer.is_finished(), "a handle is still held");
         drop(handle);
-        assert!(closer.join().unwrap(), "closed once the handle went");
+        assert!(
+            closer.join().unwrap().is_some(),
+            "closed once the handle went"
+        );
         let reader = {
             let slot = slot.clone();
             std::thread::spawn(move || slot.get(Duration::from_secs(10)).is_some())
@@ -154,7 +157,7 @@ mod tests {
         let slot = TreesSlot::new(first);
         let _handle = slot.get(Duration::ZERO).unwrap();
         let taken = slot.take().unwrap();
-        assert!(!slot.close(taken, Duration::from_millis(20)));
+        assert!(slot.close(taken, Duration::from_millis(20)).is_none());
         assert!(slot.get(Duration::ZERO).is_some(), "back in place");
     }
 }

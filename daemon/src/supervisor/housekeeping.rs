@@ -1,5 +1,6 @@
 //! The supervisor's timers: idle handles are swept (and the memory they
-//! held given back, `memory`), and when the store
+//! held given back, `memory`; an idle store is reopened to drop sled's
+//! cache, `store::refresh`), and when the store
 //! heals after a full disk, agents a full disk kept from resuming are
 //! resumed, and agents whose notifications were deferred are woken.
 
@@ -41,9 +42,17 @@ impl Supervisor {
                     _ = tick.tick() => {
                         let kept = sup.registry.sweep_idle();
                         tracing::trace!(kept, "swept idle agent handles");
-                        let trimmed = tokio::task::spawn_blocking(crate::memory::give_back_if_freed)
-                            .await
-                            .unwrap_or(false);
+                        let store = sup.store.clone();
+                        let trimmed = tokio::task::spawn_blocking(move || {
+                            // Nothing runs or is held: sled's cache of
+                            // what ran can go (`store::refresh`).
+                            if kept == 0 {
+                                store.refresh_if_worth_it();
+                            }
+                            crate::memory::give_back_if_freed()
+                        })
+                        .await
+                        .unwrap_or(false);
                         if trimmed {
                             tracing::trace!("gave freed memory back");
                         }
