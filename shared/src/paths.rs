@@ -59,7 +59,8 @@ pub fn config_file() -> PathBuf {
     config_dir().join("config.toml")
 }
 
-fn home_dir() -> PathBuf {
+/// `$HOME`, else the user's home from the password database, else `/`.
+pub fn home_dir() -> PathBuf {
     if let Some(home) = non_empty_env("HOME") {
         return home;
     }

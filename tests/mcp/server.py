@@ -88,6 +88,16 @@ def write_file(path: str, content: str) -> str:
     return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
 
 
+@server.tool(annotations=READ_ONLY, structured_output=False)
+def read_file(path: str) -> str:
+    """Returns what the file `path` holds."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError as e:
+        raise ToolError(f"cannot read {path}: {e.strerror} (errno {e.errno})") from e
+
+
 @server.tool(annotations=WRITES, structured_output=False)
 def crash() -> str:
     """Kills this server process in the middle of the call (exit status 3)."""

@@ -124,11 +124,23 @@ pub fn entries(config: &Config) -> Vec<Entry> {
     for (key, value) in [
         ("resume_on_start", config.resume_on_start.to_string()),
         ("implicit_fork", config.implicit_fork.to_string()),
-        ("sandbox", config.sandbox.to_string()),
+        ("sandbox", config.sandbox.mode.to_string()),
         ("network", config.network.to_string()),
         ("instructions", config.instructions.to_string()),
     ] {
         out.push(key, value, None, true);
+    }
+    let paths = |list: &[std::path::PathBuf]| {
+        list.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (key, value) in [
+        ("sandbox.deny_read", paths(&config.sandbox.deny_read)),
+        ("sandbox.allow_read", paths(&config.sandbox.allow_read)),
+    ] {
+        out.push(key, value, None, false);
     }
     for (key, value) in [
         (

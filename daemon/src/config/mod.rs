@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod entries;
+pub mod sandbox;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -79,8 +80,9 @@ pub struct Config {
     /// are free where the data directory is.
     pub store_min_free_mb: u64,
     /// How tools are confined unless an agent asks for another mode
-    /// (DESIGN §14): "workspace-write", "read-only" or "off".
-    pub sandbox: crate::domain::SandboxMode,
+    /// (DESIGN §14): "workspace-write", "read-only" or "off"; and what
+    /// confined processes may not read besides the built-in list (§22).
+    pub sandbox: sandbox::SandboxSetting,
     /// false: tools may not open TCP connections or listen.
     pub network: bool,
     /// false: agents are made without the project instructions
@@ -184,7 +186,7 @@ impl Default for Config {
             implicit_fork: false,
             auto_background_secs: 120,
             store_min_free_mb: 64,
-            sandbox: crate::domain::SandboxMode::WorkspaceWrite,
+            sandbox: sandbox::SandboxSetting::default(),
             network: true,
             instructions: true,
             secrets: SecretsConfig::default(),
@@ -243,6 +245,10 @@ impl Config {
                     config.file_keys.insert(key.clone());
                 }
             }
+        }
+        // `[sandbox] mode = …` sets what `sandbox = …` does.
+        if config.file_keys.contains("sandbox.mode") {
+            config.file_keys.insert("sandbox".into());
         }
         Ok(config)
     }

@@ -6,19 +6,25 @@
 //!   the fail-closed check when an agent is created).
 //! - `ruleset`: a policy made into a Landlock ruleset and seccomp filters,
 //!   ready for the child.
+//! - `read_deny`: what no confined process may read (agentd's own
+//!   directories, secret stores); `carve`: how a Landlock grant is made
+//!   around them.
 //! - `pid_namespace`: the PID namespace a confined agent's commands run in,
 //!   so nothing they start outlives the agent or the daemon.
 //! - `confined_thread`: the daemon's own git work in a repository an agent
 //!   can change, allowed to write only where it was verified to.
 
 mod abi;
+mod carve;
 pub mod confined_thread;
 pub mod pid_namespace;
+mod read_deny;
 mod ruleset;
 
 use std::path::{Path, PathBuf};
 
 pub use abi::{ABI_OVERRIDE_VAR, kernel_abi};
+pub use read_deny::{ReadDenials, SECRET_STORES};
 pub use ruleset::Confinement;
 
 use crate::domain::{AgentRecord, SandboxMode};

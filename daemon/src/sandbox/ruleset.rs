@@ -5,11 +5,12 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 
 use super::Policy;
+use super::carve::carve;
 use crate::domain::SandboxMode;
 
 /// The file-system rights handled (and so denied unless a rule grants
@@ -156,13 +157,20 @@ fn filters() -> Result<Filters, String> {
 
 impl Confinement {
     /// Builds the ruleset of `policy` (which must not be `off`): reading
-    /// and executing everywhere; writing beneath the workspace and the temp
-    /// dir (workspace-write) and to the usual devices; with `no_network`, no
-    /// TCP bind or connect at all.
+    /// and executing everywhere but the `denied` paths (`read_deny`,
+    /// resolved); writing beneath the workspace and the temp dir
+    /// (workspace-write), less the denied paths in them, and to the usual
+    /// devices; with `no_network`, no TCP bind or connect at all.
+    /// `own_proc`: the `/proc` of the namespace it runs in, readable.
     /// `scope_signals`: also keep signals inside this one process tree
     /// (ABI 6) — needed where the PID namespace it runs in lacks a `/proc`
     /// of its own and so does not keep them in by itself.
-    pub fn build(policy: &Policy, scope_signals: bool) -> Result<Confinement, String> {
+    pub fn build(
+        policy: &Policy,
+        denied: &[std::path::PathBuf],
+        scope_signals: bool,
+        own_proc: Option<std::os::fd::BorrowedFd<'_>>,
+    ) -> Result<Confinement, String> {
         let err = |e: landlock::RulesetError| format!("cannot build the sandbox: {e}");
         // ABI 6: no abstract Unix sockets of others (the daemon's, other
         // agents', the person's) and, where asked, no signals to them.
@@ -183,10 +191,54 @@ impl Confinement {
                 .handle_access(AccessNet::from_all(ABI::V4))
                 .map_err(err)?;
         }
+        let mut grants = Vec::new();
+        let read = AccessFs::from_read(FS_ABI);
+        let file_read = read & AccessFs::from_file(FS_ABI);
+        // Reading and executing everywhere but the denied paths.
+        carve(Path::new("/"), read, file_read, denied, &mut grants);
+        if let Some(proc_dir) = own_proc {
+            let fd = proc_dir
+                .try_clone_to_owned()
+                .map_err(|e| format!("cannot build the sandbox: {e}"))?;
+            grants.push(super::carve::Grant { fd, access: read });
+        }
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            for dir in [&policy.workspace, &policy.tmpdir] {
+                let dir = super::carve::resolve(dir);
+                carve(
+                    &dir,
+                    writable(),
+                    writable() & AccessFs::from_file(FS_ABI),
+                    denied,
+                    &mut grants,
+                );
+            }
+        } else {
+            // Its own temp dir is in a denied directory (everyone's are).
+            let dir = super::carve::resolve(&policy.tmpdir);
+            carve(&dir, read, file_read, denied, &mut grants);
+        }
+        // An external agent's own state (its sessions, its login) stays
+        // writable in read-only mode too: without it, it cannot run at
+        // all. A path that does not exist gets no rule.
+        for dir in &policy.also_writable {
+            let dir = super::carve::resolve(dir);
+            carve(
+                &dir,
+                writable(),
+                writable() & AccessFs::from_file(FS_ABI),
+                denied,
+                &mut grants,
+            );
+        }
         let mut created = ruleset
             .create()
             .map_err(err)?
-            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(FS_ABI)))
+            .add_rules(
+                grants
+                    .into_iter()
+                    .map(|g| Ok::<_, landlock::RulesetError>(PathBeneath::new(g.fd, g.access))),
+            )
             .map_err(err)?;
         let devices: Vec<&Path> = DEVICES
             .iter()
@@ -198,20 +250,6 @@ impl Confinement {
                 devices,
                 AccessFs::ReadFile | AccessFs::WriteFile,
             ))
-            .map_err(err)?;
-        if policy.mode == SandboxMode::WorkspaceWrite {
-            created = created
-                .add_rules(path_beneath_rules(
-                    [&policy.workspace, &policy.tmpdir],
-                    writable(),
-                ))
-                .map_err(err)?;
-        }
-        // An external agent's own state (its sessions, its login) stays
-        // writable in read-only mode too: without it, it cannot run at
-        // all. A path that does not exist gets no rule.
-        created = created
-            .add_rules(path_beneath_rules(&policy.also_writable, writable()))
             .map_err(err)?;
         let fd: Option<OwnedFd> = created.into();
         let fd = fd.ok_or_else(|| {

@@ -251,7 +251,7 @@ impl Supervisor {
                     .and_then(|t| t.sandbox)
                     .map_or(inherited, |t| inherited.stricter(t))
             }
-            None => req.sandbox.unwrap_or(self.config().sandbox),
+            None => req.sandbox.unwrap_or(self.config().sandbox.mode),
         };
         record.no_network =
             req.no_network || !self.config().network || parent.is_some_and(|p| p.no_network);
@@ -388,7 +388,7 @@ impl Supervisor {
 
     /// The sandbox agents get unless they ask for another.
     pub fn default_sandbox(&self) -> SandboxMode {
-        self.config().sandbox
+        self.config().sandbox.mode
     }
 }
 

@@ -170,7 +170,7 @@ impl Supervisor {
         let id = AgentId::random();
         let mut probe = AgentRecord::new(id, id.short_prefix(SHORT_ID_LEN), now_ms());
         probe.cwd = cwd;
-        probe.sandbox = self.config().sandbox;
+        probe.sandbox = self.config().sandbox.mode;
         probe.no_network = !self.config().network;
         let ctx = ToolContext {
             cwd: probe.cwd.clone(),

@@ -124,22 +124,30 @@ impl Supervisor {
         models: ModelSettings,
         info: DaemonInfo,
     ) -> Arc<Supervisor> {
+        let protected: Vec<PathBuf> = [
+            Some(info.data_dir.clone()),
+            info.socket.parent().map(PathBuf::from),
+            Some(crate::sandbox::tmp_root()),
+            Some(agentd_shared::paths::config_dir()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|p| p.canonicalize().unwrap_or(p))
+        .collect();
+        let read_denials = crate::sandbox::ReadDenials::new(
+            &agentd_shared::paths::home_dir(),
+            &protected,
+            &config.sandbox.deny_read,
+            &config.sandbox.allow_read,
+        );
         let tool_env = ToolEnv {
             secrets: config.secret_env_names(),
             marker: Some((
                 crate::process::reap::MARKER_VAR.to_string(),
                 store.instance_id().to_string(),
             )),
-            protected: [
-                Some(info.data_dir.clone()),
-                info.socket.parent().map(PathBuf::from),
-                Some(crate::sandbox::tmp_root()),
-                Some(agentd_shared::paths::config_dir()),
-            ]
-            .into_iter()
-            .flatten()
-            .map(|p| p.canonicalize().unwrap_or(p))
-            .collect(),
+            protected,
+            read_denials,
         };
         Arc::new(Supervisor {
             store,

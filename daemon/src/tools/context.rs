@@ -103,6 +103,8 @@ pub struct ToolEnv {
     pub marker: Option<(String, String)>,
     /// The daemon's data and socket directories: never writable by tools.
     pub protected: Vec<PathBuf>,
+    /// What confined processes may not read (DESIGN §22).
+    pub read_denials: crate::sandbox::ReadDenials,
 }
 
 /// The result of one tool call, as it goes back to the model.

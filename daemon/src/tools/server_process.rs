@@ -67,7 +67,10 @@ pub(crate) async fn spawn(
     }
     cmd.envs(command.env);
     let mut process = match policy {
-        Some(policy) => tool_process::spawn_contained(&ctx.processes, cmd, &cwd, policy).await?,
+        Some(policy) => {
+            tool_process::spawn_contained(&ctx.processes, cmd, &cwd, policy, &ctx.env.read_denials)
+                .await?
+        }
         None => tool_process::spawn_grouped(cmd)?,
     };
     let (Some(stdin), Some(stdout)) = (process.child.stdin.take(), process.child.stdout.take())

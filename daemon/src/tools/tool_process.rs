@@ -75,13 +75,14 @@ pub(crate) fn spawn_grouped(mut cmd: Command) -> std::io::Result<ToolProcess> {
 }
 
 /// Starts `cmd` confined by `policy`, in the namespace of `processes` (made
-/// now if it has none, or if it died). The error says why it could not
-/// run.
+/// now if it has none, or if it died), unable to read `denied`. The error
+/// says why it could not run.
 pub(crate) async fn spawn_contained(
     processes: &AgentProcesses,
     mut cmd: Command,
     cwd: &Path,
     policy: &Policy,
+    denied: &crate::sandbox::ReadDenials,
 ) -> std::io::Result<ToolProcess> {
     let mode = pid_namespace::support().map_err(std::io::Error::other)?;
     let mut slot = processes.namespace.lock().await;
@@ -101,8 +102,15 @@ pub(crate) async fn spawn_contained(
     // With a /proc of its own, the namespace itself keeps signals from
     // reaching outside it; Landlock's signal scope would also keep the
     // agent's commands from signalling each other (each is a domain).
-    let confinement =
-        Arc::new(Confinement::build(policy, !namespace.own_proc()).map_err(std::io::Error::other)?);
+    let confinement = Arc::new(
+        Confinement::build(
+            policy,
+            &denied.paths,
+            !namespace.own_proc(),
+            namespace.proc_dir(),
+        )
+        .map_err(std::io::Error::other)?,
+    );
     cmd.kill_on_drop(true);
     namespace.join(cmd.as_std_mut(), cwd, move || confinement.apply_in_child())?;
     let child = spawn_owned(&mut cmd)?;

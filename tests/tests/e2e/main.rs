@@ -62,6 +62,7 @@ mod providers;
 mod race;
 mod run;
 mod sandbox;
+mod secrets;
 mod security;
 mod service;
 mod socket;

@@ -279,6 +279,10 @@ struct Namespaces {
     pid: OwnedFd,
     /// The namespace has a `/proc` of its own.
     own_proc: bool,
+    /// That `/proc` (`O_PATH`), as its commands see it: a read rule on the
+    /// daemon's `/proc` does not reach it (Landlock skips a mount point
+    /// hidden by another mount), so confinement grants it by itself.
+    proc_dir: Option<OwnedFd>,
 }
 
 impl Namespaces {
@@ -296,6 +300,18 @@ impl Namespaces {
             },
             mnt: open("mnt")?,
             pid: open("pid_for_children")?,
+            proc_dir: own_proc
+                .then(|| {
+                    nix::fcntl::open(
+                        format!("/proc/{pid}/root/proc").as_str(),
+                        nix::fcntl::OFlag::O_PATH
+                            | nix::fcntl::OFlag::O_DIRECTORY
+                            | nix::fcntl::OFlag::O_CLOEXEC,
+                        nix::sys::stat::Mode::empty(),
+                    )
+                    .map_err(std::io::Error::from)
+                })
+                .transpose()?,
             own_proc,
         })
     }
@@ -393,6 +409,14 @@ impl AgentNamespace {
     /// reach only its processes (ids resolve in it).
     pub fn own_proc(&self) -> bool {
         self.namespaces.own_proc
+    }
+
+    /// The namespace's own `/proc`, if it has one.
+    pub fn proc_dir(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.namespaces
+            .proc_dir
+            .as_ref()
+            .map(std::os::fd::AsFd::as_fd)
     }
 
     /// Makes `cmd` run in this namespace (see `Namespaces::join`).

@@ -46,7 +46,14 @@ pub(super) async fn spawn(command: &str, ctx: &ToolContext) -> std::io::Result<T
     };
     let spawn_with = async |shell: &str| match &ctx.sandbox {
         Some(policy) => {
-            tool_process::spawn_contained(&ctx.processes, build(shell), &ctx.cwd, policy).await
+            tool_process::spawn_contained(
+                &ctx.processes,
+                build(shell),
+                &ctx.cwd,
+                policy,
+                &ctx.env.read_denials,
+            )
+            .await
         }
         None => tool_process::spawn_grouped(build(shell)),
     };
