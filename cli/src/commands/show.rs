@@ -88,7 +88,11 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     if args.json {
         print_json(&a, &own, &family);
     } else {
-        print_text(&a, &own, &family);
+        let status = client
+            .get_status(pb::GetStatusRequest {})
+            .await?
+            .into_inner();
+        print_text(&a, &own, &family, &status);
     }
     Ok(SUCCESS)
 }
@@ -192,7 +196,12 @@ fn external_line(a: &pb::Agent) -> String {
 /// the result. A value that is anyone's but the daemon's (a name, a
 /// description, an error, a path) is made visible in one line, so it
 /// cannot print as a line of its own.
-fn print_text(a: &pb::Agent, own: &pb::AgentUsage, family: &pb::UsageReport) {
+fn print_text(
+    a: &pb::Agent,
+    own: &pb::AgentUsage,
+    family: &pb::UsageReport,
+    status: &pb::DaemonStatus,
+) {
     let u = a.usage.unwrap_or_default();
     let one = |s: &str| visible::line(s).into_owned();
     let mut lines = vec![
@@ -204,6 +213,14 @@ fn print_text(a: &pb::Agent, own: &pb::AgentUsage, family: &pb::UsageReport) {
         ("run by", external_line(a)),
         ("cwd", one(&a.cwd)),
         ("sandbox", crate::view::sandbox::line(a)),
+        (
+            "reads",
+            if a.sandbox == pb::SandboxMode::Off as i32 {
+                String::new()
+            } else {
+                crate::view::sandbox::reads_line(status)
+            },
+        ),
         (
             "worktree",
             a.worktree.as_ref().map(worktree_line).unwrap_or_default(),

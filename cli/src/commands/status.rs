@@ -79,6 +79,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         crate::view::sandbox::landlock_line(s.landlock_abi),
         crate::view::sandbox::containment_line(&s)
     );
+    say!("reads:    {}", crate::view::sandbox::reads_line(&s));
     if s.disk_full {
         say!("disk:     FULL — writes wait until space is freed in the data directory");
     }

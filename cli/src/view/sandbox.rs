@@ -26,6 +26,26 @@ pub fn line(a: &pb::Agent) -> String {
     }
 }
 
+/// What confined tools may not read, in a line (`status`, `show`).
+pub fn reads_line(s: &pb::DaemonStatus) -> String {
+    let mut line = format!(
+        "everything but {} denied paths (agentd's own directories, secret stores, sandbox.deny_read)",
+        s.read_denied.len()
+    );
+    if !s.read_allowed.is_empty() {
+        let allowed: Vec<String> = s
+            .read_allowed
+            .iter()
+            .map(|p| agentd_shared::visible::line(p).into_owned())
+            .collect();
+        line.push_str(&format!(
+            "; allowed back by sandbox.allow_read: {}",
+            allowed.join(", ")
+        ));
+    }
+    line
+}
+
 /// The kernel's Landlock, in a line.
 pub fn landlock_line(abi: i32) -> String {
     if abi <= 0 {

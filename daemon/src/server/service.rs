@@ -51,6 +51,10 @@ impl AgentApi {
     }
 }
 
+fn path_strings(paths: &[std::path::PathBuf]) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
+}
+
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 #[tonic::async_trait]
@@ -72,6 +76,8 @@ impl AgentService for AgentApi {
                 .err()
                 .unwrap_or_default(),
             default_sandbox: convert::sandbox(self.sup.default_sandbox()) as i32,
+            read_denied: path_strings(&self.sup.read_denials().paths),
+            read_allowed: path_strings(&self.sup.read_denials().allowed),
             disk_full: store.is_full(),
             version: agentd_shared::VERSION.to_string(),
             socket: info.socket.display().to_string(),

@@ -161,6 +161,11 @@ impl Supervisor {
         })
     }
 
+    /// What confined processes may not read (fixed at start).
+    pub fn read_denials(&self) -> &crate::sandbox::ReadDenials {
+        &self.settings.tool_env().read_denials
+    }
+
     /// The configuration in force now.
     pub fn config(&self) -> Arc<Config> {
         self.settings.config()

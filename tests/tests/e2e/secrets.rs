@@ -172,6 +172,15 @@ fn deny_read_adds_a_path_and_allow_read_takes_one_off_the_list() {
         "denied by config: {:?}",
         got[1]
     );
+    let shown = env.ctl(&["show", &b]).expect_code(0).stdout.clone();
+    let reads = shown
+        .lines()
+        .find(|l| l.starts_with("reads"))
+        .unwrap_or_default();
+    assert!(
+        reads.contains("allowed back by sandbox.allow_read") && reads.contains(".aws"),
+        "show says what was allowed back: {shown}"
+    );
     let shown = env.ctl(&["config"]).expect_code(0).stdout.clone();
     assert!(
         shown.contains("sandbox.allow_read") && shown.contains(".aws"),
