@@ -187,6 +187,7 @@ fn python_server_over_stdio_lists_its_tools_and_each_answers() {
             "image",
             "instance",
             "link",
+            "read_file",
             "sleep",
             "structured",
             "write_file"
@@ -237,6 +238,14 @@ fn python_server_over_stdio_lists_its_tools_and_each_answers() {
     };
     assert_eq!(probe(&mut server, 7, "FIXTURE_PROBE"), "probe-value");
     assert_eq!(probe(&mut server, 8, "FIXTURE_UNSET_PROBE"), "<unset>");
+
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), "held\n").unwrap();
+    let path = file.path().display().to_string();
+    assert_eq!(
+        ok_text(&server.request(&call(9, "read_file", json!({"path": path})))),
+        "held\n"
+    );
 }
 
 #[test]

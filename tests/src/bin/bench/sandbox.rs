@@ -49,8 +49,7 @@ pub fn bench_sandbox(args: &[String]) {
         agentd_shared::paths::config_dir(),
     ];
     let mut env = (*denying.env).clone();
-    env.read_denials =
-        ReadDenials::new(&agentd_shared::paths::home_dir(), &own, &[], &[]);
+    env.read_denials = ReadDenials::new(&agentd_shared::paths::home_dir(), &own, &[], &[]);
     let denied = env.read_denials.paths.len();
     denying.env = std::sync::Arc::new(env);
     let rt = tokio::runtime::Builder::new_current_thread()
