@@ -75,6 +75,8 @@ pub enum Command {
     Usage(commands::usage::Args),
     /// The MCP servers agents get: `list` starts each and shows its tools; `approve` lets a repository's .mcp.json servers run.
     Mcp(commands::mcp::Args),
+    /// An agent's connections through its network proxy, each allowed or refused and why; `network defaults`: the hosts allowed without asking.
+    Network(commands::network::Args),
     /// Show the daemon's version, socket, data directory, uptime and agent counts.
     Status(commands::status::Args),
     /// Check what this machine offers agentd: the daemon, Landlock (the tool sandbox), git.

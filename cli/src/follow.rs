@@ -235,6 +235,17 @@ impl Session {
         match event {
             Event::Agent(a) => self.initial_plan = Some(a.plan),
             Event::Tool(_) => {}
+            Event::Connection(c) => {
+                // A decision is shown as it is made; its end only when it
+                // failed (the byte counts are in `agentctl network`).
+                if c.ended_at.is_none() || !c.error.is_empty() {
+                    self.note(&format!(
+                        "network {}: {}",
+                        c.agent_short_id,
+                        crate::view::network::connection_line(&c)
+                    ));
+                }
+            }
             Event::Plan(p) => {
                 // Newer than the plan the attachment started with.
                 self.initial_plan = None;
@@ -424,7 +435,9 @@ impl Session {
                 self.input = Input::ConfirmCancel;
             }
             Key::Escape => self.interrupt(client),
-            Key::Char(c @ ('y' | 'a' | 'n')) if !self.asks.is_empty() => self.answer_ask(c).await,
+            Key::Char(c @ ('y' | 'a' | 'n' | 'e')) if !self.asks.is_empty() => {
+                self.answer_ask(c).await
+            }
             _ => {}
         }
         Ok(Next::Continue)
@@ -466,6 +479,12 @@ impl Session {
         let decision = match c {
             'y' => Decision::AllowOnce,
             'a' => Decision::AllowAlways,
+            'e' if ask.tool_name == crate::permission_prompt::NETWORK => Decision::AllowEveryAgent,
+            'e' => {
+                // Not an answer to a tool's ask: it stays on screen.
+                self.asks.push(ask);
+                return;
+            }
             _ => {
                 self.view.finish();
                 eprint!("Deny: why (Enter to skip, Esc to leave unanswered)? ");

@@ -113,6 +113,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Doctor(args) => commands::doctor::run(&target, args).await,
         Command::Usage(args) => commands::usage::run(&target, args).await,
         Command::Mcp(args) => commands::mcp::run(&target, args).await,
+        Command::Network(args) => commands::network::run(&target, args).await,
         Command::Config(args) => commands::config::run(&target, args).await,
         Command::Daemon(args) => commands::daemon::run(&target, args).await,
         Command::Service(args) => commands::service::run(&target, args).await,

@@ -39,8 +39,14 @@ pub fn what_runs(p: &pb::PermissionRequest) -> String {
     visible::text(exact).into_owned()
 }
 
+/// The tool name of an ask from an agent's network proxy (DESIGN §22).
+pub const NETWORK: &str = "Network";
+
 /// Who asks to run what: "agent 3f2a1b9c asks to run Bash".
 pub fn asker(p: &pb::PermissionRequest) -> String {
+    if p.tool_name == NETWORK {
+        return format!("agent {} wants to reach", visible::line(&p.agent_short_id));
+    }
     format!(
         "agent {} asks to run {}",
         visible::line(&p.agent_short_id),
@@ -52,6 +58,9 @@ pub fn asker(p: &pb::PermissionRequest) -> String {
 /// long: the terminal wraps it, nothing is cut), else each of its lines
 /// indented under the asker.
 pub fn question(p: &pb::PermissionRequest) -> String {
+    if p.tool_name == NETWORK {
+        return format!("{} {}", asker(p), visible::line(&p.summary));
+    }
     let runs = what_runs(p);
     if runs.contains('\n') {
         let body: Vec<String> = runs.lines().map(|l| format!("    {l}")).collect();
@@ -64,6 +73,10 @@ pub fn question(p: &pb::PermissionRequest) -> String {
 /// The answer keys, saying what "always" covers: every later call of the
 /// tool by this agent.
 pub fn keys(p: &pb::PermissionRequest) -> String {
+    if p.tool_name == NETWORK {
+        return "y: allow once · a: always for this agent · e: always, for every agent · n: deny"
+            .to_string();
+    }
     format!(
         "y: allow once · a: always allow {} for this agent · n: deny",
         visible::line(&p.tool_name)
@@ -95,6 +108,22 @@ mod tests {
             summary: "cut summary…".into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_network_ask_names_the_host_and_offers_every_agent() {
+        let mut p = ask(
+            "Network",
+            serde_json::json!({"host": "example.org", "port": 443}),
+        );
+        p.summary = "example.org:443".into();
+        assert_eq!(
+            question(&p),
+            "agent 3f2a1b9c wants to reach example.org:443"
+        );
+        assert!(keys(&p).contains("e: always, for every agent"));
+        p.summary = "x\u{1b}[2J:443".into();
+        assert_eq!(question(&p), "agent 3f2a1b9c wants to reach x␛[2J:443");
     }
 
     #[test]

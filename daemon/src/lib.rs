@@ -15,6 +15,7 @@ pub mod logging;
 pub mod mcp;
 pub mod memory;
 pub mod model;
+pub mod network;
 pub mod pricing;
 pub mod process;
 pub mod sandbox;

@@ -113,6 +113,20 @@ fn print_json(event: &pb::attach_event::Event) {
         }
         Event::Notice(n) => json!({"type": "notice", "text": n.text, "is_error": n.is_error}),
         Event::Plan(p) => json!({"type": "plan", "plan": plan::PlanItemJson::all(&p.items)}),
+        Event::Connection(c) => json!({
+            "type": "connection",
+            "agent_id": c.agent_id,
+            "agent_short_id": c.agent_short_id,
+            "seq": c.seq,
+            "host": c.host,
+            "port": c.port,
+            "method": c.method,
+            "decision": if c.decision == pb::ConnectionDecision::Allowed as i32 { "allowed" } else { "refused" },
+            "reason": c.reason,
+            "bytes_sent": c.bytes_sent,
+            "bytes_received": c.bytes_received,
+            "ended": c.ended_at.is_some(),
+        }),
         Event::PermissionRequest(p) => json!({
             "type": "permission_request",
             "request_id": p.request_id,

@@ -16,6 +16,7 @@ pub mod log;
 pub mod man;
 pub mod mcp;
 pub mod merge;
+pub mod network;
 pub mod one_shot;
 pub mod pause;
 pub mod rm;

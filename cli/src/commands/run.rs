@@ -39,9 +39,15 @@ pub struct Args {
     /// How its tools are confined [default: the daemon's, workspace-write].
     #[arg(long, value_enum)]
     sandbox: Option<Sandbox>,
-    /// Deny its tools TCP connections and listening (Landlock ABI 4).
+    /// How its tools reach the network [default: the daemon's, proxy]: proxy (HTTP and HTTPS through agentd's proxy, to allowed hosts; others asked), full (directly), none (no TCP).
+    #[arg(long, value_enum, conflicts_with = "no_network")]
+    network: Option<Network>,
+    /// The same as --network none.
     #[arg(long)]
     no_network: bool,
+    /// A host its proxy allows without asking: host, *.domain, host:port (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
     /// Leave the project instructions (AGENTS.md, CLAUDE.md, ~/.config/agentd/AGENTS.md) out of the agent's system prompt.
     #[arg(long)]
     no_instructions: bool,
@@ -72,6 +78,27 @@ impl Sandbox {
             Sandbox::WorkspaceWrite => pb::SandboxMode::WorkspaceWrite,
             Sandbox::ReadOnly => pb::SandboxMode::ReadOnly,
             Sandbox::Off => pb::SandboxMode::Off,
+        }
+    }
+}
+
+/// `--network` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Network {
+    /// HTTP and HTTPS through agentd's proxy, to allowed hosts; others asked.
+    Proxy,
+    /// The machine's network, directly.
+    Full,
+    /// No TCP connections or listening.
+    None,
+}
+
+impl Network {
+    fn wire(self) -> pb::NetworkMode {
+        match self {
+            Network::Proxy => pb::NetworkMode::Proxy,
+            Network::Full => pb::NetworkMode::Full,
+            Network::None => pb::NetworkMode::None,
         }
     }
 }
@@ -128,6 +155,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 .sandbox
                 .map_or(pb::SandboxMode::Unspecified, Sandbox::wire) as i32,
             no_network: args.no_network,
+            network: args
+                .network
+                .map_or(pb::NetworkMode::Unspecified, Network::wire) as i32,
+            allow_hosts: args.allow_hosts,
             no_instructions: args.no_instructions,
             executor: args.agent.unwrap_or_default(),
             ..Default::default()

@@ -213,6 +213,7 @@ fn print_text(
         ("run by", external_line(a)),
         ("cwd", one(&a.cwd)),
         ("sandbox", crate::view::sandbox::line(a)),
+        ("network", crate::view::network::line(a)),
         (
             "reads",
             if a.sandbox == pb::SandboxMode::Off as i32 {

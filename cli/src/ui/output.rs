@@ -138,6 +138,14 @@ impl Output {
                 )));
             }
             Event::Released(_) => self.push(OutLine::Note("moved to the background".into())),
+            Event::Connection(c) => {
+                if c.ended_at.is_none() || !c.error.is_empty() {
+                    self.push(OutLine::Note(format!(
+                        "network: {}",
+                        crate::view::network::connection_line(&c)
+                    )));
+                }
+            }
             Event::Notice(n) => self.push(OutLine::Note(n.text)),
             Event::Plan(p) => {
                 if let Some(a) = &mut self.agent {

@@ -59,6 +59,7 @@ fn agent(out: &mut Vec<u8>, a: &AgentJson<'_>) {
         worktree: tree,
         sandbox,
         no_network,
+        network,
         plan: items,
     } = a;
     let mut o = Object::open(out);
@@ -93,6 +94,7 @@ fn agent(out: &mut Vec<u8>, a: &AgentJson<'_>) {
     }
     o.str("sandbox", sandbox);
     o.bool("no_network", *no_network);
+    o.str("network", network);
     o.key("plan");
     plan(o.out, items);
     o.close();
@@ -391,6 +393,7 @@ mod tests {
                 }),
                 sandbox: self.below(6) as i32,
                 no_network: self.below(2) == 0,
+                network: self.below(5) as i32,
                 plan: (0..self.below(4))
                     .map(|_| pb::PlanItem {
                         content: self.text(),

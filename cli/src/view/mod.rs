@@ -6,6 +6,7 @@ pub mod change;
 pub mod color;
 pub mod cost;
 pub mod list_json;
+pub mod network;
 pub mod plan;
 pub mod render;
 pub mod sandbox;

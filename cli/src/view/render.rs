@@ -146,6 +146,8 @@ pub struct AgentJson<'a> {
     pub worktree: Option<super::worktree::AgentWorktreeJson<'a>>,
     pub sandbox: &'static str,
     pub no_network: bool,
+    /// "proxy", "full" or "none".
+    pub network: &'static str,
     /// The agent's plan; empty without one.
     pub plan: Vec<super::plan::PlanItemJson<'a>>,
 }
@@ -188,6 +190,7 @@ impl<'a> AgentJson<'a> {
                 pb::SandboxMode::Unspecified => "unknown",
             },
             no_network: a.no_network,
+            network: super::network::mode_name(a.network),
             plan: super::plan::PlanItemJson::all(&a.plan),
         }
     }

@@ -19,11 +19,7 @@ pub fn line(a: &pb::Agent) -> String {
     } else {
         name(a.sandbox)
     };
-    if a.no_network {
-        format!("{mode}, no network")
-    } else {
-        mode.to_string()
-    }
+    format!("{mode}, network {}", super::network::mode_name(a.network))
 }
 
 /// What confined tools may not read, in a line (`status`, `show`).

@@ -81,6 +81,13 @@ impl LiveAgent {
                 env.entry(var.clone())
                     .or_insert_with(|| policy.tmpdir.display().to_string());
             }
+            // Its model API goes through the proxy even on loopback (a
+            // local gateway): nothing is sent around it.
+            if policy.network == crate::domain::NetworkMode::Proxy {
+                for var in crate::network::NO_PROXY_VARS {
+                    env.entry(var.to_string()).or_default();
+                }
+            }
         }
         let (mut process, stdin, stdout) = server_process::spawn(
             &ServerCommand {

@@ -80,6 +80,12 @@ pub enum AgentEvent {
     },
     /// The plan changed (durably): the whole plan now.
     Plan(Arc<Vec<PlanItem>>),
+    /// A proxy connection of the agent or a descendant (`asker`), decided
+    /// or closed, recorded durably before it was published.
+    Connection {
+        record: Arc<crate::domain::ConnectionRecord>,
+        asker: crate::domain::ShortId,
+    },
 }
 
 struct HubState {
@@ -239,6 +245,15 @@ impl Hub {
     pub fn publish_permission(&self, ask: PermissionAsk, resolved: bool) {
         let _state = self.lock();
         let _ = self.events.send(AgentEvent::Permission { ask, resolved });
+    }
+
+    pub fn publish_connection(
+        &self,
+        record: Arc<crate::domain::ConnectionRecord>,
+        asker: crate::domain::ShortId,
+    ) {
+        let _state = self.lock();
+        let _ = self.events.send(AgentEvent::Connection { record, asker });
     }
 
     pub fn publish_released(&self, reason: ReleaseReason) {

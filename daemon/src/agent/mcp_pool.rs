@@ -47,7 +47,7 @@ struct ShareKey {
     def: String,
     cwd: PathBuf,
     /// Sandbox mode, no network, writable workspace; None: no sandbox.
-    confinement: Option<(&'static str, bool, PathBuf)>,
+    confinement: Option<(&'static str, &'static str, PathBuf)>,
     /// The tool environment (provider keys withheld…): a reload makes a
     /// new one, and servers started under the old one are not reused.
     env: usize,
@@ -61,7 +61,7 @@ impl ShareKey {
             confinement: ctx
                 .sandbox
                 .as_ref()
-                .map(|p| (p.mode.as_str(), p.no_network, p.workspace.clone())),
+                .map(|p| (p.mode.as_str(), p.network.as_str(), p.workspace.clone())),
             env: Arc::as_ptr(&ctx.env) as usize,
         }
     }
@@ -289,7 +289,11 @@ mod tests {
     fn policy(mode: SandboxMode, no_network: bool, tmp: &str) -> Option<Policy> {
         Some(Policy {
             mode,
-            no_network,
+            network: if no_network {
+                crate::domain::NetworkMode::None
+            } else {
+                crate::domain::NetworkMode::Full
+            },
             workspace: PathBuf::from("/w"),
             tmpdir: PathBuf::from(tmp),
             also_writable: Vec::new(),

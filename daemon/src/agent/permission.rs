@@ -88,6 +88,9 @@ pub struct PermissionAsk {
 pub enum Answer {
     AllowOnce,
     AllowAlways,
+    /// A network ask only: this host for every agent (`Supervisor::answer`
+    /// refuses it for a tool).
+    AllowEveryAgent,
     Deny(String),
 }
 

@@ -280,6 +280,8 @@ impl TurnLoop {
             ToolRef::Builtin(t) => permission::gate(&self.record, *t),
             ToolRef::Mcp(m) => permission::gate_mcp(&self.record, m, self.mcp.is_read_only(m)),
             ToolRef::External(k) => permission::gate_external(&self.record, *k),
+            // Not a tool a model can call: the proxy asks about these.
+            ToolRef::Network => Gate::Refuse(format!("{tool} is not a tool.")),
         };
         match gate {
             Gate::Allow => return Ok(Ok(None)),
@@ -313,6 +315,11 @@ impl TurnLoop {
                 }
                 None
             }
+            // Only a network ask takes it (`Supervisor::answer`): never
+            // read as a yes.
+            Ok(Answer::AllowEveryAgent) => Some(ToolOutput::error(format!(
+                "The {tool} call was not run: the answer given was not one for a tool call."
+            ))),
             Ok(Answer::Deny(reason)) => Some(ToolOutput::error(if reason.trim().is_empty() {
                 format!("The user denied this {tool} call.")
             } else {

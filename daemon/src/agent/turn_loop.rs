@@ -189,6 +189,8 @@ pub struct LoopSetup {
     pub compaction: Arc<CompactQueue>,
     /// Its MCP servers' sessions, ended with the run.
     pub mcp: Arc<McpServers>,
+    /// Who decides its tools' connections through the network proxy.
+    pub egress: Arc<dyn crate::network::Egress>,
 }
 
 pub struct TurnLoop {
@@ -254,7 +256,7 @@ impl TurnLoop {
             external,
             stops: setup.stops,
             tool_env: setup.tool_env,
-            processes: Arc::default(),
+            processes: Arc::new(AgentProcesses::with_egress(setup.egress)),
             mcp: setup.mcp,
             spool: setup.spool,
             messages,

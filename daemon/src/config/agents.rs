@@ -68,6 +68,8 @@ pub struct ExternalAgentDef {
     pub sandbox: ExternalSandbox,
     /// Absolute paths it may write beneath besides its workspace.
     pub writable: Vec<PathBuf>,
+    /// Hosts its network proxy allows besides its API's (a gateway).
+    pub network_allow: Vec<crate::domain::HostPattern>,
     /// Variables set to its temp dir (besides TMPDIR), for agents that
     /// keep their own (Claude Code's `CLAUDE_CODE_TMPDIR`).
     pub tmpdir_vars: Vec<String>,
@@ -91,6 +93,8 @@ struct RawEntry {
     sandbox: ExternalSandbox,
     #[serde(default)]
     writable: Vec<String>,
+    #[serde(default)]
+    network_allow: Vec<String>,
 }
 
 /// config.toml's entries, checked as the file is read.
@@ -127,6 +131,12 @@ where
             .map(|p| expand(p, home.as_deref()))
             .collect::<Result<Vec<_>, String>>()
             .map_err(|e| serde::de::Error::custom(format!("agents.{name}: {e}")))?;
+        let network_allow = raw
+            .network_allow
+            .iter()
+            .map(|p| crate::domain::HostPattern::parse(p))
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(|e| serde::de::Error::custom(format!("agents.{name}.network_allow: {e}")))?;
         defs.push(ExternalAgentDef {
             name: parsed,
             command,
@@ -134,6 +144,7 @@ where
             env: raw.env,
             sandbox: raw.sandbox,
             writable,
+            network_allow,
             tmpdir_vars: Vec::new(),
             home: None,
             built_in: false,
@@ -271,6 +282,7 @@ pub fn resolve(
         env: BTreeMap::new(),
         sandbox: ExternalSandbox::Agent,
         writable: Vec::new(),
+        network_allow: Vec::new(),
         tmpdir_vars: tmp_vars.iter().map(|v| (*v).to_string()).collect(),
         home: Some(*home),
         built_in: true,
@@ -280,6 +292,7 @@ pub fn resolve(
         def.env = own.env.clone();
         def.sandbox = own.sandbox;
         def.writable.extend(own.writable.iter().cloned());
+        def.network_allow.extend(own.network_allow.iter().cloned());
         if !own.args.is_empty() {
             def.args = own.args.clone();
         }

@@ -125,7 +125,17 @@ pub fn entries(config: &Config) -> Vec<Entry> {
         ("resume_on_start", config.resume_on_start.to_string()),
         ("implicit_fork", config.implicit_fork.to_string()),
         ("sandbox", config.sandbox.mode.to_string()),
-        ("network", config.network.to_string()),
+        ("network", config.network.mode.to_string()),
+        (
+            "network.allow",
+            config
+                .network
+                .allow
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
         ("instructions", config.instructions.to_string()),
     ] {
         out.push(key, value, None, true);

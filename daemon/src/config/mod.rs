@@ -2,8 +2,10 @@
 //! keys optional. `entries` renders it for `agentctl config`, with where
 //! each value came from and whether a reload (SIGHUP) can change it.
 
+pub mod agent_hosts;
 pub mod agents;
 pub mod entries;
+pub mod network;
 pub mod sandbox;
 
 use std::collections::BTreeMap;
@@ -83,8 +85,10 @@ pub struct Config {
     /// (DESIGN §14): "workspace-write", "read-only" or "off"; and what
     /// confined processes may not read besides the built-in list (§22).
     pub sandbox: sandbox::SandboxSetting,
-    /// false: tools may not open TCP connections or listen.
-    pub network: bool,
+    /// How confined tools reach the network unless an agent asks for
+    /// another mode ("proxy", "full", "none"), and the hosts every
+    /// agent's proxy allows (§22).
+    pub network: network::NetworkSetting,
     /// false: agents are made without the project instructions
     /// (AGENTS.md, CLAUDE.md) in their system prompt (DESIGN §17).
     pub instructions: bool,
@@ -187,7 +191,7 @@ impl Default for Config {
             auto_background_secs: 120,
             store_min_free_mb: 64,
             sandbox: sandbox::SandboxSetting::default(),
-            network: true,
+            network: network::NetworkSetting::default(),
             instructions: true,
             secrets: SecretsConfig::default(),
             anthropic: ProviderConfig::default(),
@@ -249,6 +253,9 @@ impl Config {
         // `[sandbox] mode = …` sets what `sandbox = …` does.
         if config.file_keys.contains("sandbox.mode") {
             config.file_keys.insert("sandbox".into());
+        }
+        if config.file_keys.contains("network.mode") {
+            config.file_keys.insert("network".into());
         }
         Ok(config)
     }

@@ -4,7 +4,7 @@ use super::{AgentWorktree, ExternalRun, InstructionsLoaded, McpServerSummary, Sa
 use std::fmt;
 use std::path::PathBuf;
 
-use super::{AgentId, PlanItem, QuerySource, ShortId, ToolRef};
+use super::{AgentId, HostPattern, NetworkMode, PlanItem, QuerySource, ShortId, ToolRef};
 
 /// An agent's lifecycle state (DESIGN §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -260,8 +260,12 @@ pub struct AgentRecord {
     pub worktree: Option<AgentWorktree>,
     /// How its tools are confined (`plan` mode makes it read-only).
     pub sandbox: SandboxMode,
-    /// Tools may not open TCP connections or listen (Landlock, ABI ≥ 4).
-    pub no_network: bool,
+    /// How its tools reach the network (as chosen; `effective_network`
+    /// is what holds).
+    pub network: NetworkMode,
+    /// Hosts its proxy allows besides the daemon's list (its run's
+    /// `--allow-host`, its agent type's, an external agent's API hosts).
+    pub network_allow: Vec<HostPattern>,
     /// 0 for agents a client started; a child is its parent's depth + 1.
     pub depth: u32,
     /// Tools the user allowed "always" for this agent (an MCP tool by
@@ -357,7 +361,8 @@ impl AgentRecord {
             tool_uses: 0,
             worktree: None,
             sandbox: SandboxMode::default(),
-            no_network: false,
+            network: NetworkMode::default(),
+            network_allow: Vec::new(),
             depth: 0,
             always_allowed: Vec::new(),
             transcript_len: 0,
@@ -377,6 +382,16 @@ impl AgentRecord {
             self.sandbox.stricter(SandboxMode::ReadOnly)
         } else {
             self.sandbox
+        }
+    }
+
+    /// How its tools reach the network: unconfined tools reach it
+    /// directly, whatever was chosen.
+    pub fn effective_network(&self) -> NetworkMode {
+        if self.effective_sandbox() == SandboxMode::Off {
+            NetworkMode::Full
+        } else {
+            self.network
         }
     }
 

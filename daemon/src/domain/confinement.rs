@@ -5,14 +5,14 @@
 //! asks an unconfined sibling to run what it cannot (`SendMessage
 //! {"message": "@bash touch …"}`) and the sibling does it for it.
 
-use super::{AgentRecord, PermissionMode, SandboxMode};
+use super::{AgentRecord, NetworkMode, PermissionMode, SandboxMode};
 
 /// The three ways an agent's actions are bounded, each ranked from
 /// loosest (0) to strictest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Confinement {
     sandbox: SandboxMode,
-    no_network: bool,
+    network: NetworkMode,
     mode: PermissionMode,
 }
 
@@ -21,6 +21,14 @@ fn sandbox_rank(s: SandboxMode) -> u8 {
         SandboxMode::Off => 0,
         SandboxMode::WorkspaceWrite => 1,
         SandboxMode::ReadOnly => 2,
+    }
+}
+
+fn network_rank(n: NetworkMode) -> u8 {
+    match n {
+        NetworkMode::Full => 0,
+        NetworkMode::Proxy => 1,
+        NetworkMode::None => 2,
     }
 }
 
@@ -38,7 +46,7 @@ impl Confinement {
     pub fn of(r: &AgentRecord) -> Confinement {
         Confinement {
             sandbox: r.effective_sandbox(),
-            no_network: r.no_network,
+            network: r.effective_network(),
             mode: r.permission_mode,
         }
     }
@@ -54,8 +62,11 @@ impl Confinement {
                 receiver.sandbox, self.sandbox
             ));
         }
-        if self.no_network && !receiver.no_network {
-            looser.push("it may use the network and you may not".to_string());
+        if network_rank(receiver.network) < network_rank(self.network) {
+            looser.push(format!(
+                "its network is {} and yours {}",
+                receiver.network, self.network
+            ));
         }
         if mode_rank(receiver.mode) < mode_rank(self.mode) {
             looser.push(format!(
@@ -80,7 +91,11 @@ mod tests {
     fn c(sandbox: SandboxMode, no_network: bool, mode: PermissionMode) -> Confinement {
         Confinement {
             sandbox,
-            no_network,
+            network: if no_network {
+                NetworkMode::None
+            } else {
+                NetworkMode::Full
+            },
             mode,
         }
     }
@@ -108,6 +123,17 @@ mod tests {
                 .contains("network")
         );
         assert_eq!(online.may_not_message(&offline), None);
+        let proxied = Confinement {
+            network: NetworkMode::Proxy,
+            ..online
+        };
+        assert!(
+            proxied
+                .may_not_message(&online)
+                .unwrap()
+                .contains("network is full and yours proxy")
+        );
+        assert_eq!(proxied.may_not_message(&offline), None);
         let planner = c(WorkspaceWrite, false, Plan);
         let bypass = c(WorkspaceWrite, false, Bypass);
         assert!(planner.may_not_message(&bypass).unwrap().contains("bypass"));

@@ -43,6 +43,10 @@ pub enum ToolRef {
     /// A call of an external agent's (DESIGN §19) of a kind none of
     /// agentd's tools stands for.
     External(super::ExternalToolKind),
+    /// Not a tool: a connection the agent's network proxy asks about
+    /// (DESIGN §22). Never parsed from a name, never allowed "always" as
+    /// a tool.
+    Network,
 }
 
 impl ToolRef {
@@ -59,6 +63,7 @@ impl ToolRef {
             ToolRef::Builtin(t) => t.as_str(),
             ToolRef::Mcp(m) => m.as_str(),
             ToolRef::External(k) => k.as_str(),
+            ToolRef::Network => "Network",
         }
     }
 }

@@ -27,7 +27,7 @@ pub use abi::{ABI_OVERRIDE_VAR, kernel_abi};
 pub use read_deny::{ReadDenials, SECRET_STORES};
 pub use ruleset::Confinement;
 
-use crate::domain::{AgentRecord, SandboxMode};
+use crate::domain::{AgentRecord, NetworkMode, SandboxMode};
 
 /// The Landlock ABI that confines writes fully: ABI 3 (Linux 6.2) adds
 /// truncation, without which any writable-by-you file could be emptied.
@@ -39,7 +39,9 @@ pub const MIN_NET_ABI: i32 = 4;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
     pub mode: SandboxMode,
-    pub no_network: bool,
+    /// Proxy: its tools run in the namespace's own network with only
+    /// loopback, and reach out through the agent's proxy.
+    pub network: NetworkMode,
     /// Writable beneath (workspace-write): the working directory or tree.
     pub workspace: PathBuf,
     /// The agent's private temp dir (exported as TMPDIR).
@@ -71,7 +73,7 @@ impl Policy {
             .unwrap_or_else(|_| record.cwd.join(".agentd-no-tmpdir"));
         Some(Policy {
             mode,
-            no_network: record.no_network,
+            network: record.effective_network(),
             workspace,
             tmpdir,
             also_writable: Vec::new(),
@@ -80,7 +82,7 @@ impl Policy {
 }
 
 impl Policy {
-    /// Writes beneath `workspace` only, with the network: for a server that
+    /// Writes beneath `workspace` only, with the full network: for a server that
     /// must run confined though its agent is not (a repository's MCP
     /// server). Its temp dir is named for the workspace; None when that
     /// cannot be made private (the server then does not start).
@@ -91,7 +93,7 @@ impl Policy {
         let tmpdir = tmpdir(&tmp_root(), &format!("srv-{hex}")).ok()?;
         Some(Policy {
             mode: SandboxMode::WorkspaceWrite,
-            no_network: false,
+            network: NetworkMode::Full,
             workspace: workspace.to_path_buf(),
             tmpdir,
             also_writable: Vec::new(),
@@ -103,14 +105,15 @@ impl Policy {
 /// None when it can.
 pub fn refusal(
     mode: SandboxMode,
-    no_network: bool,
+    network: NetworkMode,
     workspace: &Path,
     protected: &[PathBuf],
 ) -> Option<String> {
     if mode == SandboxMode::Off {
-        return no_network.then(|| {
-            "--no-network needs the sandbox (Landlock); it cannot be combined with --sandbox off"
-                .to_string()
+        return (network != NetworkMode::Full).then(|| {
+            format!(
+                "--network {network} needs the sandbox (a network namespace and Landlock); it cannot be combined with --sandbox off (pass --network full with it)"
+            )
         });
     }
     let abi = kernel_abi();
@@ -126,9 +129,9 @@ pub fn refusal(
             "this kernel offers {has}, so the {mode} sandbox cannot be enforced; start the agent with --sandbox off (or sandbox = \"off\" in config.toml) to run it unconfined"
         ));
     }
-    if no_network && abi < MIN_NET_ABI {
+    if network == NetworkMode::None && abi < MIN_NET_ABI {
         return Some(format!(
-            "denying the network needs Landlock ABI {MIN_NET_ABI} (Linux 6.7) and this kernel offers ABI {abi}; drop --no-network, or use --sandbox off"
+            "denying the network needs Landlock ABI {MIN_NET_ABI} (Linux 6.7) and this kernel offers ABI {abi}; use --network proxy, or --sandbox off"
         ));
     }
     if let Err(why) = pid_namespace::support() {

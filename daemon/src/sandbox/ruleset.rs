@@ -11,7 +11,7 @@ use landlock::{
 
 use super::Policy;
 use super::carve::carve;
-use crate::domain::SandboxMode;
+use crate::domain::{NetworkMode, SandboxMode};
 
 /// The file-system rights handled (and so denied unless a rule grants
 /// them): all of them up to ABI 5 — on an older kernel, those it knows.
@@ -160,7 +160,7 @@ impl Confinement {
     /// and executing everywhere but the `denied` paths (`read_deny`,
     /// resolved); writing beneath the workspace and the temp dir
     /// (workspace-write), less the denied paths in them, and to the usual
-    /// devices; with `no_network`, no TCP bind or connect at all.
+    /// devices; with network `none`, no TCP bind or connect at all.
     /// `own_proc`: the `/proc` of the namespace it runs in, readable.
     /// `scope_signals`: also keep signals inside this one process tree
     /// (ABI 6) — needed where the PID namespace it runs in lacks a `/proc`
@@ -185,7 +185,7 @@ impl Confinement {
             .map_err(err)?
             .scope(scopes)
             .map_err(err)?;
-        if policy.no_network {
+        if policy.network == NetworkMode::None {
             ruleset = ruleset
                 .set_compatibility(CompatLevel::HardRequirement)
                 .handle_access(AccessNet::from_all(ABI::V4))
@@ -262,7 +262,7 @@ impl Confinement {
         Ok(Confinement {
             fd,
             filters,
-            no_network: policy.no_network,
+            no_network: policy.network == NetworkMode::None,
         })
     }
 

@@ -405,6 +405,43 @@ impl AgentService for AgentApi {
         }))
     }
 
+    async fn list_connections(
+        &self,
+        req: Request<pb::ListConnectionsRequest>,
+    ) -> Result<Response<pb::ListConnectionsResponse>, Status> {
+        let found = self.sup.connections(&req.into_inner().id)?;
+        let short = found.record.short_id.as_str();
+        Ok(Response::new(pb::ListConnectionsResponse {
+            connections: found
+                .connections
+                .iter()
+                .map(|(c, open)| convert::network::connection(c, short, *open))
+                .collect(),
+            allowed_always: found
+                .allowed_always
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        }))
+    }
+
+    async fn get_network_policy(
+        &self,
+        _req: Request<pb::GetNetworkPolicyRequest>,
+    ) -> Result<Response<pb::NetworkPolicy>, Status> {
+        let p = self.sup.network_policy()?;
+        Ok(Response::new(pb::NetworkPolicy {
+            default_mode: convert::network::network(p.default_mode) as i32,
+            built_in: convert::network::allow_entries(p.built_in.iter().map(|(h, w)| (h, *w))),
+            config: convert::network::allow_entries(p.config.iter().map(|h| (h, "config.toml"))),
+            every_agent: convert::network::allow_entries(
+                p.every_agent
+                    .iter()
+                    .map(|h| (h, "answered: allow for every agent")),
+            ),
+        }))
+    }
+
     async fn restart_mcp_server(
         &self,
         req: Request<pb::RestartMcpServerRequest>,

@@ -226,6 +226,16 @@ impl Store {
         for key in trees.inbox.scan_prefix(id.as_bytes()).keys() {
             trees.inbox.remove(key?)?;
         }
+        for key in trees.connections.scan_prefix(id.as_bytes()).keys() {
+            trees.connections.remove(key?)?;
+        }
+        for key in trees
+            .network_allow
+            .scan_prefix(super::network::agent_prefix(id))
+            .keys()
+        {
+            trees.network_allow.remove(key?)?;
+        }
         trees.prompts.remove(id.as_bytes())?;
         if let Some(r) = record {
             if !r.name.is_empty() {

@@ -43,6 +43,7 @@ mod inbox;
 mod mcp_approvals;
 mod merges;
 mod migrate;
+mod network;
 mod record_index;
 mod refresh;
 mod repos;
@@ -122,6 +123,10 @@ pub(crate) struct Trees {
     worktree_repos: sled::Tree,
     merges: sled::Tree,
     mcp_approvals: sled::Tree,
+    /// Each agent's proxy connections (`network`).
+    connections: sled::Tree,
+    /// Hosts answered "always" (`network`).
+    network_allow: sled::Tree,
 }
 
 /// Removes the snapshot files sled did not finish writing
@@ -224,6 +229,8 @@ impl Trees {
             worktree_repos: db.open_tree("v1/worktree_repos")?,
             merges: db.open_tree("v1/merges")?,
             mcp_approvals: db.open_tree("v1/mcp_approvals")?,
+            connections: db.open_tree("v1/connections")?,
+            network_allow: db.open_tree("v1/network_allow")?,
             db,
         })
     }

@@ -40,7 +40,7 @@ impl Supervisor {
             .map_or(record.cwd.as_path(), |w| w.path.as_path());
         match crate::sandbox::refusal(
             record.effective_sandbox(),
-            record.no_network,
+            record.network,
             workspace,
             &self.settings.tool_env().protected,
         ) {

@@ -36,7 +36,7 @@ impl Asks {
 
 impl Supervisor {
     /// The agent and its ancestors, nearest first.
-    fn lineage(&self, record: &AgentRecord) -> Vec<AgentId> {
+    pub(super) fn lineage(&self, record: &AgentRecord) -> Vec<AgentId> {
         let mut out = vec![record.id];
         let mut parent = record.parent;
         while let Some(id) = parent {
@@ -70,6 +70,33 @@ impl Supervisor {
             tool,
             input_json: input.to_string(),
         };
+        let rx = self.publish_ask(record, ask.clone());
+        (ask, rx)
+    }
+
+    /// Opens an ask whether `record`'s agent may reach `target` through
+    /// its network proxy (DESIGN §22): asked like a tool call, its tool
+    /// `Network`, its summary the host and port.
+    pub(super) fn open_network_ask(
+        &self,
+        record: &AgentRecord,
+        target: &crate::domain::NetTarget,
+    ) -> (PermissionAsk, oneshot::Receiver<Answer>) {
+        let input = serde_json::json!({"host": target.host(), "port": target.port()});
+        let ask = PermissionAsk {
+            request_id: Uuid::now_v7().to_string(),
+            tool_use_id: String::new(),
+            agent: record.id,
+            agent_short: record.short_id.clone(),
+            summary: target.to_string(),
+            tool: ToolRef::Network,
+            input_json: input.to_string(),
+        };
+        let rx = self.publish_ask(record, ask.clone());
+        (ask, rx)
+    }
+
+    fn publish_ask(&self, record: &AgentRecord, ask: PermissionAsk) -> oneshot::Receiver<Answer> {
         let audience = self.lineage(record);
         let (tx, rx) = oneshot::channel();
         self.asks.lock().insert(
@@ -89,9 +116,9 @@ impl Supervisor {
             agent: ask.agent,
             short_id: ask.agent_short.clone(),
             at_ms: now_ms(),
-            kind: LifecycleKind::Permission(ask.clone()),
+            kind: LifecycleKind::Permission(ask),
         });
-        (ask, rx)
+        rx
     }
 
     /// Closes an ask without an answer (the agent stopped waiting).
@@ -133,6 +160,12 @@ impl Supervisor {
                         quote(request_id)
                     )));
                 }
+                Some(o) if answer == Answer::AllowEveryAgent && o.ask.tool != ToolRef::Network => {
+                    return Err(AgentdError::invalid(format!(
+                        "permission request {} is about a tool call: \"allow for every agent\" answers only a network ask",
+                        quote(request_id)
+                    )));
+                }
                 Some(_) => asks.remove(request_id),
             }
         };
@@ -167,7 +200,10 @@ impl Supervisor {
             .lock()
             .values()
             .find(|o| o.ask.agent == agent)
-            .map(|o| format!("permission to run {}: {}", o.ask.tool, o.ask.summary));
+            .map(|o| match o.ask.tool {
+                ToolRef::Network => format!("permission to reach {}", o.ask.summary),
+                _ => format!("permission to run {}: {}", o.ask.tool, o.ask.summary),
+            });
         ask.or_else(|| {
             self.registry
                 .get(agent)

@@ -14,11 +14,12 @@ use super::mcp::McpPending;
 use super::mcp_sources::TypeServers;
 use crate::agent::instructions::{self, Instructions};
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
-use crate::agent::types::AgentType;
+use crate::agent::types::{AgentType, TypeOrigin};
 use crate::agent::{FanOutRole, Foreground, WaitEnd, context, worktree_notice};
 use crate::domain::{
-    AgentName, AgentRecord, AgentWorktree, InstructionsLoaded, Isolation, PermissionMode,
-    PromptContext, QuerySource, Role, SandboxMode, TranscriptEntry, json_bytes, now_ms,
+    AgentName, AgentRecord, AgentWorktree, HostPattern, InstructionsLoaded, Isolation, NetworkMode,
+    PermissionMode, PromptContext, QuerySource, Role, SandboxMode, TranscriptEntry, json_bytes,
+    now_ms,
 };
 use crate::error::{AgentdError, quote};
 use crate::mcp::ServerDef;
@@ -54,8 +55,11 @@ pub struct NewAgent {
     pub parent_tool_use_id: String,
     /// None: the config's (a child: its parent's).
     pub sandbox: Option<SandboxMode>,
-    /// Deny its tools TCP (a child of such an agent is denied too).
-    pub no_network: bool,
+    /// How its tools reach the network; None: the config's (a child: its
+    /// parent's, or its type's if that is stricter).
+    pub network: Option<NetworkMode>,
+    /// Hosts its proxy allows besides the daemon's list (`--allow-host`).
+    pub allow_hosts: Vec<HostPattern>,
     /// Stored paused with an empty transcript, not run, until a message
     /// comes (`prompt` is empty).
     pub idle: bool,
@@ -253,8 +257,40 @@ impl Supervisor {
             }
             None => req.sandbox.unwrap_or(self.config().sandbox.mode),
         };
-        record.no_network =
-            req.no_network || !self.config().network || parent.is_some_and(|p| p.no_network);
+        self.choose_network(record, req, parent, agent_type);
+    }
+
+    /// A child's network is its parent's, or stricter; its allow list its
+    /// parent's and its type's (a type of the person's own: a
+    /// repository's type file never widens the network). A client's
+    /// agent gets what it asked for, else the config's mode — or the full
+    /// network when its sandbox is off, since nothing would confine it.
+    fn choose_network(
+        &self,
+        record: &mut AgentRecord,
+        req: &NewAgent,
+        parent: Option<&AgentRecord>,
+        agent_type: Option<&AgentType>,
+    ) {
+        let mut allow = req.allow_hosts.clone();
+        record.network = match parent {
+            Some(p) => {
+                allow.extend(p.network_allow.iter().cloned());
+                let inherited = p.effective_network();
+                req.network.map_or(inherited, |n| inherited.stricter(n))
+            }
+            None => match req.network {
+                Some(n) => n,
+                None if record.effective_sandbox() == SandboxMode::Off => NetworkMode::Full,
+                None => self.config().network.mode,
+            },
+        };
+        if let Some(t) = agent_type.filter(|t| matches!(t.origin, TypeOrigin::User(_))) {
+            allow.extend(t.network_allow.iter().cloned());
+        }
+        allow.sort();
+        allow.dedup();
+        record.network_allow = allow;
     }
 
     /// Validates `req`, stores the new agent with its first message, and

@@ -212,7 +212,8 @@ fn inherit(record: &mut AgentRecord, parent: &AgentRecord, req: &ForkRequest, or
     record.permission_mode = parent.permission_mode;
     record.depth = parent.depth + 1;
     record.sandbox = parent.sandbox;
-    record.no_network = parent.no_network;
+    record.network = parent.network;
+    record.network_allow = parent.network_allow.clone();
     // Its tools array is its parent's, MCP tools included.
     record.mcp_servers = parent.mcp_servers.clone();
     record.mcp_notes = parent.mcp_notes.clone();

@@ -171,7 +171,7 @@ impl Supervisor {
         let mut probe = AgentRecord::new(id, id.short_prefix(SHORT_ID_LEN), now_ms());
         probe.cwd = cwd;
         probe.sandbox = self.config().sandbox.mode;
-        probe.no_network = !self.config().network;
+        probe.network = self.config().network.mode;
         let ctx = ToolContext {
             cwd: probe.cwd.clone(),
             cancel: CancellationToken::new(),

@@ -34,6 +34,7 @@ mod compact_once;
 mod compaction;
 mod control;
 mod create;
+mod egress;
 mod external;
 mod family;
 mod fanout;
@@ -44,6 +45,7 @@ mod mcp;
 mod mcp_approvals;
 mod mcp_sources;
 mod moved_checkouts;
+mod network_queries;
 mod notification;
 mod queries;
 mod recovery;
@@ -115,6 +117,8 @@ pub struct Supervisor {
     fan_outs: fanout::FanOuts,
     /// The MCP servers running agents share.
     mcp_pool: Arc<crate::agent::mcp_pool::McpPool>,
+    /// The proxy connections being served now.
+    open_connections: egress::OpenConnections,
 }
 
 impl Supervisor {
@@ -156,6 +160,7 @@ impl Supervisor {
             registry: registry::Registry::default(),
             trees: tree_keeping::TreeKeeping::default(),
             asks: asks::Asks::default(),
+            open_connections: egress::OpenConnections::default(),
             fan_outs: fanout::FanOuts::default(),
             mcp_pool: Arc::default(),
         })

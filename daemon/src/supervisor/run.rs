@@ -88,6 +88,11 @@ impl Supervisor {
         let sup = self.clone();
         self.runs.spawn(async move {
             let slot = Arc::new(SlotLease::new(sup.runs.slots()));
+            let extra_hosts = match &runner {
+                crate::agent::Runner::External(x) => crate::config::agent_hosts::allowed(&x.def),
+                crate::agent::Runner::Model(_) => Vec::new(),
+            };
+            let egress = sup.egress_for(&record, extra_hosts, true);
             let setup = LoopSetup {
                 store: sup.store.clone(),
                 host: Arc::new(SupervisorHost(sup.clone())),
@@ -110,6 +115,7 @@ impl Supervisor {
                     }),
                 compaction,
                 mcp,
+                egress,
             };
             let finished = tokio::select! {
                 biased;

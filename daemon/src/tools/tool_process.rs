@@ -23,6 +23,9 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
+use crate::domain::NetworkMode;
+use crate::network::proxy::Proxy;
+use crate::network::{Egress, NO_PROXY_LOOPBACK, NO_PROXY_VARS, PROXY_VARS};
 use crate::sandbox::pid_namespace::{self, AgentNamespace};
 use crate::sandbox::{Confinement, Policy};
 
@@ -43,20 +46,45 @@ enum How {
 
 /// The processes of one agent's run: its PID namespace, made at its first
 /// confined command and killed, with everything in it, when this is
-/// dropped (the run's end).
-#[derive(Debug, Default)]
+/// dropped (the run's end). With network `proxy` the namespace has a
+/// network of its own, and its proxy runs as long as it does.
+#[derive(Default)]
 pub struct AgentProcesses {
-    namespace: tokio::sync::Mutex<Option<AgentNamespace>>,
+    namespace: tokio::sync::Mutex<Option<Made>>,
+    /// Who decides the proxy's connections; None: nobody (all refused).
+    egress: Option<Arc<dyn Egress>>,
+}
+
+/// A namespace and the proxy serving it.
+struct Made {
+    namespace: AgentNamespace,
+    _proxy: Option<Proxy>,
+}
+
+impl std::fmt::Debug for AgentProcesses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentProcesses")
+            .field("egress", &self.egress.is_some())
+            .finish()
+    }
 }
 
 impl AgentProcesses {
+    /// A run's processes whose proxy connections `egress` decides.
+    pub fn with_egress(egress: Arc<dyn Egress>) -> AgentProcesses {
+        AgentProcesses {
+            namespace: tokio::sync::Mutex::default(),
+            egress: Some(egress),
+        }
+    }
+
     /// Whether the run's namespace has been made and still lives.
     pub async fn has_namespace(&self) -> bool {
         self.namespace
             .lock()
             .await
             .as_mut()
-            .is_some_and(AgentNamespace::alive)
+            .is_some_and(|m| m.namespace.alive())
     }
 }
 
@@ -85,20 +113,44 @@ pub(crate) async fn spawn_contained(
     denied: &crate::sandbox::ReadDenials,
 ) -> std::io::Result<ToolProcess> {
     let mode = pid_namespace::support().map_err(std::io::Error::other)?;
+    let proxied = policy.network == NetworkMode::Proxy;
     let mut slot = processes.namespace.lock().await;
-    if !slot.as_mut().is_some_and(AgentNamespace::alive) {
+    if !slot.as_mut().is_some_and(|m| m.namespace.alive()) {
         // A namespace that died (its init killed) is made anew.
         *slot = None;
-        let made = AgentNamespace::make(mode).await.map_err(|e| {
+        let mut namespace = AgentNamespace::make(mode, proxied).await.map_err(|e| {
             std::io::Error::other(format!("cannot make the agent's process namespace: {e}"))
         })?;
-        *slot = Some(made);
+        let proxy = match namespace.take_proxy_listener() {
+            Some(listener) => {
+                let egress = processes
+                    .egress
+                    .clone()
+                    .unwrap_or_else(|| Arc::new(crate::network::RefuseAll));
+                Some(Proxy::start(listener, egress)?)
+            }
+            None => None,
+        };
+        *slot = Some(Made {
+            namespace,
+            _proxy: proxy,
+        });
     }
-    let Some(namespace) = slot.as_ref() else {
+    let Some(Made { namespace, .. }) = slot.as_ref() else {
         return Err(std::io::Error::other(
             "the agent's process namespace is gone",
         ));
     };
+    if proxied {
+        // Fail closed: a namespace made without a network of its own (for
+        // another policy) would hand the command the machine's network.
+        let Some(port) = namespace.proxy_port() else {
+            return Err(std::io::Error::other(
+                "the agent's namespace has no network of its own, so its network proxy cannot be enforced",
+            ));
+        };
+        point_at_proxy(cmd.as_std_mut(), port);
+    }
     // With a /proc of its own, the namespace itself keeps signals from
     // reaching outside it; Landlock's signal scope would also keep the
     // agent's commands from signalling each other (each is a domain).
@@ -119,6 +171,25 @@ pub(crate) async fn spawn_contained(
         how: How::Contained,
         ended: false,
     })
+}
+
+/// Sets the proxy variables on `cmd`, except those its caller set itself
+/// (an external agent clears NO_PROXY: its model API is reached through
+/// the proxy even on loopback).
+fn point_at_proxy(cmd: &mut std::process::Command, port: u16) {
+    let url = format!("http://127.0.0.1:{port}");
+    let given: Vec<std::ffi::OsString> = cmd.get_envs().map(|(k, _)| k.to_owned()).collect();
+    let unset = |name: &str| !given.iter().any(|g| g == name);
+    for var in PROXY_VARS {
+        if unset(var) {
+            cmd.env(var, &url);
+        }
+    }
+    for var in NO_PROXY_VARS {
+        if unset(var) {
+            cmd.env(var, NO_PROXY_LOOPBACK);
+        }
+    }
 }
 
 /// Spawns `cmd`, registered as the daemon's own child (not an orphan its

@@ -56,6 +56,7 @@ mod mcp_trust;
 mod mcp_types;
 mod merge_kill;
 mod moved_checkout;
+mod network;
 mod permissions;
 mod plans;
 mod providers;

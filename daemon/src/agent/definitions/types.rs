@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::type_mcp::TypeMcp;
 use super::{FrontMatterError, Split, repo_root, split};
-use crate::domain::{Isolation, PermissionMode, SandboxMode, ToolAllowlist, ToolName};
+use crate::domain::{HostPattern, Isolation, PermissionMode, SandboxMode, ToolAllowlist, ToolName};
 
 /// The type used when `subagent_type` is omitted.
 pub const DEFAULT_TYPE: &str = "general-purpose";
@@ -44,6 +44,10 @@ pub struct AgentType {
     /// A stricter sandbox for agents of this type (front matter `sandbox`);
     /// never looser than the parent's.
     pub sandbox: Option<SandboxMode>,
+    /// Hosts its agents' proxy allows (front matter `network_allow`);
+    /// honoured only for a type of the person's own (a repository's type
+    /// never widens the network).
+    pub network_allow: Vec<HostPattern>,
     /// The type's own instructions, placed before the environment section.
     pub instructions: String,
     /// The MCP servers the type defines or names (front matter
@@ -78,6 +82,7 @@ fn builtin(name: &str) -> Option<AgentType> {
             permission_mode: None,
             isolation: Isolation::None,
             sandbox: None,
+            network_allow: Vec::new(),
             mcp: TypeMcp::default(),
             origin: TypeOrigin::BuiltIn,
             instructions: "You are a general-purpose agent working on a task delegated by \
@@ -96,6 +101,7 @@ questions; never changes anything"
             permission_mode: None,
             isolation: Isolation::None,
             sandbox: None,
+            network_allow: Vec::new(),
             mcp: TypeMcp::default(),
             origin: TypeOrigin::BuiltIn,
             instructions: "You are a read-only exploration agent. Find files with Glob, search \
@@ -131,6 +137,8 @@ struct FrontMatter {
     isolation: Option<String>,
     #[serde(default)]
     sandbox: Option<String>,
+    #[serde(default, alias = "networkAllow")]
+    network_allow: Vec<String>,
     #[serde(default, rename = "permissionMode", alias = "permission_mode")]
     permission_mode: Option<String>,
     #[serde(default, rename = "mcpServers", alias = "mcp_servers")]
@@ -191,7 +199,7 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
             Dialect::Agentd => {
                 return Err(format!(
                     "{where_}: invalid front matter: unknown field `{}` (known: name, description, \
-                     tools, model, background, isolation, sandbox, permissionMode, mcpServers)",
+                     tools, model, background, isolation, sandbox, network_allow, permissionMode, mcpServers)",
                     crate::error::quote(key)
                 ));
             }
@@ -224,6 +232,11 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
             )
         })?),
     };
+    let network_allow = fm
+        .network_allow
+        .iter()
+        .map(|p| HostPattern::parse(p).map_err(|why| format!("{where_}: network_allow: {why}")))
+        .collect::<Result<Vec<_>, _>>()?;
     if body.is_empty() {
         return Err(format!(
             "{where_}: the body (the type's system prompt) is empty"
@@ -273,6 +286,7 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
         permission_mode,
         isolation,
         sandbox,
+        network_allow,
         instructions: body.to_string(),
         mcp,
         // Until the caller says it is the person's own: a type whose
@@ -566,6 +580,18 @@ WebFetch\nmodel: sonnet\ncolor: purple\n---\n\nYou are a senior code reviewer.\n
         .unwrap();
         assert_eq!(t.isolation, Isolation::Worktree);
         assert_eq!(t.sandbox, Some(SandboxMode::ReadOnly));
+        let hosts = parse_type_file(
+            p,
+            "---\nname: a\ndescription: d\nnetwork_allow: [\"*.corp.example\", \"h:8443\"]\n---\nbody",
+        )
+        .unwrap();
+        assert_eq!(hosts.network_allow.len(), 2);
+        let bad = parse_type_file(
+            p,
+            "---\nname: a\ndescription: d\nnetwork_allow: [\"a b\"]\n---\nb",
+        )
+        .unwrap_err();
+        assert!(bad.contains("network_allow"), "{bad}");
         let err = parse_type_file(p, "---\nname: a\ndescription: d\nsandbox: yolo\n---\nbody")
             .unwrap_err();
         assert!(err.contains("sandbox 'yolo' is not one of"), "{err}");

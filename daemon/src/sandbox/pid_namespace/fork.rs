@@ -30,6 +30,16 @@ pub(super) struct MakePlan {
     /// without.
     pub(super) ready_w: RawFd,
     pub(super) helper: Helper,
+    /// With a network namespace of its own: where to send the proxy's
+    /// listener (made inside it, on loopback).
+    pub(super) net: Option<NetPlan>,
+}
+
+/// A new network namespace's loopback and the proxy's listening socket in
+/// it (`CLONE_NEWNET` is among the flags).
+pub(super) struct NetPlan {
+    /// One end of a socket pair: the listener is sent on it (SCM_RIGHTS).
+    pub(super) send_fd: RawFd,
 }
 
 /// The user namespace's maps: the person's own uid and gid onto
@@ -45,6 +55,8 @@ pub(super) struct JoinPlan {
     pub(super) user: Option<RawFd>,
     pub(super) mnt: RawFd,
     pub(super) pid: RawFd,
+    /// The agent's network namespace, when it has one.
+    pub(super) net: Option<RawFd>,
     pub(super) cwd: std::ffi::CString,
     pub(super) helper: Helper,
 }
@@ -72,6 +84,11 @@ pub(super) fn make(plan: &MakePlan) -> std::io::Result<()> {
             write_file(c"/proc/self/setgroups", b"deny")?;
             write_file(c"/proc/self/uid_map", &maps.uid_map)?;
             write_file(c"/proc/self/gid_map", &maps.gid_map)?;
+        }
+        if let Some(net) = &plan.net {
+            loopback_up()?;
+            send_listener(net.send_fd)?;
+            libc::close(net.send_fd);
         }
         // Mounts made from here on stay in this namespace (a shared root
         // would carry the new /proc onto the person's); if that cannot be
@@ -124,6 +141,11 @@ pub(super) fn join(plan: &JoinPlan) -> std::io::Result<()> {
         {
             return Err(last_error());
         }
+        if let Some(net) = plan.net
+            && libc::setns(net, libc::CLONE_NEWNET) != 0
+        {
+            return Err(last_error());
+        }
         if libc::setns(plan.mnt, libc::CLONE_NEWNS) != 0 {
             return Err(last_error());
         }
@@ -151,6 +173,77 @@ pub(super) fn join(plan: &JoinPlan) -> std::io::Result<()> {
         libc::close(life_r);
         become_helper(plan.helper, c"__ns-keeper", life_w);
         keeper_loop()
+    }
+}
+
+/// Brings up the new network namespace's loopback (it starts down).
+#[allow(unsafe_code)]
+unsafe fn loopback_up() -> std::io::Result<()> {
+    // SAFETY: a socket, two ioctls on a zeroed ifreq naming "lo", close.
+    unsafe {
+        let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            return Err(last_error());
+        }
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        ifr.ifr_name[0] = b'l' as libc::c_char;
+        ifr.ifr_name[1] = b'o' as libc::c_char;
+        let mut ok = libc::ioctl(s, libc::SIOCGIFFLAGS, &mut ifr) == 0;
+        if ok {
+            ifr.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            ok = libc::ioctl(s, libc::SIOCSIFFLAGS, &ifr) == 0;
+        }
+        let err = last_error();
+        libc::close(s);
+        if ok { Ok(()) } else { Err(err) }
+    }
+}
+
+/// Makes the proxy's listener on 127.0.0.1 (a port the kernel picks) in
+/// this network namespace and sends it over `send_fd`.
+#[allow(unsafe_code)]
+unsafe fn send_listener(send_fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: socket calls on a stack address and message header that
+    // live across the calls; the control buffer is aligned for cmsghdr.
+    unsafe {
+        let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            return Err(last_error());
+        }
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        if libc::bind(s, (&raw const addr).cast(), len) != 0 || libc::listen(s, 128) != 0 {
+            let err = last_error();
+            libc::close(s);
+            return Err(err);
+        }
+        #[repr(C)]
+        union Control {
+            _align: libc::cmsghdr,
+            buf: [u8; 64],
+        }
+        let mut control: Control = std::mem::zeroed();
+        let mut byte = [b'L'];
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = (&raw mut control.buf).cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), s);
+        let sent = libc::sendmsg(send_fd, &msg, libc::MSG_NOSIGNAL);
+        let err = last_error();
+        libc::close(s);
+        if sent == 1 { Ok(()) } else { Err(err) }
     }
 }
 

@@ -33,7 +33,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use fork::{JoinPlan, MakePlan, UserMaps};
+use fork::{JoinPlan, MakePlan, NetPlan, UserMaps};
 
 /// How this machine lets the daemon make PID namespaces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,13 +140,13 @@ fn unavailable(why: &str) -> String {
 /// Makes a namespace in `mode` and runs `true` in it.
 fn try_mode(mode: Mode) -> std::io::Result<()> {
     let mut keeper_cmd = keeper_command();
-    let plan = Making::new(mode)?;
-    let ready_r = plan.install(&mut keeper_cmd)?;
+    let plan = Making::new(mode, false)?;
+    let (ready_r, _) = plan.install(&mut keeper_cmd)?;
     let mut keeper = keeper_cmd.spawn()?;
     drop(keeper_cmd);
     let result = (|| {
         let own_proc = read_ready_blocking(&ready_r)?;
-        let ns = Namespaces::of(keeper.id() as i32, mode, own_proc)?;
+        let ns = Namespaces::of(keeper.id() as i32, mode, own_proc, false)?;
         let mut cmd = std::process::Command::new("true");
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -182,10 +182,12 @@ fn keeper_command() -> std::process::Command {
 struct Making {
     mode: Mode,
     maps: Option<UserMaps>,
+    /// A network namespace of its own, with only loopback.
+    net: bool,
 }
 
 impl Making {
-    fn new(mode: Mode) -> std::io::Result<Making> {
+    fn new(mode: Mode, net: bool) -> std::io::Result<Making> {
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         Ok(Making {
@@ -194,25 +196,46 @@ impl Making {
                 uid_map: format!("{uid} {uid} 1\n").into_bytes(),
                 gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             }),
+            net,
         })
     }
 
     /// Adds the making to `cmd` (the keeper's command); returns the read
-    /// end of the pipe on which the init says it is ready. The write end
-    /// lives in `cmd` until it is dropped.
-    fn install(self, cmd: &mut std::process::Command) -> std::io::Result<OwnedFd> {
+    /// end of the pipe on which the init says it is ready, and with a
+    /// network namespace the socket its proxy listener comes on. The
+    /// write ends live in `cmd` until it is dropped.
+    fn install(
+        self,
+        cmd: &mut std::process::Command,
+    ) -> std::io::Result<(OwnedFd, Option<OwnedFd>)> {
         use std::os::unix::process::CommandExt as _;
         let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
         if self.mode == Mode::UserNamespace {
             flags |= libc::CLONE_NEWUSER;
         }
+        let pair = if self.net {
+            flags |= libc::CLONE_NEWNET;
+            let (recv, send) = nix::sys::socket::socketpair(
+                nix::sys::socket::AddressFamily::Unix,
+                nix::sys::socket::SockType::SeqPacket,
+                None,
+                nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+            )?;
+            Some((recv, send))
+        } else {
+            None
+        };
         let plan = MakePlan {
             flags,
             user_maps: self.maps,
             ready_w: ready_w.as_raw_fd(),
             helper: helper(),
+            net: pair.as_ref().map(|(_, send)| NetPlan {
+                send_fd: send.as_raw_fd(),
+            }),
         };
+        let (recv, send) = pair.map_or((None, None), |(r, s)| (Some(r), Some(s)));
         dies_with_the_daemon(cmd);
         // SAFETY: `fork::make` runs between fork and exec and makes only
         // async-signal-safe system calls; it allocates nothing. `ready_w`
@@ -220,11 +243,11 @@ impl Making {
         #[allow(unsafe_code)]
         unsafe {
             cmd.pre_exec(move || {
-                let _keep_open = &ready_w;
+                let _keep_open = (&ready_w, &send);
                 fork::make(&plan)
             });
         }
-        Ok(ready_r)
+        Ok((ready_r, recv))
     }
 }
 
@@ -283,12 +306,14 @@ struct Namespaces {
     /// daemon's `/proc` does not reach it (Landlock skips a mount point
     /// hidden by another mount), so confinement grants it by itself.
     proc_dir: Option<OwnedFd>,
+    /// Its network namespace, when it has one of its own.
+    net: Option<OwnedFd>,
 }
 
 impl Namespaces {
     /// Opens the namespaces of the keeper `pid` (which made them: its
     /// `pid_for_children` is the new PID namespace).
-    fn of(pid: i32, mode: Mode, own_proc: bool) -> std::io::Result<Namespaces> {
+    fn of(pid: i32, mode: Mode, own_proc: bool, net: bool) -> std::io::Result<Namespaces> {
         let open = |name: &str| -> std::io::Result<OwnedFd> {
             let f = std::fs::File::open(format!("/proc/{pid}/ns/{name}"))?;
             Ok(f.into())
@@ -300,6 +325,7 @@ impl Namespaces {
             },
             mnt: open("mnt")?,
             pid: open("pid_for_children")?,
+            net: net.then(|| open("net")).transpose()?,
             proc_dir: own_proc
                 .then(|| {
                     nix::fcntl::open(
@@ -334,6 +360,7 @@ impl Namespaces {
             user: self.user.as_ref().map(AsRawFd::as_raw_fd),
             mnt: self.mnt.as_raw_fd(),
             pid: self.pid.as_raw_fd(),
+            net: self.net.as_ref().map(AsRawFd::as_raw_fd),
             cwd: CString::new(cwd.as_os_str().as_bytes())
                 .map_err(|_| std::io::Error::other("the working directory holds a NUL byte"))?,
             helper: helper(),
@@ -359,6 +386,10 @@ impl Namespaces {
 pub struct AgentNamespace {
     keeper: tokio::process::Child,
     namespaces: Namespaces,
+    /// With a network of its own: the listener its proxy serves, bound
+    /// to 127.0.0.1 inside it (taken once, by whoever runs the proxy).
+    proxy_listener: Option<std::net::TcpListener>,
+    proxy_port: Option<u16>,
 }
 
 impl std::fmt::Debug for AgentNamespace {
@@ -374,9 +405,12 @@ impl AgentNamespace {
     /// Makes one. Must run on a thread that lives as long as the daemon (a
     /// runtime worker, not the blocking pool): the keeper's parent-death
     /// signal follows the thread that forked it.
-    pub async fn make(mode: Mode) -> std::io::Result<AgentNamespace> {
+    ///
+    /// `net`: in a network namespace of its own with only loopback, and a
+    /// listener on it for the agent's proxy (`take_proxy_listener`).
+    pub async fn make(mode: Mode, net: bool) -> std::io::Result<AgentNamespace> {
         let mut std_cmd = keeper_command();
-        let ready_r = Making::new(mode)?.install(&mut std_cmd)?;
+        let (ready_r, listener_r) = Making::new(mode, net)?.install(&mut std_cmd)?;
         let mut cmd = tokio::process::Command::from(std_cmd);
         cmd.kill_on_drop(true);
         let keeper = {
@@ -396,8 +430,28 @@ impl AgentNamespace {
         let own_proc = tokio::time::timeout(READY_WITHIN, read_ready(ready_r))
             .await
             .map_err(|_| std::io::Error::other("the namespace's init did not start in time"))??;
-        let namespaces = Namespaces::of(pid, mode, own_proc)?;
-        Ok(AgentNamespace { keeper, namespaces })
+        let namespaces = Namespaces::of(pid, mode, own_proc, net)?;
+        let proxy_listener = listener_r.map(|r| receive_listener(&r)).transpose()?;
+        let proxy_port = proxy_listener
+            .as_ref()
+            .map(|l| l.local_addr().map(|a| a.port()))
+            .transpose()?;
+        Ok(AgentNamespace {
+            keeper,
+            namespaces,
+            proxy_listener,
+            proxy_port,
+        })
+    }
+
+    /// The proxy's listener, once (None without a network of its own).
+    pub fn take_proxy_listener(&mut self) -> Option<std::net::TcpListener> {
+        self.proxy_listener.take()
+    }
+
+    /// The port its proxy listens on, on 127.0.0.1 inside the namespace.
+    pub fn proxy_port(&self) -> Option<u16> {
+        self.proxy_port
     }
 
     /// True while its keeper (and so its init) lives.
@@ -431,6 +485,39 @@ impl AgentNamespace {
     {
         self.namespaces.join(cmd, cwd, then)
     }
+}
+
+/// The listener the namespace's maker sent (before its init said it was
+/// ready, so it is waiting).
+fn receive_listener(fd: &OwnedFd) -> std::io::Result<std::net::TcpListener> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::os::fd::FromRawFd as _;
+    let mut byte = [0u8; 1];
+    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!(std::os::fd::RawFd);
+    let msg = recvmsg::<()>(
+        fd.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
+    )?;
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(fds) = cmsg
+            && let Some(&raw) = fds.first()
+        {
+            // SAFETY: the descriptor was just received and is ours alone.
+            #[allow(unsafe_code)]
+            let listener = unsafe { std::net::TcpListener::from_raw_fd(raw) };
+            for extra in &fds[1..] {
+                let _ = nix::unistd::close(*extra);
+            }
+            listener.set_nonblocking(true)?;
+            return Ok(listener);
+        }
+    }
+    Err(std::io::Error::other(
+        "the namespace's maker sent no proxy listener",
+    ))
 }
 
 async fn read_ready(fd: OwnedFd) -> std::io::Result<bool> {

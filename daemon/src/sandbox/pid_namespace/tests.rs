@@ -71,7 +71,7 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
 #[tokio::test]
 async fn commands_share_the_agents_namespace_and_see_each_other() {
     for mode in modes() {
-        let ns = AgentNamespace::make(mode).await.unwrap();
+        let ns = AgentNamespace::make(mode, false).await.unwrap();
         assert!(ns.own_proc(), "{mode:?}: the namespace has its own /proc");
         let tag = format!("agentd-test-{}", uuid::Uuid::new_v4().simple());
         let (_, status) = run_in(
@@ -100,7 +100,7 @@ async fn commands_share_the_agents_namespace_and_see_each_other() {
 #[tokio::test]
 async fn nothing_started_in_it_outlives_the_namespace() {
     for mode in modes() {
-        let mut ns = AgentNamespace::make(mode).await.unwrap();
+        let mut ns = AgentNamespace::make(mode, false).await.unwrap();
         let tag = format!("agentd-test-{}", uuid::Uuid::new_v4().simple());
         // Leaves the session, the environment, the process tree and its
         // name behind.
@@ -122,7 +122,9 @@ async fn nothing_started_in_it_outlives_the_namespace() {
 
 #[tokio::test]
 async fn commands_run_in_a_namespace_other_than_the_daemons() {
-    let ns = AgentNamespace::make(support().unwrap()).await.unwrap();
+    let ns = AgentNamespace::make(support().unwrap(), false)
+        .await
+        .unwrap();
     let (out, _) = run_in(&ns, "readlink /proc/self/ns/pid");
     let ours = std::fs::read_link("/proc/self/ns/pid").unwrap();
     assert!(out.trim().starts_with("pid:["), "{out}");
@@ -132,7 +134,9 @@ async fn commands_run_in_a_namespace_other_than_the_daemons() {
 
 #[tokio::test]
 async fn a_namespace_whose_init_died_is_seen_as_dead() {
-    let mut ns = AgentNamespace::make(support().unwrap()).await.unwrap();
+    let mut ns = AgentNamespace::make(support().unwrap(), false)
+        .await
+        .unwrap();
     let keeper = ns.keeper.id().unwrap();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(keeper as i32),
@@ -140,4 +144,35 @@ async fn a_namespace_whose_init_died_is_seen_as_dead() {
     )
     .unwrap();
     wait_for("the keeper to die", || !ns.alive());
+}
+
+#[tokio::test]
+async fn a_network_namespace_has_only_loopback_and_the_proxy_listener() {
+    for mode in modes() {
+        let mut ns = AgentNamespace::make(mode, true).await.unwrap();
+        let port = ns.proxy_port().expect("a proxy port");
+        let listener = ns.take_proxy_listener().expect("the listener");
+        assert_eq!(listener.local_addr().unwrap().port(), port);
+        // The daemon's loopback is not the namespace's: a listener of the
+        // daemon's cannot be reached from inside.
+        let outside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let outside_port = outside.local_addr().unwrap().port();
+        let (out, status) = run_in(
+            &ns,
+            &format!(
+                "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '; \
+                 (exec 3<>/dev/tcp/127.0.0.1/{outside_port}) 2>/dev/null && echo reached-outside; \
+                 (exec 3<>/dev/tcp/127.0.0.1/{port}) && echo reached-proxy"
+            ),
+        );
+        assert!(status.success(), "{mode:?}: {out}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.first(), Some(&"lo"), "{mode:?}: {out}");
+        assert!(!out.contains("reached-outside"), "{mode:?}: {out}");
+        assert!(out.contains("reached-proxy"), "{mode:?}: {out}");
+        // The connection from inside arrives on the daemon's listener.
+        listener.set_nonblocking(false).unwrap();
+        let (_, from) = listener.accept().unwrap();
+        assert!(from.ip().is_loopback(), "{from}");
+    }
 }

@@ -458,6 +458,13 @@ impl Outbound {
                 Ok(AgentEvent::Permission { ask, resolved }) => {
                     pb::attach_event::Event::PermissionRequest(convert::permission(&ask, resolved))
                 }
+                Ok(AgentEvent::Connection { record, asker }) => {
+                    pb::attach_event::Event::Connection(convert::network::connection(
+                        &record,
+                        asker.as_str(),
+                        record.ended_at_ms.is_none(),
+                    ))
+                }
                 Ok(AgentEvent::Plan(plan)) => {
                     self.sent_plan = plan.clone();
                     pb::attach_event::Event::Plan(convert::plan_update(&plan))

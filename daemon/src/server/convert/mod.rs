@@ -5,6 +5,7 @@
 mod compact;
 mod file_change;
 pub mod mcp;
+pub mod network;
 mod plan;
 mod requests;
 
@@ -85,6 +86,7 @@ pub fn answer_from_wire(a: &pb::PermissionAnswer) -> Result<Answer, AgentdError>
         Decision::AllowOnce => Ok(Answer::AllowOnce),
         Decision::AllowAlways => Ok(Answer::AllowAlways),
         Decision::Deny => Ok(Answer::Deny(a.reason.clone())),
+        Decision::AllowEveryAgent => Ok(Answer::AllowEveryAgent),
         Decision::Unspecified => Err(AgentdError::invalid(
             "a permission answer needs a decision (allow once, allow always or deny)",
         )),
@@ -240,7 +242,9 @@ pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
             .unwrap_or_default(),
         worktree: r.worktree.as_ref().map(agent_worktree),
         sandbox: sandbox(r.sandbox) as i32,
-        no_network: r.no_network,
+        no_network: r.effective_network() == crate::domain::NetworkMode::None,
+        network: network::network(r.effective_network()) as i32,
+        network_allow: r.network_allow.iter().map(ToString::to_string).collect(),
         waiting_for: waiting_for.unwrap_or_default(),
         resume_blocked_reason: resume_blocked_reason as i32,
         resume_blocked_detail,

@@ -10,7 +10,7 @@ use agentd_shared::proto as pb;
 
 use super::{isolation_from_wire, permission_mode_from_wire, sandbox_from_wire};
 use crate::domain::text::{non_blank, quote};
-use crate::domain::{AgentName, ExternalAgentName, ForkTools, ForkTurns, Isolation};
+use crate::domain::{AgentName, ExternalAgentName, ForkTools, ForkTurns, Isolation, NetworkMode};
 use crate::error::AgentdError;
 use crate::model::ModelSpec;
 use crate::supervisor::{ForkRequest, NewAgent};
@@ -36,15 +36,22 @@ pub fn new_agent(r: pb::CreateAgentRequest) -> Result<NewAgent, AgentdError> {
     }
     let mcp_servers = super::mcp::requested_servers(r.mcp_servers)?;
     let executor = executor(&r.executor)?;
+    let network = super::network::network_from_wire(r.network, r.no_network)?;
+    let allow_hosts = super::network::allow_hosts(&r.allow_hosts)?;
+    if !allow_hosts.is_empty() && !matches!(network, None | Some(NetworkMode::Proxy)) {
+        return Err(AgentdError::invalid(
+            "allow_hosts is for network proxy: with full or none there is no proxy to allow them",
+        ));
+    }
     if executor.is_some() {
         if !r.model.is_empty() {
             return Err(AgentdError::invalid(
                 "an external agent picks its own model: leave model empty with executor",
             ));
         }
-        if r.no_network {
+        if network == Some(NetworkMode::None) {
             return Err(AgentdError::invalid(
-                "an external agent reaches its own model over the network: no_network cannot be combined with executor",
+                "an external agent reaches its own model over the network: network none cannot be combined with executor (its proxy lets its API through)",
             ));
         }
     }
@@ -62,7 +69,8 @@ pub fn new_agent(r: pb::CreateAgentRequest) -> Result<NewAgent, AgentdError> {
         working_dir: None,
         parent_tool_use_id: String::new(),
         sandbox,
-        no_network: r.no_network,
+        network,
+        allow_hosts,
         idle: r.idle,
         no_instructions: r.no_instructions,
         mcp_servers,

@@ -14,12 +14,12 @@ use prost::Message;
 mod external;
 mod mcp;
 mod plan;
-use crate::domain::SandboxMode;
 use crate::domain::{
     AgentId, AgentRecord, AgentWorktree, InboxItem, InboxKind, InstructionFile, InstructionsLoaded,
     Outcome, PermissionMode, PromptContext, QuerySource, ResumeBlocked, ResumeBlockedReason,
     ShortId, Status, ToolAllowlist, ToolRef, Usage, WorkSummary, WorktreeState,
 };
+use crate::domain::{HostPattern, NetworkMode, SandboxMode};
 use external::{StoredExternal, external_of, stored_external};
 use mcp::{StoredMcpServer, mcp_of, stored_mcp};
 use plan::{StoredPlanItem, plan_of, stored_plan};
@@ -130,6 +130,12 @@ struct StoredAgent {
     /// Set for an agent another coding agent runs over ACP (`codec::external`).
     #[prost(message, optional, tag = "41")]
     external: Option<StoredExternal>,
+    /// 0: from before network modes (then `no_network` says none, else
+    /// full, as such an agent had); 1 proxy, 2 full, 3 none.
+    #[prost(int32, tag = "42")]
+    network: i32,
+    #[prost(string, repeated, tag = "43")]
+    network_allow: Vec<String>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -368,7 +374,15 @@ pub fn encode_agent(r: &AgentRecord) -> Vec<u8> {
             SandboxMode::ReadOnly => 2,
             SandboxMode::Off => 3,
         },
-        no_network: r.no_network,
+        // Kept for a daemon that reads only this (it then confines as
+        // before: none, or the network).
+        no_network: r.network == NetworkMode::None,
+        network: match r.network {
+            NetworkMode::Proxy => 1,
+            NetworkMode::Full => 2,
+            NetworkMode::None => 3,
+        },
+        network_allow: r.network_allow.iter().map(ToString::to_string).collect(),
         instructions: r
             .instructions
             .files
@@ -465,7 +479,18 @@ pub fn decode_agent(bytes: &[u8]) -> Result<AgentRecord, Corrupt> {
             3 => SandboxMode::Off,
             _ => return Err(Corrupt::Field("sandbox")),
         },
-        no_network: s.no_network,
+        network: match (s.network, s.no_network) {
+            (0, true) | (3, _) => NetworkMode::None,
+            (0, false) | (2, _) => NetworkMode::Full,
+            (1, _) => NetworkMode::Proxy,
+            _ => return Err(Corrupt::Field("network")),
+        },
+        network_allow: s
+            .network_allow
+            .iter()
+            .map(|p| HostPattern::parse(p))
+            .collect::<Result<_, _>>()
+            .map_err(|_| Corrupt::Field("network allow list"))?,
         instructions: InstructionsLoaded {
             files: s
                 .instructions

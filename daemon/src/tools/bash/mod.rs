@@ -151,7 +151,7 @@ async fn preflight<'a>(input: &'a Value, ctx: &ToolContext) -> Result<(&'a str, 
     if let Some(policy) = &ctx.sandbox
         && let Some(why) = crate::sandbox::refusal(
             policy.mode,
-            policy.no_network,
+            policy.network,
             &policy.workspace,
             &ctx.env.protected,
         )
@@ -211,10 +211,12 @@ fn sandbox_hint(policy: Option<&Policy>, output: &str) -> String {
             policy.tmpdir.display()
         ),
     };
-    let net = if policy.no_network {
-        "; TCP connections and listening are refused"
-    } else {
-        ""
+    let net = match policy.network {
+        crate::domain::NetworkMode::None => "; TCP connections and listening are refused",
+        crate::domain::NetworkMode::Proxy => {
+            "; the network is reached only through agentd's proxy (HTTP_PROXY, HTTPS_PROXY): HTTP and HTTPS to allowed hosts, others asked about; direct connections, SSH and UDP fail"
+        }
+        crate::domain::NetworkMode::Full => "",
     };
     format!("\n(agentd: {writes}{net}.)")
 }

@@ -31,7 +31,7 @@ pub fn bench_sandbox(args: &[String]) {
     let mut confined = plain.clone();
     confined.sandbox = Some(Policy {
         mode: SandboxMode::WorkspaceWrite,
-        no_network: false,
+        network: agentd::domain::NetworkMode::Full,
         workspace: project.clone(),
         tmpdir: tmp,
         also_writable: Vec::new(),
