@@ -166,7 +166,9 @@ impl TurnLoop {
             Err(why) => return Ok(Err(RunEnd::Failed(why))),
         };
         let mut ctx = self.tool_context(self.spool.path(self.next_seq, 0));
-        ctx.processes = Arc::default();
+        // Its own namespace (the live process may outlive this run), its
+        // connections decided as the run's are.
+        ctx.processes = Arc::new(self.processes.sibling());
         if let Some(policy) = ctx.sandbox.as_mut() {
             policy.also_writable = def.writable.clone();
         }

@@ -70,6 +70,15 @@ impl std::fmt::Debug for AgentProcesses {
 }
 
 impl AgentProcesses {
+    /// Processes of their own (another namespace) whose connections the
+    /// same egress decides.
+    pub fn sibling(&self) -> AgentProcesses {
+        AgentProcesses {
+            namespace: tokio::sync::Mutex::default(),
+            egress: self.egress.clone(),
+        }
+    }
+
     /// A run's processes whose proxy connections `egress` decides.
     pub fn with_egress(egress: Arc<dyn Egress>) -> AgentProcesses {
         AgentProcesses {

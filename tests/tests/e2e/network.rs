@@ -365,3 +365,44 @@ fn full_and_none_behave_as_before_and_a_repository_cannot_widen_the_list() {
     env.ctl(&["wait", &off]).expect_code(0);
     assert_eq!(env.show(&off)["network"], "full");
 }
+
+#[test]
+fn an_external_agent_reaches_its_api_host_through_the_proxy_and_nothing_else() {
+    let origin = Origin::start();
+    let port = origin.port;
+    let w = super::external_agents::World::new(
+        &format!(", MODEL_BASE_URL = \"http://model.test:{port}\""),
+        "",
+    );
+    w.env.set_daemon_env(
+        "AGENTD_TEST_PROXY_HOSTS",
+        "model.test=127.0.0.1,other.test=127.0.0.1",
+    );
+    let _daemon = w.env.start_daemon();
+    let steps = serde_json::json!([
+        {"shell": "curl -sS -m 10 \"$MODEL_BASE_URL/v1/messages\""},
+        {"shell": format!("curl -sS -m 10 http://other.test:{port}/; echo; curl -sS -m 5 --noproxy '*' http://127.0.0.1:{port}/direct || echo direct-failed")},
+    ]);
+    let out = w
+        .env
+        .ctl(&["run", "--agent", "scripted", &format!("script:{steps}")]);
+    out.expect_code(0);
+    let said: Vec<&str> = out.stdout.split("shell exit=").skip(1).collect();
+    assert_eq!(said.len(), 2, "{}", out.stdout);
+    assert!(said[0].contains(HELLO), "its API host: {}", said[0]);
+    assert!(!said[1].contains(HELLO), "{}", said[1]);
+    assert!(
+        said[1].contains("other.test") && said[1].contains("refused"),
+        "{}",
+        said[1]
+    );
+    assert!(said[1].contains("direct-failed"), "{}", said[1]);
+    let heads = origin.heads();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    assert!(heads[0].starts_with("GET /v1/messages "), "{}", heads[0]);
+    let id = w.env.agents()[0]["id"].as_str().unwrap().to_string();
+    let records = connections(&w.env, &id);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[0]["reason"], "[agents.scripted] env MODEL_BASE_URL");
+    assert_eq!(records[1]["decision"], "refused");
+}
