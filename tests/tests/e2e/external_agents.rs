@@ -628,7 +628,11 @@ fn forks_of_an_external_agent_are_refused_and_bad_requests_too() {
         .env
         .ctl(&["run", "--agent", "scripted", "--no-network", "hi"]);
     assert_ne!(offline.code, 0);
-    assert!(offline.stderr.contains("no_network"), "{}", offline.stderr);
+    assert!(
+        offline.stderr.contains("network none"),
+        "{}",
+        offline.stderr
+    );
     assert_eq!(w.env.show("ext-fork")["status"], "completed");
 }
 

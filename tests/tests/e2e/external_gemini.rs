@@ -109,7 +109,17 @@ fn gemini_cli_runs_asks_through_agentd_and_keeps_to_its_own_home() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let mut attached = Attached::open(&w.env, &id).await;
-        let ask = attached.next_ask().await;
+        // Gemini CLI's usage reports (play.googleapis.com) are not on its
+        // proxy's list: asked, and refused here as a person would.
+        let mut ask = attached.next_ask().await;
+        while ask.tool_name == "Network" {
+            assert!(
+                !ask.summary.contains("127.0.0.1"),
+                "its model is allowed: {ask:?}"
+            );
+            attached.answer(&ask, Decision::Deny, "").await;
+            ask = attached.next_ask().await;
+        }
         // Gemini CLI asks before it reports the call, with the command as
         // the call's title and no raw input: the ask shows the title.
         assert_eq!(ask.tool_name, "Bash", "{ask:?}");
