@@ -275,7 +275,7 @@ fn no_network_applies_to_an_agents_stdio_server() {
     };
     let (is_error, text) = run("offline", &["--no-network"]);
     assert!(is_error && text.contains("cannot connect"), "{text}");
-    let (is_error, text) = run("online", &[]);
+    let (is_error, text) = run("online", &["--network", "full"]);
     assert_eq!((is_error, text.as_str()), (false, "connected"));
 }
 

@@ -191,7 +191,8 @@ fn no_network_refuses_a_tcp_connect_to_a_local_listener() {
     let denied = run(&env, &model, &["--no-network"]);
     let (is_error, text) = &tool_results(&env.transcript(&denied))[0];
     assert!(*is_error && text.contains("Permission denied"), "{text}");
-    let allowed = run(&env, &model, &[]);
+    // With the full network the same command connects: the check is real.
+    let allowed = run(&env, &model, &["--network", "full"]);
     let (is_error, text) = &tool_results(&env.transcript(&allowed))[0];
     assert!(!is_error && text.contains("connected"), "{text}");
 }
@@ -213,7 +214,7 @@ fn no_network_also_refuses_udp() {
     assert!(*is_error && text.contains("Permission denied"), "{text}");
     assert!(listener.recv(&mut buf).is_err(), "a datagram got out");
     // Without it, the same command gets through: the check is real.
-    let allowed = run(&env, &model, &[]);
+    let allowed = run(&env, &model, &["--network", "full"]);
     let (is_error, text) = &tool_results(&env.transcript(&allowed))[0];
     assert!(!is_error && text.contains("sent"), "{text}");
     let n = listener.recv(&mut buf).unwrap();
