@@ -121,7 +121,7 @@ fn print_json(event: &pb::attach_event::Event) {
             "host": c.host,
             "port": c.port,
             "method": c.method,
-            "decision": if c.decision == pb::ConnectionDecision::Allowed as i32 { "allowed" } else { "refused" },
+            "decision": crate::view::network::decision_name(c.decision),
             "reason": c.reason,
             "bytes_sent": c.bytes_sent,
             "bytes_received": c.bytes_received,

@@ -116,11 +116,7 @@ impl<'a> ConnectionJson<'a> {
             host: &c.host,
             port: c.port,
             method: &c.method,
-            decision: match pb::ConnectionDecision::try_from(c.decision).unwrap_or_default() {
-                pb::ConnectionDecision::Allowed => "allowed",
-                pb::ConnectionDecision::Refused => "refused",
-                pb::ConnectionDecision::Unspecified => "unknown",
-            },
+            decision: crate::view::network::decision_name(c.decision),
             reason: &c.reason,
             bytes_sent: c.bytes_sent,
             bytes_received: c.bytes_received,

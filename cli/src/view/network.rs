@@ -34,13 +34,17 @@ pub fn line(a: &pb::Agent) -> String {
     }
 }
 
-/// A connection in a line: time, decision, method, host:port, bytes, why.
-pub fn connection_line(c: &pb::NetworkConnection) -> String {
-    let decision = match pb::ConnectionDecision::try_from(c.decision).unwrap_or_default() {
+pub fn decision_name(decision: i32) -> &'static str {
+    match pb::ConnectionDecision::try_from(decision).unwrap_or_default() {
         pb::ConnectionDecision::Allowed => "allowed",
         pb::ConnectionDecision::Refused => "refused",
         pb::ConnectionDecision::Unspecified => "unknown",
-    };
+    }
+}
+
+/// A connection in a line: time, decision, method, host:port, bytes, why.
+pub fn connection_line(c: &pb::NetworkConnection) -> String {
+    let decision = decision_name(c.decision);
     let host = visible::line(&c.host);
     let target = if host.contains(':') {
         format!("[{host}]:{}", c.port)
