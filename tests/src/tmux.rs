@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 /// One tmux server with one window.
 pub struct Tmux {
     socket: PathBuf,
+    config: PathBuf,
     target: String,
 }
 
@@ -25,8 +26,15 @@ impl Tmux {
         (cols, rows): (u16, u16),
     ) -> Tmux {
         let socket = dir.join("tmux.sock");
+        // The server's own configuration keeps a pane when its program
+        // exits, to read what it left. It is read when the server starts,
+        // before the program runs: set afterwards, a program that exits at
+        // once would take the session, and the server, with it.
+        let config = dir.join("tmux.conf");
+        std::fs::write(&config, "set-option -g remain-on-exit on\n").expect("tmux.conf");
         let tmux = Tmux {
             socket,
+            config,
             target: "ui:0".into(),
         };
         // `env` runs the program with the environment given, nothing of
@@ -60,13 +68,6 @@ impl Tmux {
             "tmux new-session failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // Keep the pane when the program exits, to read what it left.
-        let kept = tmux.run(&["set-option", "-w", "-t", "ui:0", "remain-on-exit", "on"]);
-        assert!(
-            kept.status.success(),
-            "tmux set-option failed: {}",
-            String::from_utf8_lossy(&kept.stderr)
-        );
         tmux
     }
 
@@ -79,7 +80,7 @@ impl Tmux {
         cmd.arg("-S")
             .arg(&self.socket)
             .arg("-f")
-            .arg("/dev/null")
+            .arg(&self.config)
             .args(args)
             .output()
             .expect("tmux is needed (scripts/test-deps installs it)")
