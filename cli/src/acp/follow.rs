@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tonic::Streaming;
 
+use super::connections::Connections;
 use super::peer::{Peer, RpcError, code};
 use super::reconnect::Backoff;
 use super::resume::{Resume, Text};
@@ -63,6 +64,8 @@ pub struct Follow {
     ready: Option<oneshot::Sender<()>>,
     /// The tool calls shown, until each ends.
     calls: ToolCalls,
+    /// The proxy's connections shown as calls, until each ends.
+    connections: Connections,
     /// Permission asks that came with the history wait for the answer to
     /// load/resume/new to be sent first.
     early_asks: Vec<pb::PermissionRequest>,
@@ -96,6 +99,7 @@ impl Follow {
             start,
             ready: Some(ready),
             calls,
+            connections: Connections::default(),
             early_asks: Vec::new(),
             attempt: 0,
             plan: Vec::new(),
@@ -136,6 +140,9 @@ impl Follow {
         };
         self.calls.subagents().stop();
         for u in self.calls.turn_ended() {
+            self.update(u);
+        }
+        for u in self.connections.turn_ended() {
             self.update(u);
         }
         self.session.attachment_ended(&why);
@@ -183,6 +190,11 @@ impl Follow {
             Event::Delta(delta) => self.delta(delta),
             Event::Tool(tool) if tool.phase == pb::tool_activity::Phase::Started as i32 => {
                 self.update(updates::status_update(&tool.tool_use_id, "in_progress"));
+            }
+            Event::Connection(c) if self.ready.is_none() => {
+                if let Some(u) = self.connections.update(&c) {
+                    self.update(u);
+                }
             }
             Event::Retry(_) => {
                 self.attempt += 1;
@@ -356,6 +368,9 @@ impl Follow {
         if turn_ended {
             self.calls.subagents().settle(SUBAGENTS_CATCH_UP).await;
             for u in self.calls.turn_ended() {
+                self.update(u);
+            }
+            for u in self.connections.turn_ended() {
                 self.update(u);
             }
         }

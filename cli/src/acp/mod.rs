@@ -7,6 +7,7 @@
 //! stdout carries only protocol messages; logs go to stderr (`RUST_LOG`).
 
 mod backlog;
+mod connections;
 mod follow;
 mod info;
 mod lines;

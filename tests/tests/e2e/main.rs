@@ -13,6 +13,7 @@
 mod acp;
 mod acp_fidelity;
 mod acp_mcp;
+mod acp_network;
 mod acp_restart;
 mod acp_sdk;
 mod acp_sessions;

@@ -20,17 +20,17 @@ use agentd_shared::proto as pb;
 use pb::permission_answer::Decision;
 
 /// What the origin answers with.
-const HELLO: &str = "hello-from-origin";
+pub(super) const HELLO: &str = "hello-from-origin";
 
 /// A local HTTP server: each request's head is kept; each is answered
 /// with `HELLO`.
-struct Origin {
-    port: u16,
+pub(super) struct Origin {
+    pub(super) port: u16,
     heads: Arc<Mutex<Vec<String>>>,
 }
 
 impl Origin {
-    fn start() -> Origin {
+    pub(super) fn start() -> Origin {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let heads = Arc::new(Mutex::new(Vec::new()));
@@ -61,7 +61,7 @@ impl Origin {
         Origin { port, heads }
     }
 
-    fn heads(&self) -> Vec<String> {
+    pub(super) fn heads(&self) -> Vec<String> {
         self.heads.lock().unwrap().clone()
     }
 }
