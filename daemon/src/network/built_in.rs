@@ -97,4 +97,26 @@ mod tests {
         assert_eq!(allows(&t("example.org", 443)), None);
         assert_eq!(allows(&t("gist.github.com", 443)), None);
     }
+
+    /// The README names every built-in host, and only those: a person
+    /// reads there what a confined agent may reach without asking.
+    #[test]
+    fn the_readme_names_exactly_the_built_in_hosts() {
+        let readme = include_str!("../../../README.md");
+        let start = readme
+            .find("the built-in registries and source hosts")
+            .expect("the README's built-in host list");
+        let end = start + readme[start..].find("`[network] allow").unwrap();
+        let named: std::collections::BTreeSet<&str> = readme[start..end]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|span| !span.starts_with("agentctl"))
+            .collect();
+        let built_in: std::collections::BTreeSet<&str> = BUILT_IN
+            .iter()
+            .flat_map(|(_, l)| l.iter().copied())
+            .collect();
+        assert_eq!(named, built_in);
+    }
 }
