@@ -152,6 +152,11 @@ impl Store {
     pub(super) fn index_dropped(&self) {
         *self.inner.records.lock() = None;
     }
+
+    #[cfg(test)]
+    pub(super) fn index_is_loaded(&self) -> bool {
+        self.inner.records.lock().is_some()
+    }
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ pub fn bench_finished(args: &[String]) {
     std::thread::sleep(Duration::from_millis(300));
     let fresh_store = status_kb(again.pid(), "VmRSS:");
     // The same daemon once it has listed the agents: the in-memory record
-    // index every listing uses, which the idle daemon holds too.
+    // index every listing uses (the idle daemon's reopen dropped its own).
     env.ctl(&["list", "--all", "--json"]).expect_code(0);
     let fresh_listed = status_kb(again.pid(), "VmRSS:");
     assert!(again.terminate().success());
