@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::turn_loop::CONTINUE_AFTER_MAX_TOKENS;
+use super::turn::CONTINUE_AFTER_MAX_TOKENS;
 use crate::domain::{AgentRecord, ForkTurns, QuerySource, Role, json_bytes};
 use crate::model::MessageBytes;
 
@@ -103,7 +103,7 @@ Do the task yourself with your other tools and report as your directive says."
 fn is_note(text: &str) -> bool {
     text.starts_with("<task-notification>")
         || text == CONTINUE_AFTER_MAX_TOKENS
-        || text.starts_with(super::compaction::SUMMARY_PREAMBLE)
+        || text.starts_with(super::turn::compaction::SUMMARY_PREAMBLE)
 }
 
 /// A real user turn: a user message with non-blank text that is not only
@@ -165,7 +165,7 @@ pub fn inherited(messages: &[MessageBytes], turns: ForkTurns) -> Vec<MessageByte
     if from > 0
         && let Some(summary) = messages
             .first()
-            .filter(|m| super::compaction::is_summary(m))
+            .filter(|m| super::turn::compaction::is_summary(m))
     {
         kept.insert(0, summary.clone());
     }
@@ -341,7 +341,7 @@ mod tests {
     fn after_a_compaction_turns_are_counted_after_the_summary_which_stays_first() {
         let summary_text = format!(
             "{}\n\n<summary>\nearlier work\n</summary>",
-            crate::agent::compaction::SUMMARY_PREAMBLE
+            crate::agent::turn::compaction::SUMMARY_PREAMBLE
         );
         let history = vec![
             msg("user", json!([{"type": "text", "text": summary_text}])),

@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use super::compact_once::{self, Turn};
 use super::registry::AgentHandle;
 use super::{Supervisor, short};
-use crate::agent::compaction::{CompactQueue, CompactRequest};
+use crate::agent::turn::compaction::{CompactQueue, CompactRequest};
 use crate::domain::{AgentRecord, CompactBoundary, Status};
 use crate::error::AgentdError;
 
@@ -23,6 +23,20 @@ const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 const ATTEMPTS: usize = 8;
 
 impl Supervisor {
+    /// The refusal of a compaction for an agent agentd's model loop does
+    /// not run (an external agent manages its own context).
+    pub(super) fn no_compaction(record: &AgentRecord) -> AgentdError {
+        let who = record.external.as_ref().map_or_else(
+            || "no model of agentd's".to_string(),
+            |e| e.agent.to_string(),
+        );
+        AgentdError::refused(format!(
+            "agent {} runs {who}, an external agent: it manages its own context, so agentd \
+             does not compact it",
+            short(record)
+        ))
+    }
+
     /// Compacts the agent `query` names; returns it with its new boundary.
     pub async fn compact(
         self: &Arc<Self>,
@@ -38,13 +52,8 @@ impl Supervisor {
             )));
         }
         let record = self.resolve(query)?;
-        if let Some(external) = &record.external {
-            return Err(AgentdError::refused(format!(
-                "agent {} runs {}, an external agent: it manages its own context, so agentd \
-                 does not compact it",
-                short(&record),
-                external.agent
-            )));
+        if record.external.is_some() {
+            return Err(Supervisor::no_compaction(&record));
         }
         if matches!(record.status, Status::Failed | Status::Cancelled) {
             return Err(AgentdError::refused(format!(
@@ -129,9 +138,13 @@ impl Supervisor {
         // A run may start or end between looking and acting: look again.
         for _ in 0..ATTEMPTS {
             let running = handle.run().as_ref().map(|run| run.compaction.clone());
-            if let Some(queue) = running {
-                queue.push(request);
-                return Ok(());
+            match running {
+                Some(Some(queue)) => {
+                    queue.push(request);
+                    return Ok(());
+                }
+                Some(None) => return Err(Supervisor::no_compaction(record)),
+                None => {}
             }
             let queue = Arc::new(CompactQueue::default());
             queue.push(request);

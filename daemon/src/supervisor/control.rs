@@ -350,7 +350,7 @@ impl Supervisor {
         self.store.remove_agent(id).await?;
         self.registry.remove(id);
         crate::tools::spool::Spool::new(&self.settings.info().data_dir, id).remove();
-        crate::agent::external_home::remove(&self.settings.info().data_dir, id);
+        crate::agent::external::home::remove(&self.settings.info().data_dir, id);
         tracing::info!(agent = %id, "agent removed");
         Ok((id, tree))
     }

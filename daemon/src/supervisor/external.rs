@@ -11,7 +11,6 @@ use crate::config::agents::{self, ExternalAgentDef};
 use crate::domain::{AgentRecord, ExternalAgentName, ExternalRun, PromptContext};
 use crate::error::AgentdError;
 use crate::mcp::Setup;
-use crate::model::Provider;
 
 impl Supervisor {
     /// The entry named `name`: config.toml's, else a built-in one whose
@@ -32,18 +31,14 @@ impl Supervisor {
         agents::available(&self.config().agents, std::env::var_os("PATH").as_deref())
     }
 
-    /// Who answers for a run of `record`: its model, or its external
-    /// agent with the agent's slot and MCP servers.
-    pub(super) fn runner(
+    /// The runner of `record`, which has no model: its external agent,
+    /// with the agent's slot and MCP servers.
+    pub(super) fn external_runner(
         &self,
         record: &AgentRecord,
         prompt: &PromptContext,
-        provider: Option<Provider>,
         handle: &Arc<AgentHandle>,
     ) -> Result<Runner, AgentdError> {
-        if let Some(provider) = provider {
-            return Ok(Runner::Model(provider));
-        }
         let Some(ext) = &record.external else {
             return Err(AgentdError::refused(format!(
                 "agent {} has neither a model nor an external agent",
@@ -63,7 +58,7 @@ impl Supervisor {
             def,
             slot: handle.external.clone(),
             mcp,
-            homes: crate::agent::external_home::root(&self.settings.info().data_dir, record.id),
+            homes: crate::agent::external::home::root(&self.settings.info().data_dir, record.id),
         })))
     }
 

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::Supervisor;
 use super::create::{Prepared, describe};
-use crate::agent::{fork, fork_profile, turn_loop, worktree_notice};
+use crate::agent::{fork, fork_profile, turn, worktree_notice};
 use crate::domain::{
     AgentName, AgentRecord, FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, Isolation,
     PromptContext, QuerySource, Role, ToolAllowlist, TranscriptEntry, json_bytes, now_ms,
@@ -184,7 +184,7 @@ impl Supervisor {
         &self,
         parent: &AgentRecord,
     ) -> Result<Vec<(u64, MessageBytes)>, AgentdError> {
-        turn_loop::load_conversation(&self.store, parent)
+        turn::load_conversation(&self.store, parent)
             .map(|(messages, ..)| messages)
             .map_err(|e| {
                 AgentdError::refused(format!("agent {} cannot be forked: {e}", parent.short_id))

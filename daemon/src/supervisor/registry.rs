@@ -2,8 +2,8 @@
 //! runs, that run's controls. Handles of idle agents that nobody holds are
 //! swept (`housekeeping`); one is made again on next use.
 
-use crate::agent::compaction::CompactQueue;
 use crate::agent::mcp_servers::McpServers;
+use crate::agent::turn::compaction::CompactQueue;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -25,8 +25,9 @@ pub(super) struct RunControl {
     pub(super) kill: CancellationToken,
     /// The run's foreground state: who learns how it ends.
     pub(super) foreground: Arc<Foreground>,
-    /// Compactions asked of it, done at its next turn boundary.
-    pub(super) compaction: Arc<CompactQueue>,
+    /// Compactions asked of it, done at its next turn boundary; None for
+    /// an external agent's run, which manages its own context.
+    pub(super) compaction: Option<Arc<CompactQueue>>,
     /// Its MCP servers' sessions (`mcp restart` ends them).
     pub(super) mcp: Arc<McpServers>,
 }
@@ -41,7 +42,7 @@ pub struct AgentHandle {
     pub(super) transition: tokio::sync::Mutex<()>,
     /// An external agent's process between runs (DESIGN §19); ended when
     /// the handle goes (the agent removed).
-    pub(super) external: Arc<crate::agent::external_live::ExternalSlot>,
+    pub(super) external: Arc<crate::agent::external::live::ExternalSlot>,
     /// The compaction concurrent `CompactAgent` calls share.
     pub(super) compact_once: super::compact_once::CompactOnce,
 }

@@ -9,13 +9,14 @@ use tokio_util::sync::CancellationToken;
 use super::host::SupervisorHost;
 use super::registry::{AgentHandle, RunControl};
 use super::{Supervisor, notification, short};
-use crate::agent::compaction::CompactQueue;
 use crate::agent::hub::StatusSnapshot;
 use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
 use crate::agent::mcp_servers::McpServers;
 use crate::agent::slot::SlotLease;
+use crate::agent::turn::compaction::CompactQueue;
 use crate::agent::{
-    EndRoute, FanOutRole, Finished, Foreground, LoopSetup, RunEnd, StopSignals, TurnLoop, WaitEnd,
+    CoreSetup, EndRoute, FanOutRole, Finished, Foreground, ModelSetup, RunEnd, RunSetup, Runner,
+    StopSignals, WaitEnd,
 };
 use crate::domain::{
     AgentRecord, Outcome, PromptContext, ResumeBlocked, ResumeBlockedReason, Status, now_ms,
@@ -38,18 +39,11 @@ impl Supervisor {
         foreground: Foreground,
         fan_out: FanOutRole,
     ) -> Result<bool, AgentdError> {
-        self.start_with(
-            record,
-            prompt,
-            provider,
-            foreground,
-            fan_out,
-            Arc::default(),
-        )
+        self.start_with(record, prompt, provider, foreground, fan_out, None)
     }
 
     /// `start`, with the compactions the run is to do (a run that only
-    /// compacts an idle agent).
+    /// compacts an idle agent): only a model's run can be given them.
     pub(super) fn start_with(
         self: &Arc<Self>,
         record: AgentRecord,
@@ -57,14 +51,36 @@ impl Supervisor {
         provider: Option<Provider>,
         foreground: Foreground,
         fan_out: FanOutRole,
-        compaction: Arc<CompactQueue>,
+        compaction: Option<Arc<CompactQueue>>,
     ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
-        let runner = self.runner(&record, &prompt, provider, &handle)?;
         let mcp = Arc::new(McpServers::new(
             &Setup::from_json(&prompt.mcp_json),
             self.mcp_pool.clone(),
         ));
+        let runner = match provider {
+            Some(provider) => Runner::Model(Box::new(ModelSetup {
+                provider,
+                prompt,
+                max_output_tokens: self.config().max_output_tokens,
+                fan_out,
+                limits: ModelSpec::parse(&record.model)
+                    .map(|m| self.config().context_limits(&m))
+                    .unwrap_or(ContextLimits {
+                        window: None,
+                        compact_at: crate::model::window::DEFAULT_COMPACT_AT,
+                    }),
+                compaction: compaction.clone().unwrap_or_default(),
+                mcp: mcp.clone(),
+            })),
+            None if compaction.is_some() => return Err(Supervisor::no_compaction(&record)),
+            None => self.external_runner(&record, &prompt, &handle)?,
+        };
+        // Only the model driver can be asked to compact.
+        let compaction = match &runner {
+            Runner::Model(m) => Some(m.compaction.clone()),
+            Runner::External(_) => None,
+        };
         let stops = StopSignals::new(self.runs.shutdown_token().clone());
         let kill = CancellationToken::new();
         let foreground = Arc::new(foreground);
@@ -89,33 +105,24 @@ impl Supervisor {
         self.runs.spawn(async move {
             let slot = Arc::new(SlotLease::new(sup.runs.slots()));
             let extra_hosts = match &runner {
-                crate::agent::Runner::External(x) => crate::config::agent_hosts::allowed(&x.def),
-                crate::agent::Runner::Model(_) => Vec::new(),
+                Runner::External(x) => crate::config::agent_hosts::allowed(&x.def),
+                Runner::Model(_) => Vec::new(),
             };
             let egress = sup.egress_for(&record, extra_hosts, true);
-            let setup = LoopSetup {
-                store: sup.store.clone(),
-                host: Arc::new(SupervisorHost(sup.clone())),
-                hub: handle.hub.clone(),
-                foreground,
-                slot: slot.clone(),
-                spool: Spool::new(&sup.settings.info().data_dir, record.id),
-                record: record.clone(),
-                prompt,
+            let setup = RunSetup {
+                core: CoreSetup {
+                    store: sup.store.clone(),
+                    host: Arc::new(SupervisorHost(sup.clone())),
+                    hub: handle.hub.clone(),
+                    foreground,
+                    slot: slot.clone(),
+                    spool: Spool::new(&sup.settings.info().data_dir, record.id),
+                    record: record.clone(),
+                    stops: stops.clone(),
+                    tool_env: sup.settings.tool_env().clone(),
+                    egress,
+                },
                 runner,
-                stops: stops.clone(),
-                tool_env: sup.settings.tool_env().clone(),
-                max_output_tokens: sup.config().max_output_tokens,
-                fan_out,
-                limits: ModelSpec::parse(&record.model)
-                    .map(|m| sup.config().context_limits(&m))
-                    .unwrap_or(ContextLimits {
-                        window: None,
-                        compact_at: crate::model::window::DEFAULT_COMPACT_AT,
-                    }),
-                compaction,
-                mcp,
-                egress,
             };
             let finished = tokio::select! {
                 biased;
@@ -133,8 +140,8 @@ impl Supervisor {
                         record.updated_at_ms = now_ms();
                         return Finished { record, outcome };
                     }
-                    match TurnLoop::new(setup) {
-                        Ok(turn_loop) => turn_loop.run().await,
+                    match crate::agent::runner::run(setup).await {
+                        Ok(finished) => finished,
                         Err(e) => {
                             let mut record = record;
                             record.status = Status::Failed;
@@ -329,7 +336,7 @@ impl Supervisor {
                     provider,
                     Foreground::background(),
                     FanOutRole::Alone,
-                    compaction.unwrap_or_default(),
+                    compaction,
                 )
             }
             Err(blocked) => {

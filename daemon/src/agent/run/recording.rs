@@ -1,37 +1,30 @@
-//! How a turn loop writes: every entry durable (with the record, and the
-//! inbox items it delivers, in one transaction) before it is published; and
-//! what it does when the disk is full — wait, saying so, until the store
-//! heals or the agent is stopped.
+//! How a run writes: every entry durable (with the record, and the inbox
+//! items it delivers, in one transaction) before it is published; and what
+//! it does when the disk is full — wait, saying so, until the store heals
+//! or the agent is stopped. Each writer hands back the entry it wrote, for
+//! a driver that keeps its own view of the conversation.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::conversation::apply_entry;
-use super::hub::StatusSnapshot;
-use super::round::Answers;
-use super::turn_loop::{Halt, TurnLoop};
+use super::{Halt, RunCore};
+use crate::agent::hub::StatusSnapshot;
 use crate::domain::{
     Role, Status, StopReason, ToolFileChange, TranscriptEntry, Usage, json_bytes, now_ms,
 };
 use crate::store::{Append, InboxKey, StoreError};
 
-impl TurnLoop {
+impl RunCore {
     /// Appends `blocks` plus every item waiting in the inbox as one user
-    /// message, taking the items out of the inbox in the same transaction.
-    /// Returns whether anything was appended.
-    pub(super) async fn deliver_inbox(&mut self, blocks: Vec<Value>) -> Result<bool, Halt> {
-        self.deliver_answers(Answers {
-            blocks,
-            changes: Vec::new(),
-        })
-        .await
-    }
-
-    /// `deliver_inbox` for a round's answers, with the file changes
-    /// recorded beside them.
-    pub(super) async fn deliver_answers(&mut self, answers: Answers) -> Result<bool, Halt> {
-        let Answers { blocks, changes } = answers;
+    /// message (with `changes`, what the calls whose results `blocks` may
+    /// hold changed in files), taking the items out of the inbox in the
+    /// same transaction. Returns the entry, if anything was appended.
+    pub(in crate::agent) async fn deliver(
+        &mut self,
+        blocks: Vec<Value>,
+        changes: Vec<ToolFileChange>,
+    ) -> Result<Option<Arc<TranscriptEntry>>, Halt> {
         loop {
             let waiting = self.store.inbox(self.record.id)?;
             let keys: Vec<InboxKey> = waiting.iter().map(|(k, _)| *k).collect();
@@ -40,11 +33,11 @@ impl TurnLoop {
                 content.push(json!({"type": "text", "text": item.text}));
             }
             if content.is_empty() {
-                return Ok(false);
+                return Ok(None);
             }
             let content = json_bytes(&Value::Array(content));
             match self.write_results(content, changes.clone(), &keys).await {
-                Ok(()) => return Ok(true),
+                Ok(entry) => return Ok(Some(entry)),
                 // An item read above is gone (withdrawn, or dropped with a
                 // reopen after a full disk): nothing was written; read the
                 // inbox again.
@@ -59,14 +52,14 @@ impl TurnLoop {
     /// Appends an entry with the record (and removes `consumed` inbox
     /// items) in one durable transaction, then publishes it. Without disk
     /// space it waits for space, then writes.
-    pub(super) async fn write_entry(
+    pub(in crate::agent) async fn write_entry(
         &mut self,
         role: Role,
         content_json: Vec<u8>,
         usage: Option<Usage>,
         stop_reason: Option<StopReason>,
         consumed: &[InboxKey],
-    ) -> Result<(), Halt> {
+    ) -> Result<Arc<TranscriptEntry>, Halt> {
         let entry = TranscriptEntry {
             seq: self.next_seq,
             role,
@@ -83,12 +76,12 @@ impl TurnLoop {
 
     /// Appends a user entry of tool results (and inbox items), with what
     /// the calls changed in files, as `write_entry` does.
-    pub(super) async fn write_results(
+    pub(in crate::agent) async fn write_results(
         &mut self,
         content_json: Vec<u8>,
         file_changes: Vec<ToolFileChange>,
         consumed: &[InboxKey],
-    ) -> Result<(), Halt> {
+    ) -> Result<Arc<TranscriptEntry>, Halt> {
         let entry = TranscriptEntry {
             seq: self.next_seq,
             role: Role::User,
@@ -105,11 +98,11 @@ impl TurnLoop {
 
     /// Appends `entry` (numbered `next_seq`) with the record, as
     /// `write_entry` does.
-    pub(super) async fn append_entry(
+    pub(in crate::agent) async fn append_entry(
         &mut self,
         entry: TranscriptEntry,
         consumed: &[InboxKey],
-    ) -> Result<(), Halt> {
+    ) -> Result<Arc<TranscriptEntry>, Halt> {
         loop {
             self.record.updated_at_ms = entry.created_at_ms;
             self.record.background = self.foreground.is_background();
@@ -127,12 +120,12 @@ impl TurnLoop {
         }
         self.next_seq += 1;
         self.record.transcript_len = self.next_seq;
-        apply_entry(&mut self.messages, &entry);
-        self.hub.publish_entry(Arc::new(entry));
-        Ok(())
+        let entry = Arc::new(entry);
+        self.hub.publish_entry(entry.clone());
+        Ok(entry)
     }
 
-    pub(super) async fn set_status(&mut self, status: Status) -> Result<(), Halt> {
+    pub(in crate::agent) async fn set_status(&mut self, status: Status) -> Result<(), Halt> {
         self.record.status = status;
         self.write_record().await?;
         self.hub.publish_status(StatusSnapshot::of(&self.record));
@@ -141,7 +134,7 @@ impl TurnLoop {
 
     /// Writes the record durably, as it is in memory. Without disk space it
     /// waits for space, then writes.
-    pub(super) async fn write_record(&mut self) -> Result<(), Halt> {
+    pub(in crate::agent) async fn write_record(&mut self) -> Result<(), Halt> {
         loop {
             self.record.background = self.foreground.is_background();
             self.record.updated_at_ms = now_ms();
@@ -155,7 +148,10 @@ impl TurnLoop {
 
     /// The disk is full: the agent waits (and says so) until the store
     /// heals, or until it is stopped.
-    pub(super) async fn wait_for_space(&mut self, error: &StoreError) -> Result<(), Halt> {
+    pub(in crate::agent) async fn wait_for_space(
+        &mut self,
+        error: &StoreError,
+    ) -> Result<(), Halt> {
         let resume_as = self.record.status;
         self.record.status = Status::Waiting;
         // Kept in memory by the store until it can be written: readers see

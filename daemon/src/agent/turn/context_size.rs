@@ -6,7 +6,7 @@
 //! otherwise, is counted from its bytes at the rate the provider counted
 //! that request (never below agentd's floor of four bytes a token).
 
-use super::turn_loop::TurnLoop;
+use super::ModelDriver;
 use crate::domain::Role;
 use crate::model::ModelRequest;
 
@@ -15,7 +15,7 @@ pub fn estimate(bytes: usize) -> u64 {
     bytes.div_ceil(4) as u64
 }
 
-impl TurnLoop {
+impl ModelDriver {
     /// The input tokens the next request carries: the newest response's
     /// reported input and output, plus what was added after it; without a
     /// reported response, an estimate of all of it.

@@ -3,7 +3,7 @@
 //! daemon crash interrupted (DESIGN §5). Each tells the model what it can
 //! know and what to check.
 
-use super::RunEnd;
+use crate::agent::run::RunEnd;
 use crate::domain::{AgentRecord, ToolName};
 use crate::tools::ToolOutput;
 

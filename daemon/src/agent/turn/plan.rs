@@ -12,11 +12,12 @@
 
 use serde_json::Value;
 
-use super::turn_loop::{Halt, TurnLoop};
+use super::ModelDriver;
+use crate::agent::run::Halt;
 use crate::tools::ToolOutput;
 use crate::tools::todo_write;
 
-impl TurnLoop {
+impl ModelDriver {
     /// Runs a `TodoWrite` call: an invalid list is a tool error and changes
     /// nothing; a valid one becomes the plan, durably, then is published.
     pub(super) async fn write_plan(&mut self, input: &Value) -> Result<ToolOutput, Halt> {
@@ -26,14 +27,14 @@ impl TurnLoop {
         };
         // The same list again (a call run again after a crash, or a model
         // repeating itself): nothing to write or tell anyone.
-        if plan != self.record.plan {
-            let before = std::mem::replace(&mut self.record.plan, plan);
-            if let Err(halt) = self.write_record().await {
+        if plan != self.core.record.plan {
+            let before = std::mem::replace(&mut self.core.record.plan, plan);
+            if let Err(halt) = self.core.write_record().await {
                 // Not written: the plan stays what is on disk.
-                self.record.plan = before;
+                self.core.record.plan = before;
                 return Err(halt);
             }
-            self.hub.publish_plan(self.record.plan.clone());
+            self.core.hub.publish_plan(self.core.record.plan.clone());
         }
         Ok(todo_write::done())
     }

@@ -9,15 +9,15 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::host::OrchestrationCall;
-use super::hub::ToolEvent;
+use super::ModelDriver;
 use super::interrupted;
 use super::mcp_call::McpRoundEnd;
-use super::permission::{self, Answer, Gate};
-use super::turn_loop::{Halt, RunEnd, TurnLoop};
-use crate::domain::{AgentRecord, Role, Status, ToolFileChange, ToolName, ToolRef, json_bytes};
+use crate::agent::host::OrchestrationCall;
+use crate::agent::hub::ToolEvent;
+use crate::agent::run::{Halt, RunEnd};
+use crate::domain::{AgentRecord, Role, ToolFileChange, ToolName, ToolRef, json_bytes};
 use crate::store::StoreError;
-use crate::tools::{self, ToolContext, ToolOutput};
+use crate::tools::{self, ToolOutput};
 
 /// One tool call of an assistant message.
 pub(super) struct Call {
@@ -68,7 +68,7 @@ pub(super) fn tool_result(call: &Call, output: &ToolOutput) -> Value {
     result
 }
 
-impl TurnLoop {
+impl ModelDriver {
     /// Runs the tool calls of one assistant message, then delivers their
     /// results (and whatever arrived meanwhile) as one user message. A stop
     /// asked for in the middle answers the rest as not run, and ends the run.
@@ -78,11 +78,11 @@ impl TurnLoop {
             // Safe point: every earlier call of the round has its result;
             // this one and the rest are not run (each answered once: the
             // torture run found the earlier ones answered twice).
-            if let Some(stop) = self.stops.requested() {
+            if let Some(stop) = self.core.stops.requested() {
                 return Err(self.close_round(seq, &calls[index..], results, stop).await);
             }
             let summary = tools::summarize(&call.name, &call.input);
-            self.hub.publish_tool(ToolEvent {
+            self.core.hub.publish_tool(ToolEvent {
                 tool_use_id: call.id.clone(),
                 name: call.name.clone(),
                 finished: false,
@@ -98,7 +98,7 @@ impl TurnLoop {
                         return Err(self.close_round(seq, rest, results, stop).await);
                     }
                 };
-                self.hub.publish_tool(ToolEvent {
+                self.core.hub.publish_tool(ToolEvent {
                     tool_use_id: call.id.clone(),
                     name: call.name.clone(),
                     finished: true,
@@ -129,16 +129,16 @@ impl TurnLoop {
                     Ok(Some(refusal)) => refusal,
                     Ok(None) if tool == ToolName::TodoWrite => self.write_plan(&call.input).await?,
                     Ok(None) => {
-                        let abort = self.stops.interrupt.clone();
+                        let abort = self.core.stops.interrupt.clone();
                         let ran = tokio::select! {
                             biased;
                             _ = abort.cancelled() => None,
-                            out = self.run_tool(tool, call, self.spool.path(seq, index)) => Some(out),
+                            out = self.run_tool(tool, call, self.core.spool.path(seq, index)) => Some(out),
                         };
                         match ran {
                             Some(out) => out,
                             None => {
-                                let stop = self.stops.aborted();
+                                let stop = self.core.stops.aborted();
                                 let cut = interrupted::cut_short(tool, &stop);
                                 results.answer(call, cut);
                                 let rest = &calls[index + 1..];
@@ -148,7 +148,7 @@ impl TurnLoop {
                     }
                 },
             };
-            self.hub.publish_tool(ToolEvent {
+            self.core.hub.publish_tool(ToolEvent {
                 tool_use_id: call.id.clone(),
                 name: call.name.clone(),
                 finished: true,
@@ -159,7 +159,7 @@ impl TurnLoop {
         }
         // Turn boundary: results, then whatever arrived meanwhile.
         self.deliver_answers(results).await?;
-        self.spool.clear(seq);
+        self.core.spool.clear(seq);
         Ok(())
     }
 
@@ -188,7 +188,7 @@ impl TurnLoop {
         let written = self.write_results(content, results.changes, &[]).await;
         match written {
             Ok(()) => {
-                self.spool.clear(seq);
+                self.core.spool.clear(seq);
                 Halt::Stop(stop)
             }
             // Not recorded (the disk is full and a stop came first): the
@@ -217,7 +217,7 @@ impl TurnLoop {
         if calls.is_empty() {
             return Ok(());
         }
-        tracing::info!(agent = %self.record.id, calls = calls.len(), "answering tool calls interrupted by a restart");
+        tracing::info!(agent = %self.core.record.id, calls = calls.len(), "answering tool calls interrupted by a restart");
         let mut results = Answers::default();
         for (index, call) in calls.iter().enumerate() {
             let output = match ToolName::parse(&call.name) {
@@ -226,7 +226,8 @@ impl TurnLoop {
                     self.write_plan(&call.input).await?
                 }
                 Some(tool) if tool.is_read_only() && self.may_run(tool) => {
-                    self.run_tool(tool, call, self.spool.path(seq, index)).await
+                    self.run_tool(tool, call, self.core.spool.path(seq, index))
+                        .await
                 }
                 Some(tool) => {
                     let started = if tool == ToolName::Agent {
@@ -234,7 +235,7 @@ impl TurnLoop {
                     } else {
                         None
                     };
-                    interrupted::by_restart(tool, self.spool.captured(seq, index), started)
+                    interrupted::by_restart(tool, self.core.spool.captured(seq, index), started)
                 }
                 // Even a read-only one: its server is not running now, and
                 // the model can call it again.
@@ -248,7 +249,7 @@ impl TurnLoop {
             results.answer(call, output);
         }
         self.deliver_answers(results).await?;
-        self.spool.clear(seq);
+        self.core.spool.clear(seq);
         Ok(())
     }
 
@@ -257,8 +258,8 @@ impl TurnLoop {
         &self,
         tool_use_id: &str,
     ) -> Result<Option<AgentRecord>, StoreError> {
-        for id in self.store.children_of(self.record.id)? {
-            if let Some(child) = self.store.get_agent(id)?
+        for id in self.core.store.children_of(self.core.record.id)? {
+            if let Some(child) = self.core.store.get_agent(id)?
                 && !tool_use_id.is_empty()
                 && child.parent_tool_use_id == tool_use_id
             {
@@ -276,57 +277,9 @@ impl TurnLoop {
         tool: ToolRef,
         call: &Call,
     ) -> Result<Result<Option<ToolOutput>, RunEnd>, Halt> {
-        let gate = match &tool {
-            ToolRef::Builtin(t) => permission::gate(&self.record, *t),
-            ToolRef::Mcp(m) => permission::gate_mcp(&self.record, m, self.mcp.is_read_only(m)),
-            ToolRef::External(k) => permission::gate_external(&self.record, *k),
-            // Not a tool a model can call: the proxy asks about these.
-            ToolRef::Network => Gate::Refuse(format!("{tool} is not a tool.")),
-        };
-        match gate {
-            Gate::Allow => return Ok(Ok(None)),
-            Gate::Refuse(why) => return Ok(Ok(Some(ToolOutput::error(why)))),
-            Gate::Ask => {}
-        }
-        let (ask, rx) = self
-            .host
-            .ask(&self.record, tool.clone(), &call.input, &call.id);
-        if let Err(halt) = self.set_status(Status::Waiting).await {
-            self.host.withdraw_ask(&ask.request_id);
-            return Err(halt);
-        }
-        let answer = tokio::select! {
-            stop = self.stops.any() => Err(stop),
-            a = rx => Ok(a),
-        };
-        let answer = match answer {
-            Err(stop) => {
-                self.host.withdraw_ask(&ask.request_id);
-                return Ok(Err(stop));
-            }
-            Ok(a) => a,
-        };
-        self.set_status(Status::Running).await?;
-        Ok(Ok(match answer {
-            Ok(Answer::AllowOnce) => None,
-            Ok(Answer::AllowAlways) => {
-                if !self.record.always_allowed.contains(&tool) {
-                    self.record.always_allowed.push(tool);
-                }
-                None
-            }
-            // Only a network ask takes it (`Supervisor::answer`): never
-            // read as a yes.
-            Ok(Answer::AllowEveryAgent) => Some(ToolOutput::error(format!(
-                "The {tool} call was not run: the answer given was not one for a tool call."
-            ))),
-            Ok(Answer::Deny(reason)) => Some(ToolOutput::error(if reason.trim().is_empty() {
-                format!("The user denied this {tool} call.")
-            } else {
-                format!("The user denied this {tool} call: {reason}")
-            })),
-            Err(_) => Some(ToolOutput::error("the permission request was withdrawn")),
-        }))
+        let read_only = matches!(&tool, ToolRef::Mcp(m) if self.mcp.is_read_only(m));
+        let gate = self.core.gate(&tool, read_only);
+        self.core.permit(gate, tool, &call.input, &call.id).await
     }
 
     pub(super) fn may_run(&self, tool: ToolName) -> bool {
@@ -358,37 +311,19 @@ impl TurnLoop {
         }
         if tool.is_orchestration() {
             return self
+                .core
                 .host
                 .run_orchestration(OrchestrationCall {
-                    caller: &self.record,
+                    caller: &self.core.record,
                     tool,
                     tool_use_id: &call.id,
                     input: &call.input,
-                    slot: &self.slot,
+                    slot: &self.core.slot,
                     history: &self.messages,
                 })
                 .await;
         }
-        let ctx = self.tool_context(spool);
+        let ctx = self.core.tool_context(spool);
         tools::run_tool(tool, &call.input, &ctx).await
-    }
-
-    /// What a tool the agent runs gets from it; `spool` is where the call
-    /// keeps what it captures.
-    pub(super) fn tool_context(&self, spool: PathBuf) -> ToolContext {
-        ToolContext {
-            cwd: self.record.cwd.clone(),
-            cancel: self.stops.interrupt.child_token(),
-            spool: Some(spool),
-            env: self.tool_env.clone(),
-            processes: self.processes.clone(),
-            worktree_of: self
-                .record
-                .worktree
-                .as_ref()
-                .filter(|w| w.owned)
-                .map(|w| (w.checkout.clone(), w.path.clone())),
-            sandbox: crate::sandbox::Policy::for_agent(&self.record),
-        }
     }
 }

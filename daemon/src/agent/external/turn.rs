@@ -23,9 +23,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::hub::ToolEvent;
-use super::turn_loop::{Halt, TurnLoop};
+use super::ExternalDriver;
 use crate::acp_client::wire::{CallFields, CallKind, Diff, PromptEnd, Update, UsageReport};
+use crate::agent::hub::ToolEvent;
+use crate::agent::run::Halt;
 use crate::domain::{FileChange, Role, StopReason, ToolFileChange, json_bytes};
 
 /// How long chunks wait before they are written anyway.
@@ -67,7 +68,7 @@ impl TurnState {
     }
 }
 
-impl TurnLoop {
+impl ExternalDriver {
     /// Applies one update of the turn.
     pub(super) async fn apply_update(
         &mut self,
@@ -94,19 +95,19 @@ impl TurnLoop {
             }
             Update::Plan(plan) => {
                 self.flush_chunks(turn, None, None).await?;
-                if plan != self.record.plan {
-                    let before = std::mem::replace(&mut self.record.plan, plan);
-                    if let Err(halt) = self.write_record().await {
-                        self.record.plan = before;
+                if plan != self.core.record.plan {
+                    let before = std::mem::replace(&mut self.core.record.plan, plan);
+                    if let Err(halt) = self.core.write_record().await {
+                        self.core.record.plan = before;
                         return Err(halt);
                     }
-                    self.hub.publish_plan(self.record.plan.clone());
+                    self.core.hub.publish_plan(self.core.record.plan.clone());
                 }
             }
             Update::Usage(report) => self.record_usage(report).await?,
             Update::UserText => {}
             Update::Ignored(kind) => {
-                tracing::debug!(agent = %self.record.id, kind, "external agent update not shown");
+                tracing::debug!(agent = %self.core.record.id, kind, "external agent update not shown");
             }
         }
         Ok(())
@@ -115,7 +116,7 @@ impl TurnLoop {
     /// Takes the agent's context fill and cumulative cost, durably when
     /// they change the record.
     async fn record_usage(&mut self, report: UsageReport) -> Result<(), Halt> {
-        let Some(run) = self.record.external.as_mut() else {
+        let Some(run) = self.core.record.external.as_mut() else {
             return Ok(());
         };
         let before = (run.cost, run.context);
@@ -128,8 +129,8 @@ impl TurnLoop {
         if (run.cost, run.context) == before {
             return Ok(());
         }
-        if let Err(halt) = self.write_record().await {
-            if let Some(run) = self.record.external.as_mut() {
+        if let Err(halt) = self.core.write_record().await {
+            if let Some(run) = self.core.record.external.as_mut() {
                 (run.cost, run.context) = before;
             }
             return Err(halt);
@@ -186,16 +187,17 @@ impl TurnLoop {
                 .map(|(p, line)| json!({"path": p, "line": line}))
                 .collect();
         }
-        self.write_entry(
-            Role::Assistant,
-            json_bytes(&json!([block])),
-            None,
-            Some(StopReason::ToolUse),
-            &[],
-        )
-        .await?;
-        self.record.tool_uses += 1;
-        self.hub.publish_tool(ToolEvent {
+        self.core
+            .write_entry(
+                Role::Assistant,
+                json_bytes(&json!([block])),
+                None,
+                Some(StopReason::ToolUse),
+                &[],
+            )
+            .await?;
+        self.core.record.tool_uses += 1;
+        self.core.hub.publish_tool(ToolEvent {
             tool_use_id: fields.id.clone(),
             name,
             finished: false,
@@ -244,12 +246,13 @@ impl TurnLoop {
             (None, _) => "done".to_string(),
         };
         let workspace = self
+            .core
             .record
             .worktree
             .as_ref()
             .filter(|w| w.owned)
-            .map_or(self.record.cwd.as_path(), |w| w.path.as_path());
-        let (changes, outside) = claimed_changes(id, &call.diffs, &self.record.cwd, workspace);
+            .map_or(self.core.record.cwd.as_path(), |w| w.path.as_path());
+        let (changes, outside) = claimed_changes(id, &call.diffs, &self.core.record.cwd, workspace);
         for path in outside {
             text.push_str(&format!(
                 "\n[agentd: the agent reported a change to {}, outside its workspace {}; it is not recorded as a change]",
@@ -259,9 +262,10 @@ impl TurnLoop {
         }
         let block =
             json!({"type": "tool_result", "tool_use_id": id, "content": text, "is_error": failed});
-        self.write_results(json_bytes(&json!([block])), changes, &[])
+        self.core
+            .write_results(json_bytes(&json!([block])), changes, &[])
             .await?;
-        self.hub.publish_tool(ToolEvent {
+        self.core.hub.publish_tool(ToolEvent {
             tool_use_id: id.to_string(),
             name: call.title.unwrap_or_default(),
             finished: true,
@@ -290,14 +294,16 @@ impl TurnLoop {
                 _ => json!({"type": "text", "text": text}),
             })
             .collect();
-        self.write_entry(
-            Role::Assistant,
-            json_bytes(&Value::Array(blocks)),
-            usage,
-            stop,
-            &[],
-        )
-        .await
+        self.core
+            .write_entry(
+                Role::Assistant,
+                json_bytes(&Value::Array(blocks)),
+                usage,
+                stop,
+                &[],
+            )
+            .await
+            .map(drop)
     }
 
     /// Ends the turn: what is gathered is written with the turn's stop
@@ -311,7 +317,7 @@ impl TurnLoop {
         let stop = end.map(|e| stop_reason(&e.stop_reason));
         let usage = end.and_then(|e| e.usage);
         if let Some(u) = &usage {
-            self.record.usage.add(u);
+            self.core.record.usage.add(u);
         }
         self.flush_chunks(turn, stop, usage).await?;
         let open: Vec<String> = turn.open.keys().cloned().collect();

@@ -20,9 +20,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::external_live::{ExternalSlot, LiveAgent, StartError, explain};
-use super::external_turn::TurnState;
-use super::turn_loop::{Halt, RunEnd, TurnLoop};
+pub mod asks;
+pub mod home;
+pub mod live;
+mod turn;
+
+use live::{ExternalSlot, LiveAgent, StartError, explain};
+use turn::TurnState;
+
+use super::run::{Finished, Halt, RunCore, RunEnd};
 use crate::acp_client::wire::{PromptEnd, Update};
 use crate::acp_client::{CallError, Incoming, RpcError};
 use crate::config::agents::{ExternalAgentDef, ExternalSandbox};
@@ -64,17 +70,35 @@ enum TurnEnd {
     Failed(String),
 }
 
-impl TurnLoop {
+/// The external driver: a run core, for an agent another coding agent
+/// answers for.
+pub struct ExternalDriver {
+    pub(super) core: RunCore,
+}
+
+impl ExternalDriver {
+    pub fn new(core: RunCore) -> ExternalDriver {
+        ExternalDriver { core }
+    }
+
+    /// Runs the agent until it has answered every message, stops or
+    /// pauses; the final state is returned for the supervisor to record.
+    pub async fn run(mut self, setup: ExternalSetup) -> Finished {
+        let driven = self.drive(setup).await;
+        self.core.finish(driven).await
+    }
+
     /// The record's ACP session state (made for a record without one).
     fn external(&mut self, name: &ExternalAgentName) -> &mut ExternalRun {
-        self.record
+        self.core
+            .record
             .external
             .get_or_insert_with(|| ExternalRun::new(name.clone()))
     }
 
     /// Runs the external agent until it has answered every message.
-    pub(super) async fn drive_external(&mut self, setup: ExternalSetup) -> Result<RunEnd, Halt> {
-        self.set_status(Status::Running).await?;
+    async fn drive(&mut self, setup: ExternalSetup) -> Result<RunEnd, Halt> {
+        self.core.set_status(Status::Running).await?;
         let mut live = match self.live_agent(&setup).await? {
             Ok(live) => live,
             Err(end) => return Ok(end),
@@ -103,7 +127,7 @@ impl TurnLoop {
             answer = Some(std::mem::take(&mut turn.answer));
             match ran {
                 Ok(TurnEnd::Ended) => {
-                    if let Some(stop) = self.stops.requested() {
+                    if let Some(stop) = self.core.stops.requested() {
                         break stop;
                     }
                 }
@@ -118,7 +142,7 @@ impl TurnLoop {
                             setup.def.name
                         )));
                     }
-                    tracing::warn!(agent = %self.record.id, why, "external agent died mid-turn; starting it again");
+                    tracing::warn!(agent = %self.core.record.id, why, "external agent died mid-turn; starting it again");
                     live = match self.live_agent(&setup).await? {
                         Ok(live) => live,
                         Err(end) => return Ok(end),
@@ -142,7 +166,7 @@ impl TurnLoop {
     /// Where an agent goes back to after a run that sent it nothing: as it
     /// was when its last run ended.
     fn status_before(&self) -> Status {
-        match self.record.outcome {
+        match self.core.record.outcome {
             Some(Outcome::Completed(_)) => Status::Completed,
             _ => Status::Paused,
         }
@@ -160,21 +184,23 @@ impl TurnLoop {
         }
         let session = self.external(&setup.def.name).session_id.clone();
         let confined = setup.def.sandbox == ExternalSandbox::Agent
-            && self.record.effective_sandbox() != SandboxMode::Off;
-        let def = match super::external_home::with_home(&setup.def, &setup.homes, confined) {
+            && self.core.record.effective_sandbox() != SandboxMode::Off;
+        let def = match home::with_home(&setup.def, &setup.homes, confined) {
             Ok(def) => def,
             Err(why) => return Ok(Err(RunEnd::Failed(why))),
         };
-        let mut ctx = self.tool_context(self.spool.path(self.next_seq, 0));
+        let mut ctx = self
+            .core
+            .tool_context(self.core.spool.path(self.core.next_seq, 0));
         // Its own namespace (the live process may outlive this run), its
         // connections decided as the run's are.
-        ctx.processes = Arc::new(self.processes.sibling());
+        ctx.processes = Arc::new(self.core.processes.sibling());
         if let Some(policy) = ctx.sandbox.as_mut() {
             policy.also_writable = def.writable.clone();
         }
         let started = tokio::select! {
             started = LiveAgent::start(&def, &ctx, &session, &setup.mcp) => started,
-            stop = self.stops.any() => return Ok(Err(stop)),
+            stop = self.core.stops.any() => return Ok(Err(stop)),
         };
         match started {
             Ok((live, notes)) => {
@@ -182,19 +208,19 @@ impl TurnLoop {
                 ext.session_id = live.session_id.clone();
                 ext.reopenable = live.info.can_reopen();
                 for note in notes {
-                    if !self.record.mcp_notes.contains(&note) {
-                        self.record.mcp_notes.push(note);
+                    if !self.core.record.mcp_notes.contains(&note) {
+                        self.core.record.mcp_notes.push(note);
                     }
                 }
-                self.write_record().await?;
+                self.core.write_record().await?;
                 Ok(Ok(live))
             }
             Err(StartError::CannotReopen(why)) => {
-                self.record.resume_blocked = Some(ResumeBlocked {
+                self.core.record.resume_blocked = Some(ResumeBlocked {
                     reason: ResumeBlockedReason::ExternalAgentCannotResume,
                     detail: why.clone(),
                 });
-                tracing::warn!(agent = %self.record.id, why, "external agent's session cannot be reopened");
+                tracing::warn!(agent = %self.core.record.id, why, "external agent's session cannot be reopened");
                 Ok(Err(RunEnd::Interrupted))
             }
             Err(StartError::Failed(why)) => Ok(Err(RunEnd::Failed(why))),
@@ -208,11 +234,12 @@ impl TurnLoop {
         let text = if self.external(name).turn_open {
             vec![INTERRUPTED_NOTE.to_string()]
         } else {
-            self.deliver_inbox(Vec::new()).await?;
+            self.core.deliver(Vec::new(), Vec::new()).await?;
             let from = self.external(name).sent_through;
             let unsent = self
+                .core
                 .store
-                .transcript(self.record.id, from, usize::MAX)
+                .transcript(self.core.record.id, from, usize::MAX)
                 .map_err(Halt::Store)?;
             let text = prompt_text(&unsent);
             if text.is_empty() {
@@ -220,11 +247,11 @@ impl TurnLoop {
             }
             text
         };
-        let next = self.next_seq;
+        let next = self.core.next_seq;
         let ext = self.external(name);
         ext.sent_through = next;
         ext.turn_open = true;
-        self.write_record().await?;
+        self.core.write_record().await?;
         Ok(Some(text))
     }
 
@@ -276,11 +303,11 @@ impl TurnLoop {
                 _ = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
                     self.flush_chunks(turn, None, None).await?;
                 }
-                _ = self.stops.interrupt.cancelled(), if cancelled.is_none() => {
+                _ = self.core.stops.interrupt.cancelled(), if cancelled.is_none() => {
                     conn.notify("session/cancel", json!({"sessionId": session}));
-                    cancelled = Some((self.stops.aborted(), Instant::now() + CANCEL_GRACE));
+                    cancelled = Some((self.core.stops.aborted(), Instant::now() + CANCEL_GRACE));
                 }
-                _ = self.stops.shutdown.cancelled(), if cancelled.is_none() => {
+                _ = self.core.stops.shutdown.cancelled(), if cancelled.is_none() => {
                     conn.notify("session/cancel", json!({"sessionId": session}));
                     cancelled = Some((RunEnd::Interrupted, Instant::now() + CANCEL_GRACE));
                 }
@@ -306,7 +333,7 @@ impl TurnLoop {
                 match Update::read(&params) {
                     Ok(update) => self.apply_update(turn, update).await?,
                     Err(why) => {
-                        tracing::warn!(agent = %self.record.id, why, "an external agent's update was not understood");
+                        tracing::warn!(agent = %self.core.record.id, why, "an external agent's update was not understood");
                     }
                 }
                 Ok(None)
@@ -346,11 +373,11 @@ impl TurnLoop {
                     "the agent ended its turn without finishing this call",
                 )
                 .await?;
-                self.record.turns += 1;
+                self.core.record.turns += 1;
                 // Cut short by a shutdown, the turn is still to be
                 // finished: the revived session is told so.
                 self.external(name).turn_open = stopped == Some(RunEnd::Interrupted);
-                self.write_record().await?;
+                self.core.write_record().await?;
                 Ok(match stopped {
                     Some(stop) => TurnEnd::Stopped(stop),
                     None => TurnEnd::Ended,
@@ -359,7 +386,7 @@ impl TurnLoop {
             Err(CallError::Rpc(e)) => {
                 self.close_turn(turn, None, "the prompt failed").await?;
                 self.external(name).turn_open = false;
-                self.write_record().await?;
+                self.core.write_record().await?;
                 Ok(match stopped {
                     Some(stop) => TurnEnd::Stopped(stop),
                     None => TurnEnd::Failed(format!(

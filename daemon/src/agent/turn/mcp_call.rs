@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use super::ModelDriver;
 use super::interrupted;
-use super::mcp_servers::McpCallEnd;
 use super::round::{Call, tool_result};
-use super::turn_loop::{Halt, RunEnd, TurnLoop};
+use crate::agent::mcp_servers::McpCallEnd;
+use crate::agent::run::{Halt, RunEnd};
 use crate::domain::{McpToolName, ToolRef};
 
 /// How an MCP call of a round ended: its result (and whether it is an
@@ -19,7 +20,7 @@ pub(super) enum McpRoundEnd {
     Stopped(Value, RunEnd),
 }
 
-impl TurnLoop {
+impl ModelDriver {
     pub(super) async fn run_mcp(
         &mut self,
         seq: u64,
@@ -41,9 +42,9 @@ impl TurnLoop {
             }
             Ok(None) => {}
         }
-        let ctx = self.tool_context(self.spool.path(seq, index));
+        let ctx = self.core.tool_context(self.core.spool.path(seq, index));
         let full_text = self.full_output_path(&call.id);
-        let cancel = self.stops.interrupt.child_token();
+        let cancel = self.core.stops.interrupt.child_token();
         match self
             .mcp
             .call(tool, &call.input, &ctx, cancel, &full_text)
@@ -58,7 +59,7 @@ impl TurnLoop {
                 Ok(McpRoundEnd::Answered(result, is_error))
             }
             McpCallEnd::Cancelled => {
-                let stop = self.stops.aborted();
+                let stop = self.core.stops.aborted();
                 let cut = interrupted::cut_short(tool, &stop);
                 Ok(McpRoundEnd::Stopped(tool_result(call, &cut), stop))
             }
@@ -80,9 +81,12 @@ impl TurnLoop {
             })
             .take(80)
             .collect();
-        match crate::sandbox::tmpdir(&crate::sandbox::tmp_root(), self.record.short_id.as_str()) {
+        match crate::sandbox::tmpdir(
+            &crate::sandbox::tmp_root(),
+            self.core.record.short_id.as_str(),
+        ) {
             Ok(dir) => dir.join(format!("mcp-output-{name}.txt")),
-            Err(_) => self.spool.path(self.next_seq, 0),
+            Err(_) => self.core.spool.path(self.core.next_seq, 0),
         }
     }
 

@@ -9,11 +9,11 @@
 
 use serde_json::Value;
 
-use super::external_turn::TurnState;
-use super::round::Call;
-use super::turn_loop::{Halt, RunEnd, TurnLoop};
+use super::ExternalDriver;
+use super::turn::TurnState;
 use crate::acp_client::wire::{self, CallFields, CallKind, OptionKind, PermissionRequest};
 use crate::acp_client::{Connection, RpcError};
+use crate::agent::run::{Halt, RunEnd};
 use crate::domain::{ExternalToolKind, ToolName, ToolRef};
 
 /// The tool a call of `kind` is gated as.
@@ -49,7 +49,7 @@ fn ask_input(call: &CallFields, earlier: Option<Value>) -> Value {
     Value::Object(described)
 }
 
-impl TurnLoop {
+impl ExternalDriver {
     /// Answers one permission request of the agent's. Err(stop) when the
     /// agent was stopped while the ask waited (the request is answered
     /// `cancelled`; the caller cancels the turn).
@@ -71,24 +71,25 @@ impl TurnLoop {
         let kind = request
             .call
             .kind
-            .or_else(|| TurnLoop::call_kind(turn, &request.call.id))
+            .or_else(|| ExternalDriver::call_kind(turn, &request.call.id))
             .unwrap_or(CallKind::Other);
         let tool = tool_of(kind);
-        let call = Call {
-            id: request.call.id.clone(),
-            name: tool.to_string(),
-            input: ask_input(&request.call, TurnLoop::call_input(turn, &request.call.id)),
-        };
-        let allowed_before = self.record.always_allowed.len();
-        let answer = match self.permit(tool, &call).await? {
+        let input = ask_input(
+            &request.call,
+            ExternalDriver::call_input(turn, &request.call.id),
+        );
+        let allowed_before = self.core.record.always_allowed.len();
+        let gate = self.core.gate(&tool, false);
+        let asked = self.core.permit(gate, tool, &input, &request.call.id);
+        let answer = match asked.await? {
             Err(stop) => {
                 conn.respond(id, Ok(wire::permission_outcome(None)));
                 return Ok(Err(stop));
             }
             Ok(Some(_refused)) => request.option(OptionKind::RejectOnce),
-            Ok(None) if self.record.always_allowed.len() > allowed_before => {
+            Ok(None) if self.core.record.always_allowed.len() > allowed_before => {
                 // The answer was "always": kept in the record too.
-                if let Err(halt) = self.write_record().await {
+                if let Err(halt) = self.core.write_record().await {
                     conn.respond(id, Ok(wire::permission_outcome(None)));
                     return Err(halt);
                 }

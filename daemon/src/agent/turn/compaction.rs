@@ -13,8 +13,9 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::ModelDriver;
 use super::context_size::estimate;
-use super::turn_loop::{Halt, RunEnd, TurnLoop};
+use crate::agent::run::{Halt, RunEnd};
 use crate::domain::{
     CompactBoundary, CompactTrigger, Role, Status, TranscriptEntry, json_bytes, now_ms,
 };
@@ -82,7 +83,7 @@ impl CompactQueue {
     }
 }
 
-impl TurnLoop {
+impl ModelDriver {
     /// At a turn boundary, before a request: compactions asked for by
     /// hand, then one if the request would pass `compact_at` of the window.
     pub(super) async fn compact_if_due(&mut self) -> Result<(), Halt> {
@@ -108,7 +109,7 @@ impl TurnLoop {
                 // call, an empty summary) is reported to who asked; the
                 // agent goes on as it was.
                 Err(Halt::Stop(RunEnd::Failed(why))) => {
-                    tracing::warn!(agent = %self.record.id, reason = %why, "a compaction asked for by hand failed");
+                    tracing::warn!(agent = %self.core.record.id, reason = %why, "a compaction asked for by hand failed");
                     let _ = request.done.send(Err(why));
                 }
                 Err(halt) => {
@@ -160,7 +161,7 @@ impl TurnLoop {
             )));
         }
         let covers_through_seq = self.messages.last().map_or(0, |(s, _)| *s);
-        tracing::info!(agent = %self.record.id, trigger = trigger.as_str(), covers_through_seq, "compacting the conversation");
+        tracing::info!(agent = %self.core.record.id, trigger = trigger.as_str(), covers_through_seq, "compacting the conversation");
         let mut messages: Vec<MessageBytes> =
             self.messages.iter().map(|(_, m)| m.clone()).collect();
         let mut shrinks = 0;
@@ -174,14 +175,14 @@ impl TurnLoop {
                 && shrink(&mut messages)
             {
                 shrinks += 1;
-                tracing::info!(agent = %self.record.id, shrinks, limit, "the summary request would not fit; shrinking it before sending");
+                tracing::info!(agent = %self.core.record.id, shrinks, limit, "the summary request would not fit; shrinking it before sending");
                 continue;
             }
             match self.call_for_summary(&request).await? {
                 Ok(response) => break response,
                 Err(ModelError::ContextOverflow(why)) if shrinks < MAX_SHRINKS => {
                     shrinks += 1;
-                    tracing::info!(agent = %self.record.id, shrinks, "the summary request is too long; shrinking it");
+                    tracing::info!(agent = %self.core.record.id, shrinks, "the summary request is too long; shrinking it");
                     if !shrink(&mut messages) {
                         return Err(Halt::Stop(RunEnd::Failed(format!(
                             "compaction failed: even the shortest summary request is too long ({why})"
@@ -215,9 +216,9 @@ impl TurnLoop {
             summary,
             covers_through_seq,
         };
-        self.record.usage.add(&response.usage);
-        self.record.compactions += 1;
-        let seq = self.next_seq;
+        self.core.record.usage.add(&response.usage);
+        self.core.record.compactions += 1;
+        let seq = self.core.next_seq;
         self.append_entry(
             TranscriptEntry {
                 seq,
@@ -267,7 +268,7 @@ impl TurnLoop {
             }),
         }
         ModelRequest {
-            model: self.record.model.clone(),
+            model: self.core.record.model.clone(),
             system_json: self.system_json.clone(),
             tools_json: self.tools_json.clone(),
             messages,
@@ -286,8 +287,8 @@ impl TurnLoop {
         let on_event = |_e: crate::model::ModelEvent| {};
         tokio::select! {
             biased;
-            _ = self.stops.interrupt.cancelled() => Err(Halt::Stop(self.stops.aborted())),
-            r = super::runner::complete(self.provider.as_ref(), request, &on_event) => Ok(r),
+            _ = self.core.stops.interrupt.cancelled() => Err(Halt::Stop(self.core.stops.aborted())),
+            r = self.provider.complete(request, &on_event) => Ok(r),
         }
     }
 

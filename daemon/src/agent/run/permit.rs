@@ -1,0 +1,79 @@
+//! A tool call put to the agent's permission mode (DESIGN §8): allowed,
+//! refused, or asked of agentd's clients while the agent waits — for a
+//! model's tool call and an external agent's permission request alike.
+
+use serde_json::Value;
+
+use super::{Halt, RunCore, RunEnd};
+use crate::agent::permission::{self, Answer, Gate};
+use crate::domain::{Status, ToolRef};
+use crate::tools::ToolOutput;
+
+impl RunCore {
+    /// What the permission mode says of a call of `tool`; `mcp_read_only`:
+    /// an MCP tool that says it only reads.
+    pub(in crate::agent) fn gate(&self, tool: &ToolRef, mcp_read_only: bool) -> Gate {
+        match tool {
+            ToolRef::Builtin(t) => permission::gate(&self.record, *t),
+            ToolRef::Mcp(m) => permission::gate_mcp(&self.record, m, mcp_read_only),
+            ToolRef::External(k) => permission::gate_external(&self.record, *k),
+            // Not a tool a model can call: the proxy asks about these.
+            ToolRef::Network => Gate::Refuse(format!("{tool} is not a tool.")),
+        }
+    }
+
+    /// Applies `gate` to the call `call_id` of `tool` with `input`:
+    /// Ok(None) to run it, Ok(Some(error)) when refused or denied,
+    /// Err(outcome) when the agent was stopped while it waited for an
+    /// answer.
+    pub(in crate::agent) async fn permit(
+        &mut self,
+        gate: Gate,
+        tool: ToolRef,
+        input: &Value,
+        call_id: &str,
+    ) -> Result<Result<Option<ToolOutput>, RunEnd>, Halt> {
+        match gate {
+            Gate::Allow => return Ok(Ok(None)),
+            Gate::Refuse(why) => return Ok(Ok(Some(ToolOutput::error(why)))),
+            Gate::Ask => {}
+        }
+        let (ask, rx) = self.host.ask(&self.record, tool.clone(), input, call_id);
+        if let Err(halt) = self.set_status(Status::Waiting).await {
+            self.host.withdraw_ask(&ask.request_id);
+            return Err(halt);
+        }
+        let answer = tokio::select! {
+            stop = self.stops.any() => Err(stop),
+            a = rx => Ok(a),
+        };
+        let answer = match answer {
+            Err(stop) => {
+                self.host.withdraw_ask(&ask.request_id);
+                return Ok(Err(stop));
+            }
+            Ok(a) => a,
+        };
+        self.set_status(Status::Running).await?;
+        Ok(Ok(match answer {
+            Ok(Answer::AllowOnce) => None,
+            Ok(Answer::AllowAlways) => {
+                if !self.record.always_allowed.contains(&tool) {
+                    self.record.always_allowed.push(tool);
+                }
+                None
+            }
+            // Only a network ask takes it (`Supervisor::answer`): never
+            // read as a yes.
+            Ok(Answer::AllowEveryAgent) => Some(ToolOutput::error(format!(
+                "The {tool} call was not run: the answer given was not one for a tool call."
+            ))),
+            Ok(Answer::Deny(reason)) => Some(ToolOutput::error(if reason.trim().is_empty() {
+                format!("The user denied this {tool} call.")
+            } else {
+                format!("The user denied this {tool} call: {reason}")
+            })),
+            Err(_) => Some(ToolOutput::error("the permission request was withdrawn")),
+        }))
+    }
+}
