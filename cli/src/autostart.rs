@@ -155,10 +155,10 @@ impl Target {
     /// Starts agentd.socket when this is the socket it listens on and a
     /// user service manager runs with the units installed.
     fn start_socket_unit(&self) -> bool {
-        crate::units::unit_socket().as_deref() == Some(self.socket.as_path())
-            && crate::units::installed()
+        crate::systemd_units::unit_socket().as_deref() == Some(self.socket.as_path())
+            && crate::systemd_units::installed()
             && crate::systemctl::manager_runs()
-            && crate::systemctl::must(&["start", crate::units::SOCKET_NAME]).is_ok()
+            && crate::systemctl::must(&["start", crate::systemd_units::SOCKET_NAME]).is_ok()
     }
 
     async fn start_daemon(&self) -> Result<(), Failure> {

@@ -19,8 +19,8 @@ use tokio::sync::mpsc;
 
 use crate::autostart::Client;
 use crate::exit::{FAILURE, Failure, INTERRUPTED, SUCCESS};
+use crate::keyboard::{Key, Keyboard};
 use crate::permission_prompt::{answer, keys, question};
-use crate::terminal::{Key, Keyboard};
 use crate::view::transcript::TranscriptView;
 use crate::view::{plan, status};
 

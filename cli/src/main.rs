@@ -10,12 +10,12 @@ mod autostart;
 mod commands;
 mod exit;
 mod follow;
+mod keyboard;
 mod permission_prompt;
 mod process;
 mod systemctl;
-mod terminal;
+mod systemd_units;
 mod ui;
-mod units;
 mod view;
 
 use std::process::ExitCode;

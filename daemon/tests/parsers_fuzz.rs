@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use agentd::agent::{fork_profile, types};
+use agentd::config::{agent_types as types, fork_profile};
 use agentd::model::sse::SseParser;
 use agentd::model::{ModelSpec, Script};
 

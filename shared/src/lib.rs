@@ -5,6 +5,7 @@ pub mod client;
 pub mod ids;
 pub mod list_response;
 pub mod paths;
+pub mod sync;
 pub mod tool_summary;
 pub mod visible;
 

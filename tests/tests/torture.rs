@@ -1,4 +1,4 @@
-//! The SIGKILL torture run, short (issue 13; `bench torture` runs it long):
+//! The SIGKILL torture run, short (`bench torture` runs it long):
 //! a mixed seeded workload, the daemon killed about 20 times, every
 //! invariant checked after each restart and at the end (see
 //! `agentd_e2e::torture`). `AGENTD_TORTURE_SEED=<n>|random` and

@@ -2,7 +2,7 @@
 //! (`session/load`) turns the daemon's history into updates far faster
 //! than stdout takes them; unbounded, the queue held the whole replay at
 //! once (about 1.5 bytes of memory per byte of updates: 11 MiB for 4,000
-//! turns, BENCHMARKS.md, issue 24). The attach stream's reader waits for
+//! turns, BENCHMARKS.md). The attach stream's reader waits for
 //! `room` before taking the next event, so the daemon's stream pauses
 //! instead (HTTP/2 flow control) and the bridge's memory stays flat
 //! whatever the length of the session.

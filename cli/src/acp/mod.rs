@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
 use crate::permission_prompt::Mode;
+use agentd_shared::sync::Unpoisoned as _;
 use peer::{Peer, RequestId, RpcError, code};
 use reconnect::Link;
 use session::{Session, Start};
@@ -151,13 +152,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     // The editor went away: sessions detach, agents go on.
     tracing::info!("stdin closed; leaving every session's agent running");
     peer.gone();
-    let sessions: Vec<Arc<Session>> = bridge
-        .sessions
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .drain()
-        .map(|(_, s)| s)
-        .collect();
+    let sessions: Vec<Arc<Session>> = bridge.sessions.locked().drain().map(|(_, s)| s).collect();
     for s in sessions {
         s.close().await;
     }
@@ -205,7 +200,7 @@ impl Bridge {
     /// daemon stopped) is gone: the editor loads it again.
     fn session(&self, params: &Value) -> Result<Arc<Session>, RpcError> {
         let id = str_param(params, "sessionId")?;
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.sessions.locked();
         match sessions.get(id) {
             Some(s) if s.is_alive() => Ok(s.clone()),
             Some(_) => {
@@ -219,13 +214,7 @@ impl Bridge {
     /// A line of agentd's own to every open session, as a thought (a
     /// status an editor shows and the agent's answer does not carry).
     fn tell_sessions(&self, text: &str) {
-        let ids: Vec<String> = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .cloned()
-            .collect();
+        let ids: Vec<String> = self.sessions.locked().keys().cloned().collect();
         for id in ids {
             self.peer.notify(
                 "session/update",
@@ -250,19 +239,12 @@ impl Bridge {
     }
 
     async fn open(&self, agent: &pb::Agent, start: Start) -> Result<(), RpcError> {
-        let old = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&agent.id);
+        let old = self.sessions.locked().remove(&agent.id);
         if let Some(old) = old {
             old.close().await;
         }
         let session = Session::open(&self.link, self.peer.clone(), agent, start).await?;
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(agent.id.clone(), session);
+        self.sessions.locked().insert(agent.id.clone(), session);
         Ok(())
     }
 
@@ -323,10 +305,7 @@ impl Bridge {
             "session/list" => self.list(&params).await,
             "session/close" => {
                 let session = self.session(&params)?;
-                self.sessions
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&session.id);
+                self.sessions.locked().remove(&session.id);
                 session.close().await;
                 Ok(json!({}))
             }

@@ -14,6 +14,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::backlog::Backlog;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// JSON-RPC and ACP error codes.
 pub mod code {
@@ -226,10 +227,7 @@ impl Peer {
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, Value> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id, tx);
+        self.pending.locked().insert(id, tx);
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         rx.await.unwrap_or(Err(Value::Null))
     }
@@ -239,11 +237,7 @@ impl Peer {
         let Some(id) = message["id"].as_i64() else {
             return;
         };
-        let waiter = self
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&id);
+        let waiter = self.pending.locked().remove(&id);
         if let Some(tx) = waiter {
             let outcome = match message.get("error") {
                 Some(e) => Err(e.clone()),
@@ -255,10 +249,7 @@ impl Peer {
 
     /// The editor is gone: every request waiting for it fails.
     pub fn gone(&self) {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        self.pending.locked().clear();
     }
 }
 

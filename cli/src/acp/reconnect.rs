@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::autostart::{Client, Target};
+use agentd_shared::sync::Unpoisoned as _;
 
 /// When to look for the daemon again, and when to start one or give up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,17 +124,13 @@ impl Link {
 
     /// The client to use now.
     pub fn client(&self) -> Client {
-        self.current
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .1
-            .clone()
+        self.current.locked().1.clone()
     }
 
     /// Which client `client()` gives: pass it to `reconnect` after using it
     /// failed.
     pub fn generation(&self) -> u64 {
-        self.current.lock().unwrap_or_else(|p| p.into_inner()).0
+        self.current.locked().0
     }
 
     /// A client of the daemon as it is now, once the one of generation
@@ -159,7 +156,7 @@ impl Link {
             };
             match found {
                 Ok(Some(client)) => {
-                    let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut current = self.current.locked();
                     *current = (current.0 + 1, client.clone());
                     tracing::info!(after = ?since.elapsed(), "reconnected to agentd");
                     if !told.is_empty() {

@@ -18,6 +18,7 @@ use super::peer::{Peer, RpcError, code};
 use super::reconnect::Link;
 use super::subagents::Subagents;
 use super::tool_calls::ToolCalls;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// How a turn ended, as ACP's stop reason, or why it could not end well.
 pub type TurnEnd = Result<&'static str, RpcError>;
@@ -114,7 +115,7 @@ impl Session {
         let Some(title) = super::info::title(agent) else {
             return;
         };
-        let mut shown = self.title.lock().unwrap_or_else(|p| p.into_inner());
+        let mut shown = self.title.locked();
         if shown.as_deref() != Some(title) {
             *shown = Some(title.to_string());
             update(
@@ -128,12 +129,7 @@ impl Session {
     /// Refuses a change the daemon only takes between turns while this
     /// session's prompt runs, in the editor's terms.
     pub fn between_turns(&self, what: &str) -> Result<(), RpcError> {
-        if self
-            .turn
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
-        {
+        if self.turn.locked().is_some() {
             return Err(RpcError::invalid_params(format!(
                 "{what} cannot change while a prompt runs in this session: wait for the turn to end (or cancel it), then change it"
             )));
@@ -155,10 +151,7 @@ impl Session {
 
     /// Where requests up the stream go now.
     pub fn attach_sender(&self) -> mpsc::Sender<pb::AttachRequest> {
-        self.attach
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.attach.locked().clone()
     }
 
     /// The stream was lost: prompts wait for the next one.
@@ -168,7 +161,7 @@ impl Session {
 
     /// The session attached again: requests go up the new stream.
     pub fn attached_again(&self, tx: mpsc::Sender<pb::AttachRequest>) {
-        *self.attach.lock().unwrap_or_else(|p| p.into_inner()) = tx;
+        *self.attach.locked() = tx;
         self.attached.send_replace(true);
     }
 
@@ -191,32 +184,20 @@ impl Session {
 
     /// Marks ask `request_id` as put to the editor; false if it already was.
     pub fn asking(&self, request_id: &str) -> bool {
-        self.asking
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(request_id.to_string())
+        self.asking.locked().insert(request_id.to_string())
     }
 
     /// The editor answered ask `request_id`.
     pub fn answered(&self, request_id: &str) {
-        self.asking
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(request_id);
+        self.asking.locked().remove(request_id);
     }
 
     pub fn rejects_always(&self, tool: &str) -> bool {
-        self.rejected
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(tool)
+        self.rejected.locked().contains(tool)
     }
 
     pub fn reject_always(&self, tool: &str) {
-        self.rejected
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(tool.to_string());
+        self.rejected.locked().insert(tool.to_string());
     }
 
     /// Sends `text` to the agent and waits for the turn it starts (or
@@ -227,7 +208,7 @@ impl Session {
         }
         let (tx, rx) = oneshot::channel();
         {
-            let mut turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
+            let mut turn = self.turn.locked();
             if turn.is_some() {
                 return Err(RpcError::new(
                     code::INVALID_REQUEST,
@@ -259,7 +240,7 @@ impl Session {
                 }
             }
             Err(status) => {
-                self.turn.lock().unwrap_or_else(|p| p.into_inner()).take();
+                self.turn.locked().take();
                 return Err(status.into());
             }
         }
@@ -304,7 +285,7 @@ impl Session {
     }
 
     fn mark_started(&self) {
-        if let Some(turn) = self.turn.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        if let Some(turn) = self.turn.locked().as_mut() {
             turn.started = true;
         }
     }
@@ -312,12 +293,7 @@ impl Session {
     /// `session/cancel`: the turn stops now (an interrupt), and the prompt
     /// answers `cancelled`.
     pub async fn cancel(&self) {
-        if self
-            .turn
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
-        {
+        if self.turn.locked().is_none() {
             return;
         }
         self.cancelled.store(true, Ordering::SeqCst);
@@ -341,7 +317,7 @@ impl Session {
     /// `session/close`: the editor lets go; the agent goes on.
     pub async fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        if let Some(turn) = self.turn.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(turn) = self.turn.locked().take() {
             let _ = turn.done.send(Ok("cancelled"));
         }
         let _ = self
@@ -361,7 +337,7 @@ impl Session {
             status,
             pb::AgentStatus::Pending | pb::AgentStatus::Running | pb::AgentStatus::Waiting
         );
-        let mut guard = self.turn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.turn.locked();
         let Some(turn) = guard.as_mut() else {
             return;
         };
@@ -396,7 +372,7 @@ impl Session {
         self.alive.store(false, Ordering::SeqCst);
         // Prompts waiting for the stream learn the session ended.
         self.attached.send_replace(false);
-        if let Some(turn) = self.turn.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(turn) = self.turn.locked().take() {
             let _ = turn.done.send(Err(RpcError::new(code::INTERNAL, why)));
         }
     }

@@ -32,6 +32,7 @@ use super::follow::attach;
 use super::peer::Peer;
 use super::reconnect::{Backoff, Link};
 use super::updates;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// The subagents of one session; cheap to clone.
 #[derive(Clone)]
@@ -132,7 +133,7 @@ impl Subagents {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     /// The session's attachment ended: every follower stops.

@@ -11,7 +11,7 @@ use agentd_shared::proto as pb;
 
 use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, SUCCESS};
-use crate::{process, systemctl, units};
+use crate::{process, systemctl, systemd_units};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -93,7 +93,7 @@ async fn stop(target: &Target) -> Result<u8, Failure> {
         // systemctl waits for the daemon, which drains its connections
         // first: this one must not be left open meanwhile.
         drop(client);
-        systemctl::must(&["stop", units::SERVICE_NAME]).map_err(Failure::failed)?;
+        systemctl::must(&["stop", systemd_units::SERVICE_NAME]).map_err(Failure::failed)?;
         say!(
             "agentd stopped (pid {}); agentd.socket still listens and starts it for the next client",
             s.pid
@@ -134,7 +134,7 @@ async fn restart(target: &Target) -> Result<u8, Failure> {
     );
     if under_systemd(&before) {
         drop(old);
-        systemctl::must(&["restart", units::SERVICE_NAME]).map_err(Failure::failed)?;
+        systemctl::must(&["restart", systemd_units::SERVICE_NAME]).map_err(Failure::failed)?;
         say!(
             "note: under systemd agentd's environment is the service manager's, not this shell's \
              (provider keys go in ~/.config/agentd/env or config.toml)"
@@ -198,11 +198,17 @@ async fn logs(target: &Target, follow: bool, lines: usize) -> Result<u8, Failure
     let status = running_status(target).await?;
     let journal = match &status {
         Some(s) => under_systemd(s),
-        None => units::installed() && systemctl::manager_runs(),
+        None => systemd_units::installed() && systemctl::manager_runs(),
     };
     if journal {
         let n = lines.to_string();
-        let mut args = vec!["--user", "-u", units::SERVICE_NAME, "-n", n.as_str()];
+        let mut args = vec![
+            "--user",
+            "-u",
+            systemd_units::SERVICE_NAME,
+            "-n",
+            n.as_str(),
+        ];
         if follow {
             args.push("-f");
         }

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::autostart::Target;
 use crate::exit::{FAILURE, Failure, SUCCESS};
 use crate::systemctl::{self, Activity};
-use crate::units;
+use crate::systemd_units;
 use crate::view::{color, sandbox};
 
 #[derive(Debug, clap::Args)]
@@ -320,7 +320,7 @@ fn landlock_check(s: &pb::DaemonStatus) -> Check {
 
 /// agentd's systemd user units: installed, and their socket listening.
 fn units_check() -> Check {
-    let installed = units::installed();
+    let installed = systemd_units::installed();
     let manager = systemctl::manager_runs();
     match (installed, manager) {
         (false, _) => check(
@@ -334,13 +334,13 @@ fn units_check() -> Check {
             Level::Warn,
             format!(
                 "installed in {}, but no user service manager answers",
-                units::user_unit_dir().display()
+                systemd_units::user_unit_dir().display()
             ),
             "systemctl --user enable --now agentd.socket, where a user manager runs",
         ),
         (true, true) => {
-            let active = systemctl::activity(units::SOCKET_NAME);
-            let enabled = if systemctl::enabled(units::SOCKET_NAME) {
+            let active = systemctl::activity(systemd_units::SOCKET_NAME);
+            let enabled = if systemctl::enabled(systemd_units::SOCKET_NAME) {
                 "enabled"
             } else {
                 "not enabled"

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::autostart::{self, Target};
 use crate::exit::{FAILURE, Failure, SUCCESS};
-use crate::{process, systemctl, units};
+use crate::{process, systemctl, systemd_units};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -81,8 +81,8 @@ fn announce(args: &[&str]) -> Result<(), Failure> {
 
 async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure> {
     let (agentd, agentctl) = binaries()?;
-    let files = units::render(&agentd, &agentctl).map_err(Failure::failed)?;
-    let dir = units::user_unit_dir();
+    let files = systemd_units::render(&agentd, &agentctl).map_err(Failure::failed)?;
+    let dir = systemd_units::user_unit_dir();
     // Refuse before writing anything: both files or neither.
     let mut differing = String::new();
     let mut unchanged = 0;
@@ -92,7 +92,7 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
             Ok(old) => differing.push_str(&format!(
                 "--- {}\n{}",
                 dir.join(name).display(),
-                units::diff(&old, text)
+                systemd_units::diff(&old, text)
             )),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
@@ -111,7 +111,7 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
             dir.display()
         )));
     }
-    if now && units::unit_socket().as_deref() != Some(target.socket.as_path()) {
+    if now && systemd_units::unit_socket().as_deref() != Some(target.socket.as_path()) {
         return Err(Failure::failed(format!(
             "the units listen on $XDG_RUNTIME_DIR/agentd/agentd.sock, but this agentctl uses {}; \
              --now works with the default socket only (unset AGENTD_SOCKET and --socket)",
@@ -131,9 +131,9 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
     say!("ExecStart: {}", agentd.display());
 
     let enable: &[&str] = if now {
-        &["enable", "--now", units::SOCKET_NAME]
+        &["enable", "--now", systemd_units::SOCKET_NAME]
     } else {
-        &["enable", units::SOCKET_NAME]
+        &["enable", systemd_units::SOCKET_NAME]
     };
     if !systemctl::manager_runs() {
         say!("no user service manager answers here (systemctl --user); run these where one does:");
@@ -173,13 +173,18 @@ async fn install(target: &Target, now: bool, force: bool) -> Result<u8, Failure>
 }
 
 fn uninstall() -> Result<u8, Failure> {
-    let dir = units::user_unit_dir();
+    let dir = systemd_units::user_unit_dir();
     let manager = systemctl::manager_runs();
-    if manager && units::installed() {
-        announce(&["disable", "--now", units::SOCKET_NAME, units::SERVICE_NAME])?;
+    if manager && systemd_units::installed() {
+        announce(&[
+            "disable",
+            "--now",
+            systemd_units::SOCKET_NAME,
+            systemd_units::SERVICE_NAME,
+        ])?;
     }
     let mut removed = 0;
-    for name in [units::SOCKET_NAME, units::SERVICE_NAME] {
+    for name in [systemd_units::SOCKET_NAME, systemd_units::SERVICE_NAME] {
         let path = dir.join(name);
         match std::fs::remove_file(&path) {
             Ok(()) => {
@@ -203,8 +208,8 @@ fn uninstall() -> Result<u8, Failure> {
         say!("no user service manager answers here; where one runs, also run:");
         say!(
             "  systemctl --user disable --now {} {}",
-            units::SOCKET_NAME,
-            units::SERVICE_NAME
+            systemd_units::SOCKET_NAME,
+            systemd_units::SERVICE_NAME
         );
         say!("  systemctl --user daemon-reload");
     }
@@ -212,8 +217,8 @@ fn uninstall() -> Result<u8, Failure> {
 }
 
 async fn status(target: &Target) -> Result<u8, Failure> {
-    let dir = units::user_unit_dir();
-    let installed = units::installed();
+    let dir = systemd_units::user_unit_dir();
+    let installed = systemd_units::installed();
     say!(
         "units:    {} ({})",
         if installed {
@@ -225,7 +230,7 @@ async fn status(target: &Target) -> Result<u8, Failure> {
     );
     if installed
         && let Ok((agentd, agentctl)) = binaries()
-        && let Ok(files) = units::render(&agentd, &agentctl)
+        && let Ok(files) = systemd_units::render(&agentd, &agentctl)
     {
         for (name, text) in files {
             if std::fs::read_to_string(dir.join(name)).is_ok_and(|old| old != text) {
@@ -236,7 +241,7 @@ async fn status(target: &Target) -> Result<u8, Failure> {
         }
     }
     if systemctl::manager_runs() {
-        for unit in [units::SOCKET_NAME, units::SERVICE_NAME] {
+        for unit in [systemd_units::SOCKET_NAME, systemd_units::SERVICE_NAME] {
             say!(
                 "{unit}: {}, {}",
                 if systemctl::enabled(unit) {

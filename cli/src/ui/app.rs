@@ -23,7 +23,7 @@ use super::model::Model;
 use super::output::Output;
 use super::prompt::{Ask, Prompt};
 use super::screen::{self, View};
-use super::terminal;
+use super::screen_guard;
 use crate::autostart::Client;
 use crate::exit::{FAILURE, INTERRUPTED, SUCCESS};
 use crate::follow::{Signal, Signals};
@@ -180,7 +180,7 @@ impl App {
             color: self.color,
         };
         let _ = tui.draw(|f| screen::draw(f, &view));
-        terminal::panic_on_purpose();
+        screen_guard::panic_on_purpose();
         match frames {
             Some(f) => {
                 f.times.push(started.elapsed());

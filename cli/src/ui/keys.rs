@@ -1,4 +1,4 @@
-//! The key map (issue 26, fixed so scripts and docs can rely on it), as a
+//! The key map (DESIGN §20, fixed so scripts and docs can rely on it), as a
 //! pure function from what the screen is doing and a key to an action.
 //! The event loop does the action; nothing here has effects.
 

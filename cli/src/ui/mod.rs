@@ -7,7 +7,7 @@
 //! Files: `model` (the state), `tree`, `output`, `bar` and `screen` (the
 //! drawing), `keys` (the key map), `prompt` (the input line), `actions`
 //! (API calls), `link` (Watch and reconnection), `attach` (the output
-//! pane's stream), `app` (the loop), `terminal` (raw mode and its
+//! pane's stream), `app` (the loop), `screen_guard` (raw mode and its
 //! restoration), `bench` (`--bench-frames`).
 
 mod actions;
@@ -22,7 +22,7 @@ mod model;
 mod output;
 mod prompt;
 mod screen;
-mod terminal;
+mod screen_guard;
 mod tree;
 
 use std::io::IsTerminal;
@@ -64,7 +64,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             "agentctl ui needs a terminal (stdin and stdout); `agentctl list` and `agentctl events` work without one",
         ));
     }
-    let mut guard = terminal::Guard::new()
+    let mut guard = screen_guard::Guard::new()
         .map_err(|e| Failure::failed(format!("cannot take the terminal: {e}")))?;
     let mut app = app::App::new(color);
     let mut link = link::start(target.clone(), client);

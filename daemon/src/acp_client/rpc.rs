@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use agentd_shared::sync::Unpoisoned as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
@@ -144,10 +145,7 @@ impl Connection {
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, tx);
+        self.pending.locked().insert(id, tx);
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         if self.closed.is_cancelled() || self.send(&line).is_err() {
             self.forget(id);
@@ -192,11 +190,7 @@ impl Connection {
 
     /// How the connection ended ("" while open).
     pub fn close_reason(&self) -> String {
-        let why = self
-            .close_reason
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let why = self.close_reason.locked().clone();
         if why.is_empty() {
             "the agent closed its output".into()
         } else {
@@ -211,18 +205,12 @@ impl Connection {
     }
 
     fn forget(&self, id: u64) {
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        self.pending.locked().remove(&id);
     }
 
     fn end(&self, why: String) {
-        *self.close_reason.lock().unwrap_or_else(|p| p.into_inner()) = why;
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        *self.close_reason.locked() = why;
+        self.pending.locked().clear();
         self.closed.cancel();
     }
 
@@ -276,11 +264,7 @@ impl Connection {
                 .map_err(|_| ()),
             (None, Some(id)) => {
                 let Some(n) = id.as_u64() else { return Ok(()) };
-                let waiter = self
-                    .pending
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&n);
+                let waiter = self.pending.locked().remove(&n);
                 if let Some(waiter) = waiter {
                     let answer = match message.get("error") {
                         Some(e) => Err(RpcError::new(

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::orchestration;
-use super::types::AgentType;
+use crate::config::agent_types::AgentType;
 use crate::domain::{ExternalAgentName, PromptContext, json_bytes};
 use crate::tools;
 

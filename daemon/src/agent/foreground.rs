@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use tokio::sync::oneshot;
 
 use crate::domain::AgentRecord;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// How a foreground waiter's wait ended.
 #[derive(Debug)]
@@ -81,7 +82,7 @@ impl Foreground {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     /// The run's background flag, as the agent's record shows it.

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::permission::{Answer, PermissionAsk};
-use super::slot::SlotLease;
+use super::run_permit::RunPermit;
 use crate::domain::{AgentRecord, ToolName, ToolRef};
 use crate::model::MessageBytes;
 use crate::tools::ToolOutput;
@@ -23,7 +23,7 @@ pub struct OrchestrationCall<'a> {
     pub tool_use_id: &'a str,
     pub input: &'a Value,
     /// The caller's running slot, lent while it waits on a foreground child.
-    pub slot: &'a SlotLease,
+    pub slot: &'a RunPermit,
     /// The caller's conversation as its requests send it (with each
     /// message's seq), up to the assistant message making this call: what
     /// a fork inherits, and what the recursion guard scans.

@@ -1,4 +1,5 @@
 //! One agent's event hub: the seam between what is on disk and what is live.
+//! The events themselves are `events`'; this is how they are delivered.
 //!
 //! Attach must deliver every transcript entry from a sequence number on with
 //! no gap and no duplicate, plus the response still streaming. The turn loop
@@ -11,82 +12,17 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{broadcast, watch};
 
-use super::lifecycle::{Lifecycle, LifecycleKind};
+use super::events::{AgentEvent, Lifecycle, LifecycleKind, RetryNotice, StatusSnapshot, ToolEvent};
 use super::permission::PermissionAsk;
-use crate::domain::{AgentId, PlanItem, ReleaseReason, Status, TranscriptEntry, now_ms};
+use crate::domain::{AgentId, PlanItem, ReleaseReason, TranscriptEntry, now_ms};
 pub use crate::model::ModelEvent;
 use crate::model::StreamDelta;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// Live events buffered per subscriber before it is considered lagging
 /// (a lagging attacher re-reads entries from disk; deltas are coalesced).
 /// Kept small: every agent with a hub pays for the whole ring.
 const EVENT_BUFFER: usize = 256;
-
-/// A tool call starting or finishing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolEvent {
-    pub tool_use_id: String,
-    pub name: String,
-    pub finished: bool,
-    pub summary: String,
-    pub is_error: bool,
-}
-
-/// The agent's state as clients see it change.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StatusSnapshot {
-    pub status: Status,
-    pub outcome: Option<crate::domain::Outcome>,
-    pub turns: u32,
-    /// For a `waiting` agent that waits for something other than a
-    /// permission answer (disk space), what it waits for.
-    pub waiting_for: Option<String>,
-}
-
-impl StatusSnapshot {
-    pub fn of(record: &crate::domain::AgentRecord) -> StatusSnapshot {
-        StatusSnapshot {
-            status: record.status,
-            outcome: record.outcome.clone(),
-            turns: record.turns,
-            waiting_for: None,
-        }
-    }
-}
-
-/// A model call failed and will be retried.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RetryNotice {
-    pub attempt: u32,
-    pub delay_ms: u64,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone)]
-pub enum AgentEvent {
-    /// Persisted (durable) before it was published.
-    Entry(Arc<TranscriptEntry>),
-    Delta(StreamDelta),
-    Tool(ToolEvent),
-    Status(StatusSnapshot),
-    /// The response in progress was discarded; the call is retried.
-    Retry(RetryNotice),
-    /// The foreground waiter was released; the agent keeps running.
-    Released(ReleaseReason),
-    /// A permission ask was opened (or, `resolved`, closed).
-    Permission {
-        ask: PermissionAsk,
-        resolved: bool,
-    },
-    /// The plan changed (durably): the whole plan now.
-    Plan(Arc<Vec<PlanItem>>),
-    /// A proxy connection of the agent or a descendant (`asker`), decided
-    /// or closed, recorded durably before it was published.
-    Connection {
-        record: Arc<crate::domain::ConnectionRecord>,
-        asker: crate::domain::ShortId,
-    },
-}
 
 struct HubState {
     next_seq: u64,
@@ -149,7 +85,7 @@ impl Hub {
     fn lock(&self) -> MutexGuard<'_, HubState> {
         // A poisoned lock only means a publisher panicked mid-push; the state
         // (a counter and a buffer) is still usable.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     pub fn subscribe(&self) -> Subscription {
@@ -273,6 +209,7 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Status;
 
     fn snapshot(status: Status) -> StatusSnapshot {
         StatusSnapshot {

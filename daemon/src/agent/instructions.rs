@@ -1,4 +1,4 @@
-//! The instruction files people keep for agents (issue 22): `AGENTS.md`,
+//! The instruction files people keep for agents (DESIGN §17): `AGENTS.md`,
 //! `CLAUDE.md` and `.claude/CLAUDE.md` in each directory from the
 //! repository root down to the agent's working directory, then the
 //! person's own `AGENTS.md` in agentd's config directory. Read once, when
@@ -49,7 +49,7 @@ pub struct Instructions {
 /// absolute, resolved directory); `config_dir` is agentd's config
 /// directory, for the person's own file.
 pub fn load(cwd: &Path, config_dir: &Path) -> Instructions {
-    let root = super::definitions::repo_root(cwd);
+    let root = crate::config::definitions::repo_root(cwd);
     let mut found = Instructions {
         root: root.clone(),
         ..Instructions::default()

@@ -7,7 +7,7 @@
 //! for permission asks and the tools that reach other agents.
 
 pub mod context;
-pub mod definitions;
+pub mod events;
 pub mod external;
 pub mod fanout;
 pub mod foreground;
@@ -15,18 +15,14 @@ pub mod fork;
 pub mod host;
 pub mod hub;
 pub mod instructions;
-pub mod lifecycle;
-pub(crate) mod mcp_pool;
-pub(crate) mod mcp_servers;
 pub mod orchestration;
 pub mod permission;
 pub mod run;
+pub mod run_permit;
 pub mod runner;
-pub mod slot;
 pub mod turn;
 pub mod worktree_notice;
 
-pub use definitions::{fork_profile, types};
 pub use fanout::FanOutRole;
 pub use foreground::{EndRoute, Foreground, Release, WaitEnd};
 pub use host::{AgentHost, BoxFuture, OrchestrationCall};

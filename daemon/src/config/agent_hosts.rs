@@ -3,7 +3,7 @@
 //! variable its entry's `env` sets (a gateway the person pointed it at),
 //! and its entry's `network_allow`.
 
-use super::agents::ExternalAgentDef;
+use super::external_agents::ExternalAgentDef;
 use crate::domain::{HostPattern, NetTarget};
 
 /// Each built-in entry's own hosts: its model API and its login.

@@ -16,7 +16,7 @@
 //! write beneath its workspace, its temp dir and `writable` (where the
 //! external agent keeps its own sessions and login). A built-in entry
 //! gets a private home instead (`HomeSpec`, made by
-//! `agent::external_home`): never the user's own `~/.claude` and the like,
+//! `agent::external::home`): never the user's own `~/.claude` and the like,
 //! whose settings and hooks a later unconfined run would obey.
 
 use std::collections::BTreeMap;

@@ -1,12 +1,19 @@
 //! The daemon's configuration: `$XDG_CONFIG_HOME/agentd/config.toml`, all
 //! keys optional. `entries` renders it for `agentctl config`, with where
 //! each value came from and whether a reload (SIGHUP) can change it.
+//! Beside it, what people write for agents in other files: agent types
+//! and fork profiles (`definitions`), and the external agents agentd can
+//! run (`external_agents`, config.toml's `[agents.NAME]` and the built-in
+//! entries).
 
 pub mod agent_hosts;
-pub mod agents;
+pub mod definitions;
 pub mod entries;
+pub mod external_agents;
 pub mod network;
 pub mod sandbox;
+
+pub use definitions::{agent_types, fork_profile};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -111,8 +118,8 @@ pub struct Config {
     pub mcp_servers: Vec<crate::mcp::ServerDef>,
     /// `[agents.NAME]`: coding agents agentd runs over ACP (DESIGN §19),
     /// besides the built-in ones (`agents`).
-    #[serde(deserialize_with = "agents::deserialize_agents")]
-    pub agents: Vec<agents::ExternalAgentDef>,
+    #[serde(deserialize_with = "external_agents::deserialize_agents")]
+    pub agents: Vec<external_agents::ExternalAgentDef>,
     /// The dotted keys the file set (`anthropic.base_url`, `prices`…):
     /// where a value came from, for `agentctl config`.
     #[serde(skip)]

@@ -8,7 +8,7 @@
 mod agent;
 mod allowlist;
 mod confinement;
-mod external;
+mod external_run;
 mod file_change;
 mod fork;
 mod id;
@@ -31,7 +31,9 @@ pub use agent::{
 };
 pub use allowlist::{McpPattern, ToolAllowlist};
 pub use confinement::Confinement;
-pub use external::{ContextFill, ExternalAgentName, ExternalRun, ExternalToolKind, ReportedCost};
+pub use external_run::{
+    ContextFill, ExternalAgentName, ExternalRun, ExternalToolKind, ReportedCost,
+};
 pub use file_change::{Before, FileChange, FileText, RECORDED_BYTES, ToolFileChange};
 pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, QuerySource};
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};

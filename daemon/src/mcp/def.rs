@@ -314,7 +314,7 @@ pub struct ServerDef {
     pub tool_timeout: Duration,
     pub sandbox: SandboxChoice,
     /// Whether running agents that would run the same server alike share
-    /// one (`agent::mcp_pool`); `shared = false` in config.toml gives each
+    /// one (`mcp::pool`); `shared = false` in config.toml gives each
     /// run its own, for a server that keeps state per client.
     #[serde(default = "shared_by_default")]
     pub shared: bool,

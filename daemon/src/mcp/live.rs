@@ -153,4 +153,3 @@ pub(crate) async fn start(def: &ServerDef, ctx: &ToolContext) -> Result<Live, St
         }
     }
 }
-

@@ -15,12 +15,19 @@
 //! - `error`: what can go wrong, in words a model can act on.
 //! - `setup`: which servers an agent gets (config.toml's, then its creation
 //!   request's) and their tools, as frozen at its creation.
+//! - `live`: one running server — started under the agent's sandbox, its
+//!   tools listed at an agent's creation, ended gracefully; `pool`: servers
+//!   shared between running agents; `servers`: the servers of one run,
+//!   started when a call first needs them.
 
 pub mod def;
 pub mod error;
+pub mod live;
 pub mod naming;
+pub mod pool;
 pub mod repository;
 pub mod result;
+pub mod servers;
 pub mod session;
 pub mod setup;
 pub mod sources;

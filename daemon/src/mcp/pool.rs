@@ -27,9 +27,10 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use super::mcp_servers::{Live, start};
-use crate::mcp::{ServerDef, Session};
+use super::live::{Live, start};
+use super::{ServerDef, Session};
 use crate::tools::{AgentProcesses, ToolContext};
+use agentd_shared::sync::Unpoisoned as _;
 
 /// The longest pause before a failed server is started again.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -37,7 +38,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The servers running agents share, by what makes them the same.
 #[derive(Default)]
 pub struct McpPool {
-    shared: Mutex<HashMap<ShareKey, Weak<ServerSlot>>>,
+    shared: Mutex<HashMap<ShareKey, Weak<SharedServer>>>,
 }
 
 /// What must be equal for two agents' servers to be one.
@@ -79,24 +80,24 @@ impl McpPool {
     /// The slot `def`'s server runs in for the agent of `ctx`: the shared
     /// one (made now if no running agent holds it), or, for a definition
     /// that is not shared, a new one of the run's own.
-    pub fn slot(&self, def: &ServerDef, ctx: &ToolContext) -> Arc<ServerSlot> {
+    pub fn slot(&self, def: &ServerDef, ctx: &ToolContext) -> Arc<SharedServer> {
         if !def.shared {
-            return Arc::new(ServerSlot::new(None));
+            return Arc::new(SharedServer::new(None));
         }
         let key = ShareKey::of(def, ctx);
-        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let mut shared = self.shared.locked();
         shared.retain(|_, slot| slot.strong_count() > 0);
         if let Some(slot) = shared.get(&key).and_then(Weak::upgrade) {
             return slot;
         }
-        let slot = Arc::new(ServerSlot::new(Some(Own::for_key(&key, ctx))));
+        let slot = Arc::new(SharedServer::new(Some(Own::for_key(&key, ctx))));
         shared.insert(key, Arc::downgrade(&slot));
         slot
     }
 
     /// Shared slots held by running agents.
     pub fn shared_slots(&self) -> usize {
-        let shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let shared = self.shared.locked();
         shared.values().filter(|s| s.strong_count() > 0).count()
     }
 }
@@ -142,16 +143,16 @@ struct Failures {
 }
 
 /// Where one server runs: its live session, if any, and its failed starts.
-pub struct ServerSlot {
+pub struct SharedServer {
     /// A shared slot's own context; None: it runs in its agent's.
     own: Option<Own>,
     live: tokio::sync::Mutex<Option<Live>>,
     failures: Mutex<Option<Failures>>,
 }
 
-impl ServerSlot {
-    fn new(own: Option<Own>) -> ServerSlot {
-        ServerSlot {
+impl SharedServer {
+    fn new(own: Option<Own>) -> SharedServer {
+        SharedServer {
             own,
             live: tokio::sync::Mutex::default(),
             failures: Mutex::default(),
@@ -159,7 +160,7 @@ impl ServerSlot {
     }
 
     fn failures(&self) -> std::sync::MutexGuard<'_, Option<Failures>> {
-        self.failures.lock().unwrap_or_else(|p| p.into_inner())
+        self.failures.locked()
     }
 
     /// The live session of `def`'s server, started now (in the slot's own
@@ -243,7 +244,7 @@ impl ServerSlot {
     }
 }
 
-impl Drop for ServerSlot {
+impl Drop for SharedServer {
     /// No run holds it any more: its server ends in the background
     /// (`Live::end`), then a shared slot's temp dir goes.
     fn drop(&mut self) {

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, RwLock, RwLockReadGuard};
 
+use agentd_shared::sync::{Unpoisoned as _, UnpoisonedRw as _};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 
@@ -24,15 +25,14 @@ pub fn become_subreaper() -> nix::Result<()> {
 /// Hold while spawning a child of the daemon's own; `own` it before
 /// letting go.
 pub fn spawning() -> RwLockReadGuard<'static, ()> {
-    GATE.read().unwrap_or_else(|p| p.into_inner())
+    GATE.read_locked()
 }
 
 /// Registers `pid` as a child the daemon waits for itself.
 pub fn own(pid: u32) {
     let Ok(pid) = i32::try_from(pid) else { return };
     let start = start_time(pid).unwrap_or(0);
-    OWN.lock()
-        .unwrap_or_else(|p| p.into_inner())
+    OWN.locked()
         .get_or_insert_with(HashMap::new)
         .insert(pid, start);
 }
@@ -64,8 +64,8 @@ fn children() -> Vec<i32> {
 /// Reaps the adopted orphans that have exited; forgets own children that
 /// are gone. Returns how many were reaped.
 pub fn reap_adopted() -> usize {
-    let _gate = GATE.write().unwrap_or_else(|p| p.into_inner());
-    let mut own = OWN.lock().unwrap_or_else(|p| p.into_inner());
+    let _gate = GATE.write_locked();
+    let mut own = OWN.locked();
     let own = own.get_or_insert_with(HashMap::new);
     own.retain(|pid, start| start_time(*pid).is_some_and(|s| s == *start));
     let mut reaped = 0;

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use super::convert;
-use crate::agent::lifecycle::Lifecycle;
+use crate::agent::events::Lifecycle;
 use agentd_shared::proto as pb;
 
 /// A watcher's stream state: `None` once it has ended.

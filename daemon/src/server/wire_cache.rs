@@ -16,6 +16,7 @@ use bytes::Bytes;
 use prost::Message;
 
 use crate::domain::{AgentId, AgentRecord};
+use agentd_shared::sync::Unpoisoned as _;
 
 /// What an agent's wire form holds besides its record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,7 +57,7 @@ impl WireCache {
     ) -> Vec<Bytes> {
         // Outside the lock: it asks the supervisor.
         let extras: Vec<Extras> = records.iter().map(|r| extras(r)).collect();
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.locked();
         let mut listed = if whole {
             HashMap::with_capacity(records.len())
         } else {

@@ -132,7 +132,7 @@ impl Store {
                 self.forget_deferred(record.id);
                 // Applied in sled's memory: a failed flush leaves it there
                 // until the reopen drops it, so it is kept to be written
-                // again (found in issue 13's review: a pause acknowledged in
+                // again (found by a review: a pause acknowledged in
                 // that window was not on disk).
                 match self.flush_sled(trees).await? {
                     Ok(()) => Ok(()),

@@ -35,10 +35,8 @@
 
 mod agents;
 mod codec;
-mod deferred;
 mod error;
-mod healer;
-mod health;
+mod full_disk;
 mod inbox;
 mod mcp_approvals;
 mod merges;
@@ -47,10 +45,8 @@ mod network;
 mod record_index;
 mod refresh;
 mod repos;
-mod reserve;
+mod swappable_trees;
 mod transcript;
-mod trees_slot;
-mod unconfirmed;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -58,14 +54,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use error::StoreError;
+use full_disk::{health, reserve, unconfirmed};
 pub use health::StoreOptions;
 pub use inbox::InboxKey;
 pub use mcp_approvals::McpApproval;
+pub(crate) use swappable_trees::TreesHandle;
 pub use transcript::Append;
-pub(crate) use trees_slot::TreesHandle;
 pub use unconfirmed::Unconfirmed;
 
 use crate::domain::AgentId;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// A user entry holding one text block, for the store's tests.
 #[cfg(test)]
@@ -98,7 +96,7 @@ struct Inner {
     instance_id: String,
     /// None only while the database is being reopened after a disk-full
     /// error (`health`).
-    trees: Arc<trees_slot::TreesSlot>,
+    trees: Arc<swappable_trees::SwappableTrees>,
     health: health::Health,
     /// Keys of corrupt items seen so far (logged once each).
     corrupt: Mutex<HashSet<Vec<u8>>>,
@@ -261,7 +259,7 @@ impl Store {
                 health,
                 instance_id,
                 path,
-                trees: trees_slot::TreesSlot::new(trees),
+                trees: swappable_trees::SwappableTrees::new(trees),
                 corrupt: Mutex::new(HashSet::new()),
                 unconfirmed: unconfirmed::Ledger::default(),
                 records: record_index::RecordIndex::default(),
@@ -348,12 +346,7 @@ impl Store {
 
     /// Records a corrupt item: logged the first time it is seen, counted.
     fn note_corrupt(&self, what: &str, key: &[u8], why: &dyn std::fmt::Display) {
-        let new = self
-            .inner
-            .corrupt
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_vec());
+        let new = self.inner.corrupt.locked().insert(key.to_vec());
         if new {
             tracing::error!(
                 what,
@@ -366,11 +359,7 @@ impl Store {
 
     /// Corrupt items skipped since the daemon started.
     pub fn corrupt_count(&self) -> u64 {
-        self.inner
-            .corrupt
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len() as u64
+        self.inner.corrupt.locked().len() as u64
     }
 
     /// Where the database lives.
@@ -419,7 +408,7 @@ mod tests {
     /// A disk that fills up while sled writes a snapshot at open leaves
     /// `snap.<lsn>.generating`, which sled then takes for the newest
     /// snapshot and calls corrupt: the store never opened again (found by
-    /// the torture run, issue 13).
+    /// the torture run).
     #[test]
     fn an_unfinished_snapshot_does_not_brick_the_store() {
         let dir = tempfile::tempdir().unwrap();

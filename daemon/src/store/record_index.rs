@@ -1,6 +1,6 @@
 //! The agent records in memory, oldest first, for `list` and `status`:
 //! with a thousand agents streaming, decoding every record from sled on
-//! each listing cost most of a listing's time (issue 13 measured it).
+//! each listing cost most of a listing's time (measured: docs/SCALE.md).
 //!
 //! A read cache the store owns, never a second truth: it is loaded from
 //! sled on first use, and every write of a record by the store refreshes
@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{Store, StoreError, Trees, codec};
 use crate::domain::{AgentId, AgentRecord, Status};
+use agentd_shared::sync::Unpoisoned as _;
 
 #[derive(Default)]
 pub(super) struct RecordIndex(Mutex<Option<Loaded>>);
@@ -45,7 +46,7 @@ impl Loaded {
 
 impl RecordIndex {
     fn lock(&self) -> MutexGuard<'_, Option<Loaded>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.locked()
     }
 }
 

@@ -11,10 +11,11 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::Supervisor;
-use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
+use crate::agent::events::{Lifecycle, LifecycleKind};
 use crate::agent::permission::{Answer, PermissionAsk};
 use crate::domain::{AgentId, AgentRecord, ToolRef, now_ms};
 use crate::error::{AgentdError, quote};
+use agentd_shared::sync::Unpoisoned as _;
 
 struct Open {
     ask: PermissionAsk,
@@ -30,7 +31,7 @@ pub(super) struct Asks {
 
 impl Asks {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Open>> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
+        self.open.locked()
     }
 }
 

@@ -10,7 +10,8 @@ use tokio::sync::oneshot;
 use super::fork::{ForkRequest, Origin};
 use super::{NewAgent, Supervisor, notification};
 use crate::agent::fork::{self, PLACEHOLDER};
-use crate::agent::{OrchestrationCall, WaitEnd, types};
+use crate::agent::{OrchestrationCall, WaitEnd};
+use crate::config::agent_types as types;
 use crate::domain::text::non_blank;
 use crate::domain::{
     AgentName, AgentRecord, ExternalAgentName, FORK_TYPE, ForkTools, ForkTurns, Isolation, Status,

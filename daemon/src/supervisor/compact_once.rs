@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use tokio::sync::watch;
 
 use crate::domain::CompactBoundary;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// What a compaction came to, as every call that shared it is told.
 pub(super) type Shared = Result<CompactBoundary, String>;
@@ -70,7 +71,7 @@ impl CompactOnce {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<InFlight>> {
-        self.current.lock().unwrap_or_else(|p| p.into_inner())
+        self.current.locked()
     }
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{RemovedTree, Supervisor, short};
-use crate::agent::hub::StatusSnapshot;
+use crate::agent::events::StatusSnapshot;
 use crate::domain::{AgentId, AgentRecord, InboxItem, InboxKind, Status, now_ms};
 use crate::error::AgentdError;
 

@@ -12,10 +12,10 @@ use tokio::sync::oneshot;
 use super::Supervisor;
 use super::mcp::McpPending;
 use super::mcp_sources::TypeServers;
+use crate::agent::events::{Lifecycle, LifecycleKind};
 use crate::agent::instructions::{self, Instructions};
-use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
-use crate::agent::types::{AgentType, TypeOrigin};
 use crate::agent::{FanOutRole, Foreground, WaitEnd, context, worktree_notice};
+use crate::config::agent_types::{AgentType, TypeOrigin};
 use crate::domain::{
     AgentName, AgentRecord, AgentWorktree, HostPattern, InstructionsLoaded, Isolation, NetworkMode,
     PermissionMode, PromptContext, QuerySource, Role, SandboxMode, TranscriptEntry, json_bytes,

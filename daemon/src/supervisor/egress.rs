@@ -20,6 +20,7 @@ use crate::domain::{
     PermissionMode, ShortId, now_ms,
 };
 use crate::network::{BoxFuture, Egress, built_in};
+use agentd_shared::sync::Unpoisoned as _;
 
 /// The connections proxies are serving now (so `ListConnections` can
 /// tell an open one from one the daemon's stop cut off).
@@ -28,7 +29,7 @@ pub(super) struct OpenConnections(Mutex<HashSet<(AgentId, u64)>>);
 
 impl OpenConnections {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<(AgentId, u64)>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.locked()
     }
 
     pub(super) fn is_open(&self, agent: AgentId, seq: u64) -> bool {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use crate::agent::FanOutRole;
 use crate::agent::fanout::{FanOut, Lead};
 use crate::domain::{AgentId, ForkTurns};
+use agentd_shared::sync::Unpoisoned as _;
 
 #[derive(Default)]
 pub(super) struct FanOuts {
@@ -20,7 +21,7 @@ impl FanOuts {
     /// first is the leader; siblings launched before its response starts
     /// follow it; later ones go alone (the cache entry exists by then).
     pub(super) fn join(&self, parent: AgentId, seq: u64, turns: ForkTurns) -> FanOutRole {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.open.locked();
         open.retain(|_, group| !group.released());
         match open.get(&(parent, seq, turns)) {
             Some(group) => FanOutRole::Follower(group.clone()),

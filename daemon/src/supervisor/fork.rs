@@ -12,7 +12,8 @@ use serde_json::json;
 
 use super::Supervisor;
 use super::create::{Prepared, describe};
-use crate::agent::{fork, fork_profile, turn, worktree_notice};
+use crate::agent::{fork, turn, worktree_notice};
+use crate::config::fork_profile;
 use crate::domain::{
     AgentName, AgentRecord, FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, Isolation,
     PromptContext, QuerySource, Role, ToolAllowlist, TranscriptEntry, json_bytes, now_ms,
@@ -85,7 +86,7 @@ impl Supervisor {
         origin: Origin<'_>,
     ) -> Result<Prepared, AgentdError> {
         self.admit("fork's directive", &req.directive)?;
-        if let Some(refusal) = super::external::no_fork(parent) {
+        if let Some(refusal) = super::external_agents::no_fork(parent) {
             return Err(refusal);
         }
         let directive = req.directive.trim();

@@ -16,11 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::Supervisor;
 use super::mcp_sources::{self, McpOrigin, TypeServers};
-use crate::agent::mcp_servers::list_tools;
 use crate::domain::{
     AgentId, AgentRecord, McpSource, McpToolName, PromptContext, SHORT_ID_LEN, now_ms,
 };
 use crate::error::AgentdError;
+use crate::mcp::live::list_tools;
 use crate::mcp::setup::chosen;
 use crate::mcp::{ServerDef, ServerName, Setup};
 use crate::tools::{AgentProcesses, ToolContext};

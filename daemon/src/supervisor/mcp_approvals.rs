@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::Supervisor;
 use super::mcp_sources::{TypeServers, client_dir, is_approved};
-use crate::agent::types::TypeOrigin;
+use crate::config::agent_types::TypeOrigin;
 use crate::domain::now_ms;
 use crate::error::{AgentdError, quote};
 use crate::mcp::repository::{self, FILE_NAME};

@@ -30,8 +30,8 @@
 use std::path::{Path, PathBuf};
 
 use super::Supervisor;
-use crate::agent::definitions::type_mcp::TypeMcp;
-use crate::agent::types::{AgentType, TypeOrigin};
+use crate::config::agent_types::{AgentType, TypeOrigin};
+use crate::config::definitions::type_mcp::TypeMcp;
 use crate::domain::{AgentRecord, McpSource};
 use crate::error::{AgentdError, quote};
 use crate::mcp::repository::{self, FILE_NAME};
@@ -359,12 +359,11 @@ impl Supervisor {
     /// directory, canonical) finds it.
     pub(super) fn agent_type_at(&self, dir: &Path, name: &str) -> Result<AgentType, AgentdError> {
         let home = self.mcp_home(dir);
-        crate::agent::types::resolve(name, &home, &agentd_shared::paths::config_dir()).map_err(
-            |e| match e {
-                crate::agent::types::TypeError::Unknown(why) => AgentdError::NotFound(why),
-                crate::agent::types::TypeError::Unusable(why) => AgentdError::refused(why),
-            },
-        )
+        crate::config::agent_types::resolve(name, &home, &agentd_shared::paths::config_dir())
+            .map_err(|e| match e {
+                crate::config::agent_types::TypeError::Unknown(why) => AgentdError::NotFound(why),
+                crate::config::agent_types::TypeError::Unusable(why) => AgentdError::refused(why),
+            })
     }
 }
 

@@ -18,7 +18,7 @@
 //! - `recovery`: what happens after a crash or restart
 //! - `housekeeping`: timers (idle handles, healing after a full disk)
 //! - `fork`: forking an agent, and `fanout`: forks launched together
-//! - `settings`, `runs`, `tree_keeping`: the configuration in force; run
+//! - `settings`, `run_tasks`, `tree_keeping`: the configuration in force; run
 //!   slots, tasks and shutdown; who may touch worktrees — each its own
 //!   state behind a narrow interface, composed by `Supervisor`
 //! - `usage`: what agents cost
@@ -35,7 +35,7 @@ mod compaction;
 mod control;
 mod create;
 mod egress;
-mod external;
+mod external_agents;
 mod family;
 mod fanout;
 mod fork;
@@ -54,7 +54,7 @@ mod release;
 mod reload;
 mod resolve;
 mod run;
-mod runs;
+mod run_tasks;
 mod settings;
 #[cfg(test)]
 mod tests;
@@ -68,7 +68,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::lifecycle::Lifecycle;
+use crate::agent::events::Lifecycle;
 use crate::config::Config;
 use crate::domain::AgentRecord;
 use crate::model::ModelSettings;
@@ -108,7 +108,7 @@ pub struct Supervisor {
     /// Every loaded agent's handle, and the lifecycle stream.
     registry: registry::Registry,
     /// Run slots, the tasks runs are, shutdown.
-    runs: runs::Runs,
+    runs: run_tasks::Runs,
     /// Who may touch worktrees, and trees being made.
     trees: tree_keeping::TreeKeeping,
     /// Open permission asks and who may answer them.
@@ -116,7 +116,7 @@ pub struct Supervisor {
     /// Forks launched together, until the first one's response starts.
     fan_outs: fanout::FanOuts,
     /// The MCP servers running agents share.
-    mcp_pool: Arc<crate::agent::mcp_pool::McpPool>,
+    mcp_pool: Arc<crate::mcp::pool::McpPool>,
     /// The proxy connections being served now.
     open_connections: egress::OpenConnections,
 }
@@ -155,7 +155,7 @@ impl Supervisor {
         };
         Arc::new(Supervisor {
             store,
-            runs: runs::Runs::new(config.max_running_agents),
+            runs: run_tasks::Runs::new(config.max_running_agents),
             settings: settings::Settings::new(config, models, info, tool_env),
             registry: registry::Registry::default(),
             trees: tree_keeping::TreeKeeping::default(),

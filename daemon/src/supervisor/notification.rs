@@ -6,7 +6,7 @@
 //! same transaction that puts it in the parent's transcript: exactly once.
 
 use crate::agent::RunEnd;
-use crate::agent::lifecycle::TaskNotice;
+use crate::agent::events::TaskNotice;
 use crate::domain::{AgentRecord, AgentWorktree, InboxItem, InboxKind, WorktreeState, now_ms};
 
 /// Escapes text placed between XML-like tags, so a result cannot close

@@ -3,7 +3,7 @@
 //! (config `resume_on_start`) resumes; idle agents with undelivered
 //! messages or notifications are woken. What a resumed agent does with
 //! tool calls whose results were never recorded is the turn loop's
-//! (`agent::interrupted`).
+//! (`agent::turn::interrupted`).
 
 use std::sync::Arc;
 

@@ -2,21 +2,23 @@
 //! runs, that run's controls. Handles of idle agents that nobody holds are
 //! swept (`housekeeping`); one is made again on next use.
 
-use crate::agent::mcp_servers::McpServers;
 use crate::agent::turn::compaction::CompactQueue;
+use crate::mcp::servers::McpServers;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::lifecycle::Lifecycle;
+use crate::agent::events::Lifecycle;
 
 use super::Supervisor;
-use crate::agent::hub::{Hub, StatusSnapshot};
+use crate::agent::events::StatusSnapshot;
+use crate::agent::hub::Hub;
 use crate::agent::{Foreground, StopSignals};
 use crate::domain::{AgentId, AgentRecord};
 use crate::error::AgentdError;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// Controls of a running turn loop.
 pub(super) struct RunControl {
@@ -42,14 +44,14 @@ pub struct AgentHandle {
     pub(super) transition: tokio::sync::Mutex<()>,
     /// An external agent's process between runs (DESIGN §19); ended when
     /// the handle goes (the agent removed).
-    pub(super) external: Arc<crate::agent::external::live::ExternalSlot>,
+    pub(super) external: Arc<crate::agent::external::live::ParkedProcess>,
     /// The compaction concurrent `CompactAgent` calls share.
     pub(super) compact_once: super::compact_once::CompactOnce,
 }
 
 impl AgentHandle {
     pub(super) fn run(&self) -> MutexGuard<'_, Option<RunControl>> {
-        self.run.lock().unwrap_or_else(|p| p.into_inner())
+        self.run.locked()
     }
 
     /// True while a turn loop runs (or waits for a slot) for this agent.
@@ -90,7 +92,7 @@ impl Registry {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<AgentId, Arc<AgentHandle>>> {
-        self.handles.lock().unwrap_or_else(|p| p.into_inner())
+        self.handles.locked()
     }
 
     pub(super) fn get(&self, id: AgentId) -> Option<Arc<AgentHandle>> {

@@ -9,10 +9,9 @@ use tokio_util::sync::CancellationToken;
 use super::host::SupervisorHost;
 use super::registry::{AgentHandle, RunControl};
 use super::{Supervisor, notification, short};
-use crate::agent::hub::StatusSnapshot;
-use crate::agent::lifecycle::{Lifecycle, LifecycleKind};
-use crate::agent::mcp_servers::McpServers;
-use crate::agent::slot::SlotLease;
+use crate::agent::events::StatusSnapshot;
+use crate::agent::events::{Lifecycle, LifecycleKind};
+use crate::agent::run_permit::RunPermit;
 use crate::agent::turn::compaction::CompactQueue;
 use crate::agent::{
     CoreSetup, EndRoute, FanOutRole, Finished, Foreground, ModelSetup, RunEnd, RunSetup, Runner,
@@ -23,6 +22,7 @@ use crate::domain::{
 };
 use crate::error::AgentdError;
 use crate::mcp::Setup;
+use crate::mcp::servers::McpServers;
 use crate::model::window::ContextLimits;
 use crate::model::{ModelSpec, Provider};
 use crate::tools::spool::Spool;
@@ -103,7 +103,7 @@ impl Supervisor {
         });
         let sup = self.clone();
         self.runs.spawn(async move {
-            let slot = Arc::new(SlotLease::new(sup.runs.slots()));
+            let slot = Arc::new(RunPermit::new(sup.runs.slots()));
             let extra_hosts = match &runner {
                 Runner::External(x) => crate::config::agent_hosts::allowed(&x.def),
                 Runner::Model(_) => Vec::new(),

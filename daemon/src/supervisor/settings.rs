@@ -12,6 +12,7 @@ use crate::pricing::PriceTable;
 use crate::tools::ToolEnv;
 
 use super::DaemonInfo;
+use agentd_shared::sync::UnpoisonedRw as _;
 
 pub(super) struct Settings {
     config: RwLock<Arc<Config>>,
@@ -44,31 +45,19 @@ impl Settings {
 
     /// The configuration in force now.
     pub(super) fn config(&self) -> Arc<Config> {
-        self.config
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.config.read_locked().clone()
     }
 
     /// The price table in force now.
     pub(super) fn prices(&self) -> Arc<PriceTable> {
-        self.prices
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.prices.read_locked().clone()
     }
 
     /// Puts a reloaded configuration (and its prices) in force.
     pub(super) fn replace(&self, config: Config) {
         let prices = PriceTable::new(&config.prices, config.anthropic.cache_ttl);
-        *self
-            .prices
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(prices);
-        *self
-            .config
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
+        *self.prices.write_locked() = Arc::new(prices);
+        *self.config.write_locked() = Arc::new(config);
     }
 
     pub(super) fn models(&self) -> &ModelSettings {

@@ -3,6 +3,7 @@
 //! being made for an agent not stored yet is marked, so no sweep or prune
 //! takes it for an orphan meanwhile.
 
+use agentd_shared::sync::Unpoisoned as _;
 use std::collections::HashSet;
 use std::sync::Mutex;
 
@@ -21,10 +22,7 @@ impl TreeKeeping {
     /// Marks the tree `name` as being made until the guard is dropped (the
     /// record is stored by then).
     pub(super) fn making(&self, name: String) -> Making<'_> {
-        self.making
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.clone());
+        self.making.locked().insert(name.clone());
         Making {
             keeping: self,
             name,
@@ -33,10 +31,7 @@ impl TreeKeeping {
 
     /// Whether the tree `name` is being made.
     pub(super) fn is_making(&self, name: &str) -> bool {
-        self.making
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(name)
+        self.making.locked().contains(name)
     }
 }
 
@@ -48,10 +43,6 @@ pub(super) struct Making<'a> {
 
 impl Drop for Making<'_> {
     fn drop(&mut self) {
-        self.keeping
-            .making
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.name);
+        self.keeping.making.locked().remove(&self.name);
     }
 }

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::context::{ToolContext, ToolOutput, ToolSpec};
-use super::paths::{optional_bool, required_str, required_string};
+use super::input::{optional_bool, required_str, required_string};
 use crate::domain::FileChange;
 
 pub fn spec() -> ToolSpec {

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{ToolContext, ToolOutput, ToolSpec};
-use super::paths::{optional_str, required_str, resolve_contained};
+use super::input::{optional_str, required_str};
+use super::paths::resolve_contained;
 
 /// The most paths returned.
 const MAX_RESULTS: usize = 100;

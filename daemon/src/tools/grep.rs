@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::context::{ToolContext, ToolOutput, ToolSpec};
 use super::glob::walker;
-use super::paths::{BINARY_SNIFF_BYTES, looks_binary, optional_bool, optional_str, required_str};
+use super::input::{optional_bool, optional_str, required_str};
+use super::paths::{BINARY_SNIFF_BYTES, looks_binary};
 use super::read::truncate_line;
 
 /// The most files listed in `files_with_matches` and `count` modes.

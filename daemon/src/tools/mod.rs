@@ -11,6 +11,7 @@ mod context;
 mod edit;
 mod glob;
 mod grep;
+mod input;
 pub mod paths;
 mod read;
 

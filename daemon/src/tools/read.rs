@@ -6,7 +6,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::context::{ToolContext, ToolOutput, ToolSpec};
-use super::paths::{BINARY_SNIFF_BYTES, looks_binary, optional_u64, required_str};
+use super::input::{optional_u64, required_str};
+use super::paths::{BINARY_SNIFF_BYTES, looks_binary};
 
 const DEFAULT_LIMIT: u64 = 2000;
 /// Longer lines are cut to this many characters.

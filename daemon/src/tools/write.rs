@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::context::{ToolContext, ToolOutput, ToolSpec};
-use super::paths::{required_str, required_string};
+use super::input::{required_str, required_string};
 use crate::domain::{FileChange, RECORDED_BYTES};
 
 pub fn spec() -> ToolSpec {

@@ -7,6 +7,7 @@
 //! Other processes (git itself) are not held off; the daemon's own
 //! threads are.
 
+use agentd_shared::sync::Unpoisoned as _;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
@@ -23,12 +24,12 @@ pub(super) struct RepositoryTurn {
 
 impl RepositoryTurn {
     pub(super) fn of(common: &Path) -> RepositoryTurn {
-        let mut all = REPOSITORIES.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = REPOSITORIES.locked();
         let lock = all.entry(common.to_path_buf()).or_default().clone();
         RepositoryTurn { lock }
     }
 
     pub(super) fn take(&self) -> MutexGuard<'_, ()> {
-        self.lock.lock().unwrap_or_else(|p| p.into_inner())
+        self.lock.locked()
     }
 }

@@ -17,6 +17,7 @@ use nix::fcntl::OFlag;
 use super::error::WorktreeError;
 use super::{EXCLUDE_LINE, WORKTREES_DIR};
 use crate::beneath::{self, Links};
+use agentd_shared::sync::Unpoisoned as _;
 
 /// The largest `info/exclude` agentd reads before appending to it.
 const MAX_EXCLUDE_BYTES: u64 = 1024 * 1024;
@@ -81,7 +82,7 @@ impl Places {
     pub fn exclude_worktrees(&self, shown: &Path) -> Result<(), WorktreeError> {
         // Trees are made concurrently: one reads and appends at a time.
         static EXCLUDE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _one = EXCLUDE.lock().unwrap_or_else(|p| p.into_inner());
+        let _one = EXCLUDE.locked();
         let path = shown.join("info/exclude");
         let info = beneath::dir(&self.common, Path::new("info"), Links::Refused, true)
             .map_err(|e| refused(&shown.join("info"), &e))?;

@@ -26,6 +26,8 @@
 // Test infrastructure: a failure to set up the mock is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use agentd_shared::sync::Unpoisoned as _;
+
 pub mod anthropic;
 pub mod cache;
 pub mod gemini;
@@ -506,7 +508,7 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.locked()
     }
 }
 

@@ -2,6 +2,7 @@
 //! were shown and the messages the daemon acknowledged. The checks hold the
 //! daemon to it after every restart.
 
+use agentd_shared::sync::Unpoisoned as _;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -74,7 +75,7 @@ pub struct SharedLedger(Arc<Mutex<Ledger>>);
 
 impl SharedLedger {
     pub fn lock(&self) -> MutexGuard<'_, Ledger> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.0.locked()
     }
 
     /// Records an entry a client was shown (`attached`: on an attachment,

@@ -1,4 +1,4 @@
-//! The SIGKILL torture run (issue 13): a mixed, seeded workload against the
+//! The SIGKILL torture run: a mixed, seeded workload against the
 //! real daemon and the mock model, the daemon killed with SIGKILL at seeded
 //! moments and started again, the invariants checked after every restart
 //! and at the end. `bench torture` runs it long; `tests/torture.rs` short.

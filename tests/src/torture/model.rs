@@ -45,6 +45,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
 use crate::mock::{Block, MockMessage, RecordedRequest, Reply};
+use agentd_shared::sync::Unpoisoned as _;
 
 /// The file every Bash step appends its marker line to.
 pub const SIDE_LOG: &str = "torture-side.log";
@@ -392,7 +393,7 @@ impl Faults {
 
     /// A fault in place of `reply`, or `reply`.
     pub fn maybe(&self, reply: Reply) -> Reply {
-        let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rng = self.rng.locked();
         if !rng.random_bool(self.rate) {
             return reply;
         }

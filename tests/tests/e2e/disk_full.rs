@@ -198,7 +198,7 @@ fn the_daemon_starts_with_no_byte_free_and_writes_once_space_returns() {
 
 /// An agent a full disk keeps from resuming after a restart says so: it is
 /// `interrupted` with `waiting_for` naming disk space, not stuck without a
-/// reason (found by the torture run, issue 13).
+/// reason (found by the torture run).
 #[test]
 fn an_agent_a_full_disk_keeps_from_resuming_says_why() {
     let mock = MockServer::start();
@@ -230,7 +230,7 @@ fn an_agent_a_full_disk_keeps_from_resuming_says_why() {
 /// sled applies a write in memory before its flush fails on a full disk,
 /// and serves it until the store is reopened: an agent whose creation
 /// failed was listed and shown, then gone after a restart (found by the
-/// torture run, issue 13). Refused means it does not exist, ever.
+/// torture run). Refused means it does not exist, ever.
 #[test]
 fn an_agent_whose_creation_failed_on_a_full_disk_is_never_shown() {
     let Some((env, _mock, disk)) = world(0, 0) else {

@@ -1,5 +1,5 @@
 //! The status codes the proto's comments promise, for requests a person
-//! gets wrong, as the daemon returns them (issue 24: comments that said
+//! gets wrong, as the daemon returns them (comments that said
 //! INVALID_ARGUMENT or ALREADY_EXISTS where the daemon answered
 //! FAILED_PRECONDITION, and a page limit capped without a word).
 

@@ -1,7 +1,7 @@
 //! The end-to-end tests: the real `agentd` and `agentctl` against the mock
 //! model, one module per behaviour, linked into one test binary: as 29
-//! binaries they took 435 MiB and half again the link time (BENCHMARKS.md,
-//! issue 21). The tests share this process, so none may change its state
+//! binaries they took 435 MiB and half again the link time (BENCHMARKS.md).
+//! The tests share this process, so none may change its state
 //! (environment, umask, working directory, signal dispositions): a daemon
 //! gets its settings through `Env`.
 //!

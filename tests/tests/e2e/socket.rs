@@ -65,7 +65,7 @@ fn a_stale_socket_file_is_replaced() {
 
 /// A daemon SIGKILLed while it was starting a tool leaves a child between
 /// fork and exec holding a copy of the listener: connecting succeeds, but
-/// nobody will ever accept. Found by the torture run (issue 13): the next
+/// nobody will ever accept. Found by the torture run: the next
 /// daemon refused to start, "another agentd is already serving".
 #[test]
 fn a_socket_held_only_by_a_dead_daemons_child_is_replaced() {

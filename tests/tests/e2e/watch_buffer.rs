@@ -1,5 +1,5 @@
 //! A `Watch` stream whose client never reads buffers a bounded number of
-//! bytes in the daemon (issue 35, finding 12: 1,000 never-read streams
+//! bytes in the daemon (a review found 1,000 never-read streams
 //! with large HTTP/2 windows took the daemon to 945 MiB). The client here
 //! speaks HTTP/2 itself, grants the largest windows HTTP/2 allows and then
 //! stops reading its socket while agents finish; when it reads again, what

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::config::agents::{ExternalAgentDef, HomeSpec};
+use crate::config::external_agents::{ExternalAgentDef, HomeSpec};
 use crate::domain::{AgentId, ExternalAgentName};
 
 /// A file of the user's config larger than this is not copied.
@@ -36,7 +36,7 @@ pub fn with_home(
 ) -> Result<ExternalAgentDef, String> {
     let mut def = def.clone();
     if let Some(spec) = def.home {
-        let user = crate::config::agents::home();
+        let user = crate::config::external_agents::home();
         let home = prepare(&spec, root, &def.name, user.as_deref(), confined)?;
         def.env
             .entry(spec.var.to_string())

@@ -5,8 +5,8 @@
 //! `session/load`.
 //!
 //! It outlives a run: an agent that completes keeps its process for
-//! [`IDLE_KEEP`] (its `ExternalSlot`), so the next message does not pay
-//! for a start; after that, or when the slot is dropped (the agent
+//! [`IDLE_KEEP`] (its `ParkedProcess`), so the next message does not pay
+//! for a start; after that, or when the parked process is dropped (the agent
 //! removed, the daemon gone), the process is killed with its namespace.
 
 use std::sync::Arc;
@@ -19,9 +19,10 @@ use tokio::sync::mpsc;
 
 use crate::acp_client::wire::{self, AgentInfo};
 use crate::acp_client::{CallError, Connection, Incoming, RpcError};
-use crate::config::agents::{ExternalAgentDef, ExternalSandbox};
+use crate::config::external_agents::{ExternalAgentDef, ExternalSandbox};
 use crate::tools::server_process::{self, ServerCommand};
 use crate::tools::{AgentProcesses, ToolContext, ToolProcess};
+use agentd_shared::sync::Unpoisoned as _;
 
 /// How long a completed external agent keeps its process.
 pub const IDLE_KEEP: Duration = Duration::from_secs(600);
@@ -268,7 +269,7 @@ impl LiveAgent {
 
     /// The end of what it wrote to standard error, for a message.
     pub fn stderr_hint(&self) -> String {
-        let tail = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = self.stderr.locked();
         let text = String::from_utf8_lossy(&tail);
         let last = text.trim().lines().last().unwrap_or("").trim();
         if last.is_empty() {
@@ -349,7 +350,7 @@ async fn keep_tail(mut pipe: tokio::process::ChildStderr, tail: Arc<std::sync::M
         if n == 0 {
             break;
         }
-        let mut kept = tail.lock().unwrap_or_else(|p| p.into_inner());
+        let mut kept = tail.locked();
         kept.extend_from_slice(&buf[..n]);
         if kept.len() > STDERR_TAIL {
             let cut = kept.len() - STDERR_TAIL;
@@ -360,14 +361,14 @@ async fn keep_tail(mut pipe: tokio::process::ChildStderr, tail: Arc<std::sync::M
 
 /// Where an agent's live external process waits between runs.
 #[derive(Default)]
-pub struct ExternalSlot {
+pub struct ParkedProcess {
     live: tokio::sync::Mutex<Option<LiveAgent>>,
     /// Bumped at each take and put, so an idle timer only ends the
     /// process it was armed for.
     generation: AtomicU64,
 }
 
-impl ExternalSlot {
+impl ParkedProcess {
     /// The live process, if one waits (and is still connected).
     pub async fn take(&self) -> Option<LiveAgent> {
         self.generation.fetch_add(1, Ordering::SeqCst);

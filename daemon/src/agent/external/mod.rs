@@ -1,9 +1,10 @@
 //! An agent run by another coding agent over ACP (DESIGN §19): agentd is
-//! its client and supervisor. The run takes the agent's process from its
-//! slot (or starts it, reopening the session its record names), sends the
-//! messages waiting for it as one prompt at a time, and records what the
-//! agent does (`external_turn`), answering its permission requests as
-//! agentd's own asks (`external_asks`); its process is `external_live`'s.
+//! its client and supervisor. The run takes the agent's process from where
+//! it waits between runs (or starts it, reopening the session its record
+//! names), sends the messages waiting for it as one prompt at a time, and
+//! records what the agent does (`turn`), answering its permission requests
+//! as agentd's own asks (`asks`); its process is `live`'s, its private
+//! home `home`'s.
 //!
 //! The record says what was sent (`ExternalRun::sent_through`, written
 //! before the prompt goes) and whether a turn is open, so a turn cut short
@@ -25,13 +26,13 @@ pub mod home;
 pub mod live;
 mod turn;
 
-use live::{ExternalSlot, LiveAgent, StartError, explain};
+use live::{LiveAgent, ParkedProcess, StartError, explain};
 use turn::TurnState;
 
 use super::run::{Finished, Halt, RunCore, RunEnd};
 use crate::acp_client::wire::{PromptEnd, Update};
 use crate::acp_client::{CallError, Incoming, RpcError};
-use crate::config::agents::{ExternalAgentDef, ExternalSandbox};
+use crate::config::external_agents::{ExternalAgentDef, ExternalSandbox};
 use crate::domain::{
     ExternalAgentName, ExternalRun, Outcome, ResumeBlocked, ResumeBlockedReason, Role, SandboxMode,
     Status, TranscriptEntry,
@@ -50,11 +51,11 @@ pub const INTERRUPTED_NOTE: &str = "[agentd] Your previous turn was cut short (y
 pub struct ExternalSetup {
     pub def: ExternalAgentDef,
     /// Where its process waits between runs.
-    pub slot: Arc<ExternalSlot>,
+    pub slot: Arc<ParkedProcess>,
     /// Its MCP servers, passed in its session.
     pub mcp: Vec<ServerDef>,
     /// Where its private home is made (a built-in entry's), for this
-    /// agent alone: `external_home::root`.
+    /// agent alone: `home::root`.
     pub homes: std::path::PathBuf,
 }
 

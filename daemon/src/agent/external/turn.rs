@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use super::ExternalDriver;
 use crate::acp_client::wire::{CallFields, CallKind, Diff, PromptEnd, Update, UsageReport};
-use crate::agent::hub::ToolEvent;
+use crate::agent::events::ToolEvent;
 use crate::agent::run::Halt;
 use crate::domain::{FileChange, Role, StopReason, ToolFileChange, json_bytes};
 

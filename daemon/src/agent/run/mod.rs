@@ -21,7 +21,7 @@ use serde_json::json;
 use super::foreground::Foreground;
 use super::host::AgentHost;
 use super::hub::Hub;
-use super::slot::SlotLease;
+use super::run_permit::RunPermit;
 use crate::domain::{AgentRecord, Outcome, Role, json_bytes, now_ms};
 use crate::store::Store;
 use crate::tools::spool::Spool;
@@ -35,7 +35,7 @@ pub struct CoreSetup {
     pub hub: Arc<Hub>,
     /// The run's foreground state (its one background flag).
     pub foreground: Arc<Foreground>,
-    pub slot: Arc<SlotLease>,
+    pub slot: Arc<RunPermit>,
     pub record: AgentRecord,
     pub stops: StopSignals,
     pub tool_env: Arc<ToolEnv>,
@@ -50,7 +50,7 @@ pub struct RunCore {
     pub(in crate::agent) host: Arc<dyn AgentHost>,
     pub(in crate::agent) hub: Arc<Hub>,
     pub(in crate::agent) foreground: Arc<Foreground>,
-    pub(in crate::agent) slot: Arc<SlotLease>,
+    pub(in crate::agent) slot: Arc<RunPermit>,
     pub(in crate::agent) record: AgentRecord,
     pub(in crate::agent) stops: StopSignals,
     pub(in crate::agent) tool_env: Arc<ToolEnv>,

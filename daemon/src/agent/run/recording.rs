@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Halt, RunCore};
-use crate::agent::hub::StatusSnapshot;
+use crate::agent::events::StatusSnapshot;
 use crate::domain::{
     Role, Status, StopReason, ToolFileChange, TranscriptEntry, Usage, json_bytes, now_ms,
 };

@@ -20,6 +20,7 @@ use crate::domain::{
     CompactBoundary, CompactTrigger, Role, Status, TranscriptEntry, json_bytes, now_ms,
 };
 use crate::model::{MessageBytes, ModelError, ModelRequest, ModelResponse};
+use agentd_shared::sync::Unpoisoned as _;
 
 /// What later requests say before the summary: the model reads it as the
 /// start of the conversation. Forks recognise a summary by it.
@@ -79,7 +80,7 @@ impl CompactQueue {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<CompactRequest>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+        self.pending.locked()
     }
 }
 

@@ -1,6 +1,6 @@
 //! One call of an MCP tool in a round (DESIGN §18): the agent's allowlist
 //! and permission mode apply as to any tool, then its server answers
-//! (`mcp_servers`); an interrupt or cancel tells the server to cancel.
+//! (`mcp::servers`); an interrupt or cancel tells the server to cancel.
 
 use std::path::PathBuf;
 
@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use super::ModelDriver;
 use super::interrupted;
 use super::round::{Call, tool_result};
-use crate::agent::mcp_servers::McpCallEnd;
 use crate::agent::run::{Halt, RunEnd};
 use crate::domain::{McpToolName, ToolRef};
+use crate::mcp::servers::McpCallEnd;
 
 /// How an MCP call of a round ended: its result (and whether it is an
 /// error), or its result and the stop that ends the run.

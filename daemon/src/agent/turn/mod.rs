@@ -27,11 +27,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::fanout::FanOutRole;
-use super::mcp_servers::McpServers;
 use super::run::{Finished, Halt, RunCore, RunEnd};
 use crate::domain::{
     CompactTrigger, PromptContext, Role, Status, StopReason, ToolAllowlist, json_bytes,
 };
+use crate::mcp::servers::McpServers;
 use crate::model::window::ContextLimits;
 use crate::model::{MessageBytes, ModelError, ModelRequest, ModelResponse, Provider};
 use compaction::CompactQueue;

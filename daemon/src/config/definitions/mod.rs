@@ -1,11 +1,11 @@
 //! Definitions people write for agents as Markdown files with YAML front
-//! matter: agent types (`types`, Claude Code's format too) and fork
+//! matter: agent types (`agent_types`, Claude Code's format too) and fork
 //! profiles (`fork_profile`). Both are read by the one reader here and
 //! looked up from the repository an agent works in.
 
+pub mod agent_types;
 pub mod fork_profile;
 pub mod type_mcp;
-pub mod types;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 
 use tokio::sync::broadcast;
 
-use crate::agent::hub::AgentEvent;
+use crate::agent::events::AgentEvent;
 use crate::model::StreamDelta;
 
 /// Largest text sent as one coalesced delta.

@@ -20,7 +20,8 @@ use tonic::{Status, Streaming};
 
 use super::convert;
 use crate::agent::Release;
-use crate::agent::hub::{AgentEvent, Subscription};
+use crate::agent::events::AgentEvent;
+use crate::agent::hub::Subscription;
 use crate::domain::{AgentId, PlanItem};
 use crate::error::AgentdError;
 use crate::supervisor::{AgentHandle, Supervisor};

@@ -15,8 +15,8 @@ pub use requests::{fork_request, new_agent};
 
 use agentd_shared::proto as pb;
 
-use crate::agent::hub::{RetryNotice, StatusSnapshot, ToolEvent};
-use crate::agent::lifecycle::{Lifecycle, LifecycleKind, TaskNotice};
+use crate::agent::events::{Lifecycle, LifecycleKind, TaskNotice};
+use crate::agent::events::{RetryNotice, StatusSnapshot, ToolEvent};
 use crate::agent::permission::{Answer, PermissionAsk};
 use crate::domain::{
     AgentRecord, AgentWorktree, Isolation, Outcome, PermissionMode, ReleaseReason,

@@ -11,7 +11,7 @@ use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
 use super::context::{ToolContext, ToolOutput, ToolSpec};
-use super::paths::{optional_u64, required_str};
+use super::input::{optional_u64, required_str};
 use super::spool::SpoolWriter;
 use super::tool_process::ToolProcess;
 use crate::sandbox::Policy;

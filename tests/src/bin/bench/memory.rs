@@ -4,7 +4,7 @@
 //! quarters; its RSS is read after each quarter and again after the idle
 //! handles are swept. The baseline is a fresh daemon started on the same
 //! store: what the agents cost once nothing of their runs is left. The
-//! goal (issue 35) is at most 2× that baseline. The idle daemon reopens its
+//! goal is at most 2× that baseline. The idle daemon reopens its
 //! store to drop sled's cache (`store::refresh`); the time it took is read
 //! from the daemon's log.
 

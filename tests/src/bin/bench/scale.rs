@@ -1,4 +1,4 @@
-//! `bench scale`: issue 13's scale figures, in two parts.
+//! `bench scale`: the scale figures, in two parts.
 //!
 //! Streaming: `--agents` (1,000) background agents stream slowly from the
 //! mock at once (`--chars` of text, one SSE event every `--delta-ms`, so

@@ -1,4 +1,4 @@
-//! `bench ui`: the dashboard's frame time and CPU (issue 26: "smooth with
+//! `bench ui`: the dashboard's frame time and CPU (DESIGN §20: "smooth with
 //! 1,000 agents"), from `agentctl ui --bench-frames N` — the shipped event
 //! loop (Watch, the selected agent's Attach, the same model and widgets)
 //! drawing into an off-screen 200x50 terminal, which prints frame-time

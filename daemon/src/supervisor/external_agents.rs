@@ -7,7 +7,7 @@ use super::Supervisor;
 use super::registry::AgentHandle;
 use crate::agent::Runner;
 use crate::agent::external::ExternalSetup;
-use crate::config::agents::{self, ExternalAgentDef};
+use crate::config::external_agents::{self, ExternalAgentDef};
 use crate::domain::{AgentRecord, ExternalAgentName, ExternalRun, PromptContext};
 use crate::error::AgentdError;
 use crate::mcp::Setup;
@@ -19,7 +19,7 @@ impl Supervisor {
         &self,
         name: &ExternalAgentName,
     ) -> Result<ExternalAgentDef, String> {
-        agents::resolve(
+        external_agents::resolve(
             &self.config().agents,
             name,
             std::env::var_os("PATH").as_deref(),
@@ -28,7 +28,7 @@ impl Supervisor {
 
     /// The external agents an agent here can be run by, by name.
     pub fn external_agents(&self) -> Vec<ExternalAgentName> {
-        agents::available(&self.config().agents, std::env::var_os("PATH").as_deref())
+        external_agents::available(&self.config().agents, std::env::var_os("PATH").as_deref())
     }
 
     /// The runner of `record`, which has no model: its external agent,

@@ -28,15 +28,16 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::deferred::Deferred;
-pub(super) use super::deferred::DeferredNote;
-use super::{Store, StoreError};
+pub(in crate::store) use super::deferred::DeferredNote;
 use crate::domain::AgentRecord;
+use crate::store::{Store, StoreError};
+use agentd_shared::sync::Unpoisoned as _;
 
 /// How often the healer looks at the free space.
-pub(super) const HEAL_INTERVAL: Duration = Duration::from_millis(200);
+pub(in crate::store) const HEAL_INTERVAL: Duration = Duration::from_millis(200);
 /// Space the healer waits for at the least before reopening (also when
 /// `min_free_bytes` is 0): opening sled writes a little.
-pub(super) const HEAL_FLOOR: u64 = 1024 * 1024;
+pub(in crate::store) const HEAL_FLOOR: u64 = 1024 * 1024;
 
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
@@ -54,7 +55,7 @@ impl Default for StoreOptions {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum State {
+pub(in crate::store) enum State {
     Healthy,
     Full {
         /// sled failed a write and must be reopened.
@@ -65,35 +66,35 @@ pub(super) enum State {
 /// Everything about the store's health that must change together, under
 /// one lock: whether writes are allowed, whether a healer runs, and what
 /// waits to be written.
-pub(super) struct Control {
-    pub(super) state: State,
-    pub(super) healer_running: bool,
-    pub(super) deferred: Deferred,
+pub(in crate::store) struct Control {
+    pub(in crate::store) state: State,
+    pub(in crate::store) healer_running: bool,
+    pub(in crate::store) deferred: Deferred,
 }
 
-pub(super) struct Health {
-    pub(super) dir: PathBuf,
-    pub(super) min_free: u64,
+pub(in crate::store) struct Health {
+    pub(in crate::store) dir: PathBuf,
+    pub(in crate::store) min_free: u64,
     /// The reserve was released to open the store: until it is made again,
     /// writes also leave its room free (it is for opening, not for agents).
-    pub(super) reserve_released: std::sync::atomic::AtomicBool,
-    pub(super) control: Mutex<Control>,
+    pub(in crate::store) reserve_released: std::sync::atomic::AtomicBool,
+    pub(in crate::store) control: Mutex<Control>,
     /// Published under the control lock.
-    pub(super) writable: watch::Sender<bool>,
+    pub(in crate::store) writable: watch::Sender<bool>,
     /// Set while anything is deferred, so reads skip the lock otherwise.
-    pub(super) has_deferred: std::sync::atomic::AtomicBool,
+    pub(in crate::store) has_deferred: std::sync::atomic::AtomicBool,
     /// Set when a write failed for a reason other than space (sled then
     /// writes nothing more until reopened): why.
-    pub(super) write_failed: Mutex<Option<String>>,
+    pub(in crate::store) write_failed: Mutex<Option<String>>,
     /// Free space reported instead of the file system's, for tests.
-    pub(super) fake_free: Mutex<Option<u64>>,
+    pub(in crate::store) fake_free: Mutex<Option<u64>>,
     /// Fail the next flush with this errno, for tests.
     #[cfg(test)]
-    pub(super) fake_flush_failure: Mutex<Option<i32>>,
+    pub(in crate::store) fake_flush_failure: Mutex<Option<i32>>,
 }
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+pub(in crate::store) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.locked()
 }
 
 fn mib(bytes: u64) -> String {
@@ -101,7 +102,7 @@ fn mib(bytes: u64) -> String {
 }
 
 impl Health {
-    pub(super) fn new(dir: &Path, options: StoreOptions) -> Health {
+    pub(in crate::store) fn new(dir: &Path, options: StoreOptions) -> Health {
         Health {
             dir: dir.to_path_buf(),
             min_free: options.min_free_bytes,
@@ -121,11 +122,11 @@ impl Health {
     }
 
     #[cfg(test)]
-    pub(super) fn take_fake_flush_failure(&self) -> Option<i32> {
+    pub(in crate::store) fn take_fake_flush_failure(&self) -> Option<i32> {
         lock(&self.fake_flush_failure).take()
     }
 
-    pub(super) fn write_failed(&self, e: &std::io::Error) {
+    pub(in crate::store) fn write_failed(&self, e: &std::io::Error) {
         let mut failed = lock(&self.write_failed);
         if failed.is_none() {
             tracing::error!(error = %e, "a write of the store failed: agentd makes nothing durable until it is restarted");
@@ -134,7 +135,7 @@ impl Health {
     }
 
     /// Makes the store's reserve (`reserve`) if there is room to spare.
-    pub(super) fn keep_reserve(&self) {
+    pub(in crate::store) fn keep_reserve(&self) {
         if super::reserve::keep(&self.dir, self.free_bytes(), self.min_free) {
             self.reserve_released
                 .store(false, std::sync::atomic::Ordering::Release);
@@ -145,7 +146,7 @@ impl Health {
     /// (no write until the healer finds room for the writes and the
     /// reserve both), never writing into the last bytes at once — sled
     /// meeting ENOSPC then kept its flush waiting forever.
-    pub(super) fn reserve_released(&self, store: &Store) {
+    pub(in crate::store) fn reserve_released(&self, store: &Store) {
         self.reserve_released
             .store(true, std::sync::atomic::Ordering::Release);
         let mut control = lock(&self.control);
@@ -153,7 +154,7 @@ impl Health {
     }
 
     /// The free space writes must leave.
-    pub(super) fn needed(&self) -> u64 {
+    pub(in crate::store) fn needed(&self) -> u64 {
         let reserve = if self
             .reserve_released
             .load(std::sync::atomic::Ordering::Acquire)
@@ -165,7 +166,7 @@ impl Health {
         self.min_free.saturating_add(reserve)
     }
 
-    pub(super) fn free_bytes(&self) -> u64 {
+    pub(in crate::store) fn free_bytes(&self) -> u64 {
         if let Some(free) = *lock(&self.fake_free) {
             return free;
         }
@@ -176,14 +177,14 @@ impl Health {
         }
     }
 
-    pub(super) fn full_error(&self, free: u64) -> StoreError {
+    pub(in crate::store) fn full_error(&self, free: u64) -> StoreError {
         StoreError::DiskFull {
             dir: self.dir.clone(),
             free: self.free_words(free),
         }
     }
 
-    pub(super) fn free_words(&self, free: u64) -> String {
+    pub(in crate::store) fn free_words(&self, free: u64) -> String {
         format!(
             "{} free, agentd keeps at least {} free",
             mib(free),
@@ -192,7 +193,7 @@ impl Health {
     }
 
     /// Ok when a write may go ahead.
-    pub(super) fn check_space(&self, store: &Store) -> Result<(), StoreError> {
+    pub(in crate::store) fn check_space(&self, store: &Store) -> Result<(), StoreError> {
         let free = self.free_bytes();
         let mut control = lock(&self.control);
         if control.state != State::Healthy {
@@ -206,7 +207,7 @@ impl Health {
     }
 
     /// sled ran out of space in a write: it must be reopened.
-    pub(super) fn poisoned(&self, store: &Store) -> StoreError {
+    pub(in crate::store) fn poisoned(&self, store: &Store) -> StoreError {
         let free = self.free_bytes();
         self.enter_full(&mut lock(&self.control), store, true);
         self.full_error(free)
@@ -216,7 +217,7 @@ impl Health {
     /// applied: what it holds in memory is dropped by the reopen, so they
     /// are kept to be written again. One step with marking sled poisoned,
     /// so the healer cannot reopen and report healthy in between.
-    pub(super) fn poisoned_deferring(
+    pub(in crate::store) fn poisoned_deferring(
         &self,
         store: &Store,
         record: &AgentRecord,
@@ -229,7 +230,7 @@ impl Health {
         self.full_error(free)
     }
 
-    pub(super) fn defer(
+    pub(in crate::store) fn defer(
         &self,
         control: &mut Control,
         record: &AgentRecord,
@@ -241,7 +242,12 @@ impl Health {
         control.deferred.notes.extend(note);
     }
 
-    pub(super) fn enter_full(&self, control: &mut Control, store: &Store, poisoned: bool) {
+    pub(in crate::store) fn enter_full(
+        &self,
+        control: &mut Control,
+        store: &Store,
+        poisoned: bool,
+    ) {
         let was_poisoned = matches!(control.state, State::Full { poisoned: true });
         if control.state == State::Healthy {
             tracing::error!(dir = %self.dir.display(), free = %mib(self.free_bytes()), poisoned, "the data directory is out of disk space: writes are refused until space is freed");
@@ -255,7 +261,7 @@ impl Health {
 
     /// Starts the healer unless one runs: it runs until the store is
     /// healthy and nothing waits to be written.
-    pub(super) fn ensure_healer(&self, control: &mut Control, store: &Store) {
+    pub(in crate::store) fn ensure_healer(&self, control: &mut Control, store: &Store) {
         if control.healer_running {
             return;
         }

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use super::deferred::write_deferred;
 use super::health::{HEAL_FLOOR, HEAL_INTERVAL, State, lock};
-use super::{Inner, Store, StoreError};
+use crate::store::{Inner, Store, StoreError};
 
 /// Runs until the store is writable again with nothing deferred (or the
 /// store is dropped).
-pub(super) fn heal(weak: Weak<Inner>) {
+pub(in crate::store) fn heal(weak: Weak<Inner>) {
     let mut reopened = false;
     loop {
         std::thread::sleep(HEAL_INTERVAL);
@@ -33,7 +33,7 @@ pub(super) fn heal(weak: Weak<Inner>) {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(error = %e, "writing deferred records failed; waiting for more space");
-                if super::error::is_out_of_space(&e) {
+                if crate::store::error::is_out_of_space(&e) {
                     lock(&health.control).state = State::Full { poisoned: true };
                 }
                 continue;
@@ -67,7 +67,7 @@ fn reopen(store: &Store) -> Result<(), StoreError> {
     // Every operation holds its handle only while it runs. Nothing is
     // flushed: the disk was full, and what sled could not write is what
     // the reopen must drop.
-    super::refresh::reopen(
+    crate::store::refresh::reopen(
         store,
         Duration::from_secs(5),
         |_| {},

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::domain::AgentId;
+use agentd_shared::sync::Unpoisoned as _;
 
 pub(super) struct Runs {
     /// Agents running at once; beyond it they wait as `pending`.
@@ -72,7 +73,7 @@ impl Runs {
     /// slots taken back wait in line like any agent).
     pub(super) fn resize(&self, limit: u32) {
         let limit = limit.max(1);
-        let mut current = self.limit.lock().unwrap_or_else(|p| p.into_inner());
+        let mut current = self.limit.locked();
         if limit > *current {
             self.slots.add_permits((limit - *current) as usize);
         } else if limit < *current {
@@ -93,21 +94,15 @@ impl Runs {
 
     /// `agent` resumes once the disk has room again.
     pub(super) fn resume_later(&self, agent: AgentId) {
-        self.resume_later
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(agent);
+        self.resume_later.locked().push(agent);
     }
 
     pub(super) fn resumes_later(&self, agent: AgentId) -> bool {
-        self.resume_later
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&agent)
+        self.resume_later.locked().contains(&agent)
     }
 
     /// The agents to resume now (and forgotten here).
     pub(super) fn take_resume_later(&self) -> Vec<AgentId> {
-        std::mem::take(&mut *self.resume_later.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *self.resume_later.locked())
     }
 }

@@ -9,9 +9,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::Trees;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// The open trees (None while a reopen has them out).
-pub(super) struct TreesSlot {
+pub(super) struct SwappableTrees {
     trees: Mutex<Option<Arc<Trees>>>,
     /// Signalled when trees are put in and when a handle is dropped.
     changed: Condvar,
@@ -20,22 +21,22 @@ pub(super) struct TreesSlot {
 /// The open trees, held for one operation.
 pub(crate) struct TreesHandle {
     trees: Option<Arc<Trees>>,
-    slot: Arc<TreesSlot>,
+    slot: Arc<SwappableTrees>,
 }
 
 /// Trees taken out for a reopen.
 pub(super) struct Taken(Arc<Trees>);
 
-impl TreesSlot {
-    pub(super) fn new(trees: Trees) -> Arc<TreesSlot> {
-        Arc::new(TreesSlot {
+impl SwappableTrees {
+    pub(super) fn new(trees: Trees) -> Arc<SwappableTrees> {
+        Arc::new(SwappableTrees {
             trees: Mutex::new(Some(Arc::new(trees))),
             changed: Condvar::new(),
         })
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Arc<Trees>>> {
-        self.trees.lock().unwrap_or_else(|p| p.into_inner())
+        self.trees.locked()
     }
 
     /// The open trees, waiting up to `patience` while a reopen has them
@@ -121,7 +122,7 @@ mod tests {
     #[test]
     fn a_reopen_waits_for_the_last_handle_and_readers_wait_for_the_new_trees() {
         let (_dir, first) = trees();
-        let slot = TreesSlot::new(first);
+        let slot = SwappableTrees::new(first);
         let handle = slot.get(Duration::ZERO).unwrap();
         let taken = slot.take().unwrap();
         assert!(
@@ -154,7 +155,7 @@ mod tests {
     #[test]
     fn a_handle_held_too_long_puts_the_trees_back() {
         let (_dir, first) = trees();
-        let slot = TreesSlot::new(first);
+        let slot = SwappableTrees::new(first);
         let _handle = slot.get(Duration::ZERO).unwrap();
         let taken = slot.take().unwrap();
         assert!(slot.close(taken, Duration::from_millis(20)).is_none());

@@ -1,32 +1,33 @@
-//! A running agent's slot: agents beyond `max_running_agents` wait as
+//! A running agent's run permit: agents beyond `max_running_agents` wait as
 //! `pending` (DESIGN §3).
 //!
-//! A parent blocked on a foreground child lends its slot (sixteen parents
+//! A parent blocked on a foreground child lends its permit (sixteen parents
 //! each waiting on a child would otherwise deadlock the limit): it gives its
 //! permit back while it waits and acquires a new one afterwards. Nothing is
 //! ever added to the semaphore, so a parent cancelled at any point of this —
-//! while it waits, or while it queues to get a slot back — cannot leave the
+//! while it waits, or while it queues to get a permit back — cannot leave the
 //! limit raised: its permit is simply dropped with it.
 
 use std::sync::{Arc, Mutex};
 
+use agentd_shared::sync::Unpoisoned as _;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub struct SlotLease {
+pub struct RunPermit {
     slots: Arc<Semaphore>,
     permit: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
-impl SlotLease {
-    pub fn new(slots: Arc<Semaphore>) -> SlotLease {
-        SlotLease {
+impl RunPermit {
+    pub fn new(slots: Arc<Semaphore>) -> RunPermit {
+        RunPermit {
             slots,
             permit: Mutex::new(None),
         }
     }
 
     fn permit(&self) -> std::sync::MutexGuard<'_, Option<OwnedSemaphorePermit>> {
-        self.permit.lock().unwrap_or_else(|p| p.into_inner())
+        self.permit.locked()
     }
 
     /// Waits for a slot (in order of arrival) and holds it.
@@ -36,7 +37,7 @@ impl SlotLease {
         }
     }
 
-    /// Gives the slot back for the duration of `wait`, then takes one again.
+    /// Gives the permit back for the duration of `wait`, then takes one again.
     pub async fn lend_while<T>(&self, wait: impl Future<Output = T>) -> T {
         drop(self.permit().take());
         let out = wait.await;
@@ -53,7 +54,7 @@ mod tests {
     async fn cancelling_a_lender_while_it_queues_never_raises_the_limit() {
         let slots = Arc::new(Semaphore::new(2));
         for _ in 0..20 {
-            let lease = Arc::new(SlotLease::new(slots.clone()));
+            let lease = Arc::new(RunPermit::new(slots.clone()));
             lease.acquire().await;
             // Both slots taken by others while the lender waits on its child.
             let others = slots.clone().acquire_many_owned(1).await.unwrap();

@@ -1,8 +1,8 @@
 //! Writes sled applied in memory but could not make durable: their flush
 //! hit a full disk. sled serves them to readers until the store is reopened
 //! (which drops them), and a crash loses them, so clients must not see
-//! them: what a client has seen is on disk. Found by the torture run
-//! (issue 13): an agent whose creation failed on a full disk was listed and
+//! them: what a client has seen is on disk. Found by the torture run:
+//! an agent whose creation failed on a full disk was listed and
 //! read, and was gone after the restart.
 
 use std::collections::HashMap;
@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::domain::{AgentId, AgentRecord, TranscriptEntry};
 
-use super::Store;
+use crate::store::Store;
+use agentd_shared::sync::Unpoisoned as _;
 
 /// What of an agent is not on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,16 +23,16 @@ pub enum Unconfirmed {
 }
 
 #[derive(Default)]
-pub(super) struct Ledger(Mutex<HashMap<AgentId, Unconfirmed>>);
+pub(in crate::store) struct Ledger(Mutex<HashMap<AgentId, Unconfirmed>>);
 
 impl Ledger {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Unconfirmed>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.locked()
     }
 
     /// A durable append of `id` failed: its creation, or entries from
     /// `first_seq` on.
-    pub(super) fn failed(&self, id: AgentId, created: bool, first_seq: Option<u64>) {
+    pub(in crate::store) fn failed(&self, id: AgentId, created: bool, first_seq: Option<u64>) {
         let mut map = self.lock();
         let now = match (created, first_seq, map.get(&id)) {
             (true, _, _) | (_, _, Some(Unconfirmed::Created)) => Unconfirmed::Created,
@@ -47,7 +48,7 @@ impl Ledger {
     }
 
     /// A durable append of `id` succeeded: everything before is on disk.
-    pub(super) fn confirmed(&self, id: AgentId) {
+    pub(in crate::store) fn confirmed(&self, id: AgentId) {
         let mut map = self.lock();
         if map.get(&id).is_some_and(|u| *u != Unconfirmed::Created) {
             map.remove(&id);
@@ -55,7 +56,7 @@ impl Ledger {
     }
 
     /// The store was reopened from disk: what was not on disk is gone.
-    pub(super) fn clear(&self) {
+    pub(in crate::store) fn clear(&self) {
         self.lock().clear();
     }
 
@@ -63,20 +64,20 @@ impl Ledger {
         self.lock().get(&id).copied()
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    pub(in crate::store) fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
 }
 
 impl Store {
     /// What of `id` readers must not be shown (not on disk), if anything.
-    pub(super) fn unconfirmed(&self, id: AgentId) -> Option<Unconfirmed> {
+    pub(in crate::store) fn unconfirmed(&self, id: AgentId) -> Option<Unconfirmed> {
         self.inner.unconfirmed.get(id)
     }
 
     /// A record as far as it is on disk: none if its creation is not, and
     /// its transcript only as long as what of it is.
-    pub(super) fn durable_view(&self, mut record: AgentRecord) -> Option<AgentRecord> {
+    pub(in crate::store) fn durable_view(&self, mut record: AgentRecord) -> Option<AgentRecord> {
         match self.unconfirmed(record.id) {
             None => Some(record),
             Some(Unconfirmed::Created) => None,
@@ -89,7 +90,10 @@ impl Store {
 
     /// `durable_view` over listed records; they are returned as they are
     /// while nothing is unconfirmed (the common case: no copies).
-    pub(super) fn durable_records(&self, records: Vec<Arc<AgentRecord>>) -> Vec<Arc<AgentRecord>> {
+    pub(in crate::store) fn durable_records(
+        &self,
+        records: Vec<Arc<AgentRecord>>,
+    ) -> Vec<Arc<AgentRecord>> {
         if self.inner.unconfirmed.is_empty() {
             return records;
         }
@@ -103,7 +107,7 @@ impl Store {
     }
 
     /// `transcript_len` as far as it is on disk.
-    pub(super) fn durable_len(&self, id: AgentId, len: u64) -> u64 {
+    pub(in crate::store) fn durable_len(&self, id: AgentId, len: u64) -> u64 {
         match self.unconfirmed(id) {
             Some(Unconfirmed::Created) => 0,
             Some(Unconfirmed::From(seq)) => len.min(seq),
@@ -112,7 +116,7 @@ impl Store {
     }
 
     /// Drops from `entries` (read from sled) those not on disk.
-    pub(super) fn only_durable(
+    pub(in crate::store) fn only_durable(
         &self,
         id: AgentId,
         mut entries: Vec<TranscriptEntry>,

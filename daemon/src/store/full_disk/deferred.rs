@@ -6,14 +6,14 @@
 use std::collections::HashMap;
 
 use super::health::lock;
-use super::inbox::{InboxKey, new_key};
-use super::{Store, StoreError};
 use crate::domain::{AgentId, AgentRecord, InboxItem};
+use crate::store::inbox::{InboxKey, new_key};
+use crate::store::{Store, StoreError};
 
 #[derive(Default)]
-pub(super) struct Deferred {
-    pub(super) records: HashMap<AgentId, AgentRecord>,
-    pub(super) notes: Vec<DeferredNote>,
+pub(in crate::store) struct Deferred {
+    pub(in crate::store) records: HashMap<AgentId, AgentRecord>,
+    pub(in crate::store) notes: Vec<DeferredNote>,
 }
 
 /// A notification to a parent that waits to be written.
@@ -33,14 +33,14 @@ pub(crate) struct DeferredNote {
 }
 
 impl Deferred {
-    pub(super) fn is_empty(&self) -> bool {
+    pub(in crate::store) fn is_empty(&self) -> bool {
         self.records.is_empty() && self.notes.is_empty()
     }
 }
 
 /// Writes what is deferred now and takes it off the list; returns how
 /// many records and notifications were written.
-pub(super) fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
+pub(in crate::store) fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
     let health = &store.inner.health;
     let trees = store
         .trees()
@@ -110,7 +110,7 @@ pub(super) fn write_deferred(store: &Store) -> Result<usize, sled::Error> {
 impl Store {
     /// Keeps a record that could not be written for lack of space (see the
     /// module docs); the healer writes it once it can.
-    pub(super) fn defer_record(&self, record: &AgentRecord, note: Option<DeferredNote>) {
+    pub(in crate::store) fn defer_record(&self, record: &AgentRecord, note: Option<DeferredNote>) {
         let health = &self.inner.health;
         let mut control = lock(&health.control);
         health.defer(&mut control, record, note);
@@ -118,7 +118,7 @@ impl Store {
     }
 
     /// A newer version of `id`'s record was written: a deferred one is void.
-    pub(super) fn forget_deferred(&self, id: AgentId) {
+    pub(in crate::store) fn forget_deferred(&self, id: AgentId) {
         if self.has_deferred() {
             lock(&self.inner.health.control)
                 .deferred
@@ -128,7 +128,7 @@ impl Store {
     }
 
     /// The deferred version of a record, if one waits to be written.
-    pub(super) fn overlay(&self, record: AgentRecord) -> AgentRecord {
+    pub(in crate::store) fn overlay(&self, record: AgentRecord) -> AgentRecord {
         if !self.has_deferred() {
             return record;
         }
@@ -165,7 +165,7 @@ impl Store {
     }
 
     /// The version of `id`'s record that waits to be written, if any.
-    pub(super) fn deferred_record(&self, id: AgentId) -> Option<AgentRecord> {
+    pub(in crate::store) fn deferred_record(&self, id: AgentId) -> Option<AgentRecord> {
         lock(&self.inner.health.control)
             .deferred
             .records
@@ -173,14 +173,14 @@ impl Store {
             .cloned()
     }
 
-    pub(super) fn has_deferred(&self) -> bool {
+    pub(in crate::store) fn has_deferred(&self) -> bool {
         self.inner
             .health
             .has_deferred
             .load(std::sync::atomic::Ordering::Acquire)
     }
 
-    pub(super) fn deferred_status(&self, id: AgentId) -> Option<crate::domain::Status> {
+    pub(in crate::store) fn deferred_status(&self, id: AgentId) -> Option<crate::domain::Status> {
         lock(&self.inner.health.control)
             .deferred
             .records
