@@ -69,10 +69,6 @@ enum Next {
     Exit(u8),
 }
 
-fn request(r: pb::attach_request::Request) -> pb::AttachRequest {
-    pb::AttachRequest { request: Some(r) }
-}
-
 /// Opens an attach stream at `from_seq` and follows the agent.
 pub async fn follow(
     client: &mut Client,
@@ -82,19 +78,7 @@ pub async fn follow(
 ) -> Result<u8, Failure> {
     // The request stream stays open for the life of the call (ending it
     // means "detach"); keys and answers go up through it.
-    let (tx, rx) = mpsc::channel(8);
-    tx.send(request(pb::attach_request::Request::Start(
-        pb::AttachStart {
-            id: agent.id.clone(),
-            from_seq,
-        },
-    )))
-    .await
-    .map_err(|_| Failure::failed("cannot start the attach stream"))?;
-    let mut events = client
-        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
-        .await?
-        .into_inner();
+    let (tx, mut events) = agentd_shared::attach::open(client, &agent.id, from_seq, 8).await?;
     let keys = Keyboard::start();
     let mut session = Session {
         follower,
@@ -211,7 +195,7 @@ impl Signals {
 
 impl Session {
     async fn send(&self, r: Request) {
-        let _ = self.tx.send(request(r)).await;
+        let _ = self.tx.send(agentd_shared::attach::request(r)).await;
     }
 
     /// A line of the daemon's or agentctl's, in brackets. What it quotes

@@ -7,6 +7,7 @@ mod say;
 mod acp;
 mod args;
 mod autostart;
+mod backoff;
 mod commands;
 mod exit;
 mod follow;

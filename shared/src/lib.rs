@@ -1,8 +1,10 @@
 //! Shared by the daemon and its clients: the generated v1 API, where the
 //! socket and the data live, and how to connect to the daemon.
 
+pub mod attach;
 pub mod client;
 pub mod ids;
+pub mod jsonrpc;
 pub mod list_response;
 pub mod paths;
 pub mod sync;

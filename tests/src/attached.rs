@@ -22,20 +22,9 @@ impl Attached {
         let mut client = agentd_shared::client::agent_client(&env.socket())
             .await
             .unwrap();
-        let (tx, rx) = mpsc::channel(8);
-        tx.send(pb::AttachRequest {
-            request: Some(pb::attach_request::Request::Start(pb::AttachStart {
-                id: id.into(),
-                from_seq: 0,
-            })),
-        })
-        .await
-        .unwrap();
-        let mut stream = client
-            .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+        let (tx, mut stream) = agentd_shared::attach::open(&mut client, id, 0, 8)
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         let (etx, events) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             while let Ok(Some(ev)) = stream.message().await {

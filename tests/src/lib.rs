@@ -40,14 +40,7 @@ pub type ApiClient =
 
 /// The start of an attach stream.
 pub fn attach_start(id: &str, from_seq: u64) -> agentd_shared::proto::AttachRequest {
-    agentd_shared::proto::AttachRequest {
-        request: Some(agentd_shared::proto::attach_request::Request::Start(
-            agentd_shared::proto::AttachStart {
-                id: id.to_string(),
-                from_seq,
-            },
-        )),
-    }
+    agentd_shared::attach::start(id, from_seq)
 }
 
 /// The directory holding the workspace's built binaries (target/debug or

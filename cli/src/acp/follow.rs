@@ -37,22 +37,8 @@ pub async fn attach(
     id: &str,
     from_seq: u64,
 ) -> Result<(mpsc::Sender<pb::AttachRequest>, Streaming<pb::AttachEvent>), RpcError> {
-    let (tx, rx) = mpsc::channel(16);
-    let start = pb::AttachRequest {
-        request: Some(pb::attach_request::Request::Start(pb::AttachStart {
-            id: id.to_string(),
-            from_seq,
-        })),
-    };
-    tx.send(start)
-        .await
-        .map_err(|_| RpcError::new(code::INTERNAL, "cannot attach"))?;
-    let events = client
-        .clone()
-        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
-        .await?
-        .into_inner();
-    Ok((tx, events))
+    let mut client = client;
+    Ok(agentd_shared::attach::open(&mut client, id, from_seq, 16).await?)
 }
 
 /// What following the attach stream keeps from one event to the next.

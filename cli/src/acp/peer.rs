@@ -16,16 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::backlog::Backlog;
 use agentd_shared::sync::Unpoisoned as _;
 
-/// JSON-RPC and ACP error codes.
-pub mod code {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    pub const INTERNAL: i64 = -32603;
-    /// ACP: a session (or other resource) that does not exist.
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
-}
+pub use agentd_shared::jsonrpc::{RpcError, code};
 
 /// A request's id exactly as the editor wrote it: the raw JSON token, so
 /// that an answer echoes it byte for byte (JSON-RPC says the same id; an
@@ -63,61 +54,6 @@ struct Answer<'a> {
     result: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<Value>,
-}
-
-/// An error answer.
-#[derive(Debug)]
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
-    pub data: Option<Value>,
-}
-
-impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    pub fn invalid_params(message: impl Into<String>) -> RpcError {
-        RpcError::new(code::INVALID_PARAMS, message)
-    }
-
-    /// Quotes at most a short prefix of what was sent (a 1 MB id must not
-    /// come back as a 1 MB answer).
-    pub fn session_not_found(id: &str) -> RpcError {
-        let shown: String = id.chars().take(64).collect();
-        RpcError {
-            code: code::RESOURCE_NOT_FOUND,
-            message: format!("no session {shown}"),
-            data: Some(json!({"sessionId": shown})),
-        }
-    }
-}
-
-/// The JSON-RPC code for a daemon status: what the person asked for
-/// cannot be (a malformed or unusable value, a state that refuses it now,
-/// a name taken) is invalid params, with the daemon's message saying what
-/// to do; only what went wrong inside agentd or the machine is internal.
-pub fn code_for(status: tonic::Code) -> i64 {
-    use tonic::Code;
-    match status {
-        Code::NotFound => code::RESOURCE_NOT_FOUND,
-        Code::InvalidArgument
-        | Code::FailedPrecondition
-        | Code::AlreadyExists
-        | Code::OutOfRange => code::INVALID_PARAMS,
-        _ => code::INTERNAL,
-    }
-}
-
-impl From<tonic::Status> for RpcError {
-    fn from(s: tonic::Status) -> RpcError {
-        RpcError::new(code_for(s.code()), format!("agentd: {}", s.message()))
-    }
 }
 
 /// Requests sent to the editor, waiting for its answer (result or error).
@@ -200,13 +136,7 @@ impl Peer {
     pub fn respond(&self, id: &RequestId, result: Result<Value, RpcError>) {
         let (result, error) = match result {
             Ok(result) => (Some(result), None),
-            Err(e) => {
-                let mut error = json!({"code": e.code, "message": e.message});
-                if let Some(data) = e.data {
-                    error["data"] = data;
-                }
-                (None, Some(error))
-            }
+            Err(e) => (None, Some(e.to_json())),
         };
         let answer = Answer {
             jsonrpc: "2.0",
@@ -250,35 +180,5 @@ impl Peer {
     /// The editor is gone: every request waiting for it fails.
     pub fn gone(&self) {
         self.pending.locked().clear();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn what_the_person_can_fix_is_invalid_params() {
-        use tonic::Code;
-        for c in [
-            Code::InvalidArgument,
-            Code::FailedPrecondition,
-            Code::AlreadyExists,
-            Code::OutOfRange,
-        ] {
-            assert_eq!(code_for(c), code::INVALID_PARAMS, "{c:?}");
-        }
-        assert_eq!(code_for(Code::NotFound), code::RESOURCE_NOT_FOUND);
-        for c in [
-            Code::Internal,
-            Code::Unavailable,
-            Code::ResourceExhausted,
-            Code::Unknown,
-        ] {
-            assert_eq!(code_for(c), code::INTERNAL, "{c:?}");
-        }
-        let e = RpcError::from(tonic::Status::failed_precondition("no Anthropic API key"));
-        assert_eq!(e.code, code::INVALID_PARAMS);
-        assert_eq!(e.message, "agentd: no Anthropic API key");
     }
 }

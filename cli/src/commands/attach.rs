@@ -7,7 +7,6 @@
 use agentd_shared::proto as pb;
 use futures::StreamExt;
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use crate::autostart::{Client, Target};
 use crate::exit::{Failure, SUCCESS};
@@ -46,19 +45,8 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
 
 /// `--json`: every event as one JSON line, until the agent stops.
 async fn follow_json(client: &mut Client, agent: &pb::Agent, from: u64) -> Result<u8, Failure> {
-    let (tx, rx) = mpsc::channel(8);
-    tx.send(pb::AttachRequest {
-        request: Some(pb::attach_request::Request::Start(pb::AttachStart {
-            id: agent.id.clone(),
-            from_seq: from,
-        })),
-    })
-    .await
-    .map_err(|_| Failure::failed("cannot start the attach stream"))?;
-    let mut events = client
-        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
-        .await?
-        .into_inner();
+    // Held until the end: dropping it would detach.
+    let (_requests, mut events) = agentd_shared::attach::open(client, &agent.id, from, 8).await?;
     loop {
         let event = match events.next().await {
             None => return Err(Failure::failed("the daemon closed the stream")),

@@ -39,18 +39,10 @@ impl Attachment {
         generation: u64,
         tx: mpsc::Sender<(u64, AttachMsg)>,
     ) -> Attachment {
-        let (requests, rx) = mpsc::channel(8);
-        let start = pb::AttachRequest {
-            request: Some(pb::attach_request::Request::Start(pb::AttachStart {
-                id: agent.id.clone(),
-                from_seq: agent.transcript_len.saturating_sub(RECENT),
-            })),
-        };
-        // Room for the start message is there: the channel is new.
-        let _ = requests.try_send(start);
+        let from = agent.transcript_len.saturating_sub(RECENT);
+        let (requests, stream) = agentd_shared::attach::requests(&agent.id, from, 8);
         let mut client = client.clone();
         let task = tokio::spawn(async move {
-            let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
             let mut events = match client.attach(stream).await {
                 Ok(r) => r.into_inner(),
                 Err(s) => {
@@ -83,9 +75,9 @@ impl Attachment {
     /// Sends an answer to a permission ask up the stream.
     pub fn answer(&self, answer: pb::PermissionAnswer) -> bool {
         self.requests
-            .try_send(pb::AttachRequest {
-                request: Some(pb::attach_request::Request::PermissionAnswer(answer)),
-            })
+            .try_send(agentd_shared::attach::request(
+                pb::attach_request::Request::PermissionAnswer(answer),
+            ))
             .is_ok()
     }
 }

@@ -12,10 +12,13 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::autostart::{Client, Target};
+use crate::backoff::Pauses;
 
-/// First and longest pause between reconnection attempts.
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The pauses between reconnection attempts.
+const PAUSES: Pauses = Pauses {
+    first: Duration::from_millis(200),
+    longest: Duration::from_secs(5),
+};
 
 /// Events sent up the channel before the loop must take them; past this
 /// the task waits, the daemon finds the watcher slow, ends its stream, and
@@ -41,14 +44,15 @@ pub fn start(target: Target, first: Client) -> mpsc::Receiver<LinkMsg> {
 
 async fn run(target: Target, first: Client, tx: mpsc::Sender<LinkMsg>) {
     let mut client = Some(first);
-    let mut backoff = FIRST_BACKOFF;
+    // Attempts since the last connection that worked.
+    let mut attempts = 0;
     loop {
         let c = match client.take() {
             Some(c) => Some(c),
             None => target.running_client().await.ok().flatten(),
         };
         let lost = match c {
-            Some(c) => match session(c, &tx, &mut backoff).await {
+            Some(c) => match session(c, &tx, &mut attempts).await {
                 Ok(reason) => reason,
                 Err(Closed) => return,
             },
@@ -57,8 +61,8 @@ async fn run(target: Target, first: Client, tx: mpsc::Sender<LinkMsg>) {
         if tx.send(LinkMsg::Lost(lost)).await.is_err() {
             return;
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        tokio::time::sleep(PAUSES.pause(attempts)).await;
+        attempts = attempts.saturating_add(1);
     }
 }
 
@@ -70,7 +74,7 @@ struct Closed;
 async fn session(
     mut c: Client,
     tx: &mpsc::Sender<LinkMsg>,
-    backoff: &mut Duration,
+    attempts: &mut u32,
 ) -> Result<String, Closed> {
     let mut events = match c.watch(pb::WatchRequest {}).await {
         Ok(r) => r.into_inner(),
@@ -89,7 +93,7 @@ async fn session(
     tx.send(LinkMsg::Connected(c, agents))
         .await
         .map_err(|_| Closed)?;
-    *backoff = FIRST_BACKOFF;
+    *attempts = 0;
     loop {
         match events.next().await {
             Some(Ok(e)) => tx

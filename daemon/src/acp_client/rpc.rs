@@ -25,32 +25,7 @@ pub const MAX_LINE: usize = 32 << 20;
 /// Incoming messages queued before the reader waits.
 const QUEUE: usize = 512;
 
-/// An error object of JSON-RPC.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
-}
-
-impl std::fmt::Display for RpcError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.message, self.code)
-    }
-}
-
-impl RpcError {
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// ACP's "authentication required".
-    pub const AUTH_REQUIRED: i64 = -32000;
-
-    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError {
-            code,
-            message: message.into(),
-        }
-    }
-}
+pub use agentd_shared::jsonrpc::{RpcError, code};
 
 /// An error's message, with the reason in its `data` when the agent gave
 /// one as text (`data` or `data.details`: Gemini CLI says "Internal error"
@@ -371,7 +346,7 @@ mod tests {
         );
         conn.respond(
             json!("p1"),
-            Err(RpcError::new(RpcError::METHOD_NOT_FOUND, "no")),
+            Err(RpcError::new(code::METHOD_NOT_FOUND, "no")),
         );
         let n = agent_in.read(&mut buf).await.unwrap();
         let answered: Value = serde_json::from_slice(&buf[..n]).unwrap();

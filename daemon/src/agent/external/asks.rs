@@ -63,7 +63,13 @@ impl ExternalDriver {
         let request = match PermissionRequest::read(params) {
             Ok(r) => r,
             Err(why) => {
-                conn.respond(id, Err(RpcError::new(RpcError::INVALID_PARAMS, why)));
+                conn.respond(
+                    id,
+                    Err(RpcError::new(
+                        agentd_shared::jsonrpc::code::INVALID_PARAMS,
+                        why,
+                    )),
+                );
                 return Ok(Ok(()));
             }
         };

@@ -198,7 +198,7 @@ impl LiveAgent {
         };
         let answer = self.open_session(def, ctx, method, params, true).await;
         answer.map_err(|e| match e {
-            CallError::Rpc(e) if e.code != RpcError::AUTH_REQUIRED => {
+            CallError::Rpc(e) if e.code != agentd_shared::jsonrpc::code::AUTH_REQUIRED => {
                 StartError::CannotReopen(format!(
                     "{} refused to reopen its session {session_id} ({method}): {e}",
                     def.name
@@ -227,8 +227,7 @@ impl LiveAgent {
         replay: bool,
     ) -> Result<Value, CallError> {
         let first = self.request_draining(method, params.clone(), replay).await;
-        let needs_login =
-            matches!(&first, Err(CallError::Rpc(e)) if e.code == RpcError::AUTH_REQUIRED);
+        let needs_login = matches!(&first, Err(CallError::Rpc(e)) if e.code == agentd_shared::jsonrpc::code::AUTH_REQUIRED);
         let has = |name: &str| {
             let given = def.env.get(name).is_some_and(|v| !v.is_empty());
             let inherited = !ctx.env.secrets.iter().any(|s| s == name)
@@ -337,7 +336,7 @@ impl LiveAgent {
 /// An error of a request in words.
 pub fn explain(e: &CallError) -> String {
     match e {
-        CallError::Rpc(r) if r.code == RpcError::AUTH_REQUIRED => format!(
+        CallError::Rpc(r) if r.code == agentd_shared::jsonrpc::code::AUTH_REQUIRED => format!(
             "it needs you to log in first ({r}); log in with the agent itself, or give it a key in [agents.NAME] env (agentd logs it in with a key its `env_var` auth methods name)"
         ),
         e => e.to_string(),

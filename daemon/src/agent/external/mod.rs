@@ -347,7 +347,7 @@ impl ExternalDriver {
                 conn.respond(
                     id,
                     Err(RpcError::new(
-                        RpcError::METHOD_NOT_FOUND,
+                        agentd_shared::jsonrpc::code::METHOD_NOT_FOUND,
                         format!("agentd does not offer {}", crate::error::quote(&method)),
                     )),
                 );
