@@ -21,8 +21,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::store::StoreOptions;
-
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -303,12 +301,6 @@ impl Config {
 
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
-    }
-
-    pub fn store_options(&self) -> StoreOptions {
-        StoreOptions {
-            min_free_bytes: self.store_min_free_mb.saturating_mul(1024 * 1024),
-        }
     }
 
     /// When `model` (`"<scheme>:<model>"`) is compacted: the configured

@@ -87,7 +87,10 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         path: socket_path,
         activated,
     } = Listener::open(&opts.socket, opts.inherited)?;
-    let store = Store::open(&opts.data_dir, opts.config.store_options())?;
+    let store_options = crate::store::StoreOptions {
+        min_free_bytes: opts.config.store_min_free_mb.saturating_mul(1024 * 1024),
+    };
+    let store = Store::open(&opts.data_dir, store_options)?;
     let sup = Supervisor::new(
         store,
         opts.config,

@@ -103,12 +103,16 @@ impl Supervisor {
                 parent.cwd.display()
             )));
         }
-        let parent_prompt = self.store.get_prompt(parent.id)?.ok_or_else(|| {
-            AgentdError::refused(format!(
-                "agent {} cannot be forked: its stored prompt is gone",
-                parent.short_id
-            ))
-        })?;
+        let parent_prompt = self
+            .store
+            .get_prompt(parent.id)?
+            .filter(|p| p.mcp_json.is_empty() || crate::mcp::Setup::parse(&p.mcp_json).is_ok())
+            .ok_or_else(|| {
+                AgentdError::refused(format!(
+                    "agent {} cannot be forked: its stored prompt is gone or cannot be read",
+                    parent.short_id
+                ))
+            })?;
         let loaded;
         let history: &[(u64, MessageBytes)] = match origin {
             Origin::Call { history, .. } => history,

@@ -259,6 +259,14 @@ impl Supervisor {
                 ));
             }
         };
+        // The store keeps the MCP setup as bytes; whether they can be read
+        // is the MCP layer's to say.
+        if !prompt.mcp_json.is_empty() && Setup::parse(&prompt.mcp_json).is_err() {
+            return Err(blocked(
+                ResumeBlockedReason::TranscriptMissing,
+                "its stored prompt context cannot be read (its MCP servers)".into(),
+            ));
+        }
         // Empty is fine for an agent that never had an entry (created idle);
         // for one whose record counts entries, they are lost.
         if record.transcript_len > 0 && self.store.transcript_len(record.id).unwrap_or(0) == 0 {
