@@ -370,7 +370,7 @@ fn full_and_none_behave_as_before_and_a_repository_cannot_widen_the_list() {
 fn an_external_agent_reaches_its_api_host_through_the_proxy_and_nothing_else() {
     let origin = Origin::start();
     let port = origin.port;
-    let w = super::external_agents::World::new(
+    let w = crate::external::agents::World::new(
         &format!(", MODEL_BASE_URL = \"http://model.test:{port}\""),
         "",
     );

@@ -18,7 +18,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::acp;
-use super::acp_sdk::Sdk;
+use crate::acp::sdk::Sdk;
 
 /// Claude Code's answer to a successful TodoWrite, which agentd gives too.
 const DONE: &str = "Todos have been modified successfully. Ensure that you continue to use the \

@@ -13,7 +13,7 @@ use agentd_e2e::script::{bash_each, script, text, turn};
 use agentd_e2e::{Env, tool_results, wait_until};
 use serde_json::json;
 
-use super::mcp_common::{call, fixtures};
+use crate::mcp::common::{call, fixtures};
 
 /// Every secret holds this, so one search finds any of them.
 const MARK: &str = "s3cr3t";

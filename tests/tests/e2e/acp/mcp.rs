@@ -11,10 +11,10 @@ use agentd_e2e::mock::{MockServer, Reply};
 use agentd_e2e::{Env, tool_results};
 use serde_json::json;
 
-use super::acp::of_kind;
-use super::acp_sdk::Sdk;
+use super::of_kind;
+use super::sdk::Sdk;
 
-use super::mcp_common::call;
+use crate::mcp::common::call;
 
 #[test]
 fn an_editors_stdio_and_http_servers_are_the_sessions_tools_typescript() {

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::external_agents::{World, said};
+use crate::external::agents::{World, said};
 
 #[test]
 fn a_replay_written_after_the_loads_answer_is_not_taken_for_the_next_turn() {

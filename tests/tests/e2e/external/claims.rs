@@ -9,7 +9,7 @@
 use agentd_e2e::acp_agent::script;
 use serde_json::json;
 
-use super::external_agents::World;
+use super::agents::World;
 
 #[test]
 fn an_external_agents_claimed_changes_outside_its_workspace_are_not_shown_as_changes() {

@@ -13,8 +13,8 @@ use agentd_e2e::Env;
 use agentd_e2e::mock::{MockServer, Reply, n_messages, prompt_of};
 use serde_json::{Value, json};
 
-use super::acp::of_kind;
-use super::acp_sdk::Sdk;
+use super::of_kind;
+use super::sdk::Sdk;
 
 /// A directory for the agent, apart from the bridge's (the project), with
 /// the files the script changes; the project holds decoys of the same

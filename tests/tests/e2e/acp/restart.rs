@@ -13,8 +13,8 @@ use agentd_e2e::mock::{Block, MockMessage, MockServer, Reply};
 use agentd_e2e::{Env, wait_for_path};
 use serde_json::Value;
 
-use super::acp::of_kind;
-use super::acp_sdk::Sdk;
+use super::of_kind;
+use super::sdk::Sdk;
 
 #[derive(Clone, Copy, Debug)]
 enum Stop {

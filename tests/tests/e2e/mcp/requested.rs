@@ -13,7 +13,7 @@ use pb::mcp_server_definition::Transport;
 use serde_json::json;
 use tonic::Code;
 
-use super::mcp_common::{call, fixtures};
+use super::common::{call, fixtures};
 
 fn stdio(name: &str, (command, args): (String, Vec<String>)) -> pb::McpServerDefinition {
     pb::McpServerDefinition {

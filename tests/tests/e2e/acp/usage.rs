@@ -9,8 +9,8 @@ use agentd_e2e::Env;
 use agentd_e2e::mock::{MockServer, Reply};
 use serde_json::{Value, json};
 
-use super::acp::of_kind;
-use super::acp_sdk::Sdk;
+use super::of_kind;
+use super::sdk::Sdk;
 
 #[test]
 fn the_editor_is_shown_the_models_window_the_fill_and_the_cost_typescript() {

@@ -16,7 +16,7 @@ use agentd_e2e::mock::{MODEL, MockServer, Reply};
 use agentd_e2e::{Env, tool_results};
 use serde_json::{Value, json};
 
-use super::mcp_common::{call, fixtures, mcp_tools, notes, starts};
+use super::common::{call, fixtures, mcp_tools, notes, starts};
 
 /// A type file whose `db` server appends "started" to `marker` and then
 /// runs the fixture server over stdio, in Claude Code's list form; the

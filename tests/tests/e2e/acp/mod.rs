@@ -1,14 +1,24 @@
 //! `agentctl acp` driven by real ACP clients nobody here wrote: the
-//! official TypeScript SDK and the Python SDK (`acp_sdk`), against the mock
+//! official TypeScript SDK and the Python SDK (`sdk`), against the mock
 //! model, asserting on what the editor saw and on what the model was sent.
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+pub(crate) mod fidelity;
+pub(crate) mod mcp;
+pub(crate) mod network;
+pub(crate) mod restart;
+pub(crate) mod sdk;
+pub(crate) mod sessions;
+pub(crate) mod test_agent;
+pub(crate) mod usage;
+pub(crate) mod wire;
 
 use agentd_e2e::Env;
 use agentd_e2e::mock::{MockMessage, MockServer, Reply, last_text};
 use serde_json::{Value, json};
 
-use super::acp_sdk::Sdk;
+use crate::acp::sdk::Sdk;
 
 pub(super) fn setup() {
     Sdk::TypeScript.setup();

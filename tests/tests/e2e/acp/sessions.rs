@@ -13,8 +13,8 @@ use agentd_e2e::Env;
 use agentd_e2e::mock::{MockServer, Reply};
 use serde_json::{Value, json};
 
-use super::acp::of_kind;
-use super::acp_sdk::Sdk;
+use super::of_kind;
+use super::sdk::Sdk;
 
 const TITLE_A: &str = "TASK-TITLE-A: name the first session";
 const TITLE_B: &str = "TASK-TITLE-B: name the second session";

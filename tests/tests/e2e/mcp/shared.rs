@@ -16,7 +16,7 @@ use agentd_e2e::mock::{MODEL, MockServer, Reply, n_messages, prompt_of};
 use agentd_e2e::{Env, tool_results};
 use serde_json::json;
 
-use super::mcp_common::{call, fixtures, quoted};
+use super::common::{call, fixtures, quoted};
 
 /// `[mcp_servers.NAME]` running the fixture over stdio, logging to `log`.
 fn server(fx: &McpFixtures, name: &str, log: &Path, extra: &str) -> String {

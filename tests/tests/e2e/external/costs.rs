@@ -8,7 +8,7 @@
 use agentd_e2e::acp_agent::script;
 use serde_json::{Value, json};
 
-use crate::external_agents::World;
+use crate::external::agents::World;
 
 fn cost_step(amount: f64, currency: &str) -> Value {
     json!({"usage": {"used": 1000, "size": 200000,

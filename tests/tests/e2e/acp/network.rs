@@ -9,9 +9,9 @@ use agentd_e2e::Env;
 use agentd_e2e::mock::{MockServer, Reply};
 use serde_json::{Value, json};
 
-use super::acp::of_kind;
-use super::acp_sdk::Sdk;
-use super::network::{HELLO, Origin};
+use super::of_kind;
+use super::sdk::Sdk;
+use crate::network::{HELLO, Origin};
 
 #[test]
 fn each_connection_is_a_fetch_call_that_ends_typescript() {

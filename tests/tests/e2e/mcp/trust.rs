@@ -17,7 +17,7 @@ use agentd_e2e::{Env, tool_results};
 use agentd_shared::proto as pb;
 use serde_json::{Value, json};
 
-use super::mcp_common::{fixtures, mcp_tools, notes, starts};
+use super::common::{fixtures, mcp_tools, notes, starts};
 
 /// A `.mcp.json` server that appends "started" to `marker` and then runs
 /// the fixture server over stdio; `extra` args follow the script (`sh`

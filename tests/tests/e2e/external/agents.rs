@@ -638,7 +638,7 @@ fn forks_of_an_external_agent_are_refused_and_bad_requests_too() {
 
 #[test]
 fn a_background_external_child_reports_to_its_parent_and_gets_the_mcp_servers() {
-    let fx = crate::mcp_common::fixtures();
+    let fx = crate::mcp::common::fixtures();
     let (command, args) = fx.python_stdio_command();
     let mock = MockServer::start();
     let w = World::in_env(
@@ -646,7 +646,7 @@ fn a_background_external_child_reports_to_its_parent_and_gets_the_mcp_servers() 
         "",
         &format!(
             "[mcp_servers.fx]\ncommand = {}\nargs = {}\n",
-            crate::mcp_common::quoted(&command),
+            crate::mcp::common::quoted(&command),
             serde_json::to_string(&args).unwrap()
         ),
     );
@@ -723,7 +723,7 @@ fn stop_cancels_the_turn_and_ends_the_process() {
 
 #[test]
 fn an_editor_drives_an_external_agent_through_the_acp_bridge() {
-    let sdk = crate::acp_sdk::Sdk::TypeScript;
+    let sdk = crate::acp::sdk::Sdk::TypeScript;
     sdk.setup();
     let w = World::new("", "");
     let _daemon = w.env.start_daemon();

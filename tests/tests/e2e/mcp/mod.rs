@@ -6,6 +6,12 @@
 
 #![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
 
+pub(crate) mod common;
+pub(crate) mod requested;
+pub(crate) mod shared;
+pub(crate) mod trust;
+pub(crate) mod types;
+
 use std::path::Path;
 
 use agentd_e2e::mcp_fixtures::{self, KillOnDrop, McpFixtures};
@@ -13,7 +19,7 @@ use agentd_e2e::mock::{MODEL, MockServer, RecordedRequest, Reply};
 use agentd_e2e::{Env, tool_results};
 use serde_json::{Value, json};
 
-use super::mcp_common::{call, fixtures, quoted, starts};
+use crate::mcp::common::{call, fixtures, quoted, starts};
 
 /// `[mcp_servers.NAME]` for a stdio command, with `extra` lines.
 fn stdio_server(name: &str, (command, args): (String, Vec<String>), extra: &str) -> String {

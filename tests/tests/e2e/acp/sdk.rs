@@ -15,7 +15,7 @@ use agentd_e2e::Env;
 use serde_json::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Sdk {
+pub(crate) enum Sdk {
     TypeScript,
     Python,
 }
@@ -30,7 +30,7 @@ impl Sdk {
     }
 
     /// Installs the driver's pinned packages (its setup.sh, under a lock).
-    pub(super) fn setup(self) {
+    pub(crate) fn setup(self) {
         let dir = self.dir();
         let out = Command::new("timeout")
             .args(["900", "flock"])
@@ -67,14 +67,14 @@ impl Sdk {
 
     /// Runs one step of the driver in `env`'s world, from its project
     /// directory; its JSON lines.
-    pub(super) fn run(self, env: &Env, args: &[&str]) -> Vec<Value> {
+    pub(crate) fn run(self, env: &Env, args: &[&str]) -> Vec<Value> {
         let driver = self.spawn(env, args);
         self.finish(driver)
     }
 
     /// Starts one step of the driver, for a test that acts while it runs
     /// (`finish` collects its lines).
-    pub(super) fn spawn(self, env: &Env, args: &[&str]) -> Child {
+    pub(crate) fn spawn(self, env: &Env, args: &[&str]) -> Child {
         let cmd = env.ctl_command(&[]);
         let envs: Vec<_> = cmd
             .get_envs()
@@ -97,7 +97,7 @@ impl Sdk {
     }
 
     /// Waits for a step started by `spawn` to end; its JSON lines.
-    pub(super) fn finish(self, driver: Child) -> Vec<Value> {
+    pub(crate) fn finish(self, driver: Child) -> Vec<Value> {
         let out = driver.wait_with_output().expect("the driver's output");
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(

@@ -7,7 +7,7 @@
 use agentd_e2e::acp_agent::script;
 use serde_json::json;
 
-use super::external_agents::World;
+use super::agents::World;
 
 #[test]
 fn compacting_an_idle_external_agent_is_refused_and_keeps_its_result() {
