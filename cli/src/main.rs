@@ -4,22 +4,17 @@
 #[macro_use]
 mod say;
 
-mod acp;
 mod args;
-mod autostart;
-mod backoff;
 mod commands;
-mod exit;
-mod follow;
-mod keyboard;
-mod permission_prompt;
 mod process;
-mod systemctl;
-mod systemd_units;
-mod ui;
-mod view;
 
 use std::process::ExitCode;
+
+use agentctl_acp as acp;
+use agentctl_core::{
+    autostart, client_dir, exit, follow, permission_prompt, systemctl, systemd_units, view,
+};
+use agentctl_ui as ui;
 
 use clap::{CommandFactory, Parser};
 

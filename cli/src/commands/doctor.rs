@@ -186,7 +186,7 @@ async fn mcp_checks(target: &Target, checks: &mut Vec<Check>) {
     let Ok(mut client) = target.client().await else {
         return;
     };
-    let cwd = crate::commands::worktrees::client_dir();
+    let cwd = crate::client_dir::client_dir();
     let servers = match client
         .list_mcp_servers(pb::ListMcpServersRequest {
             cwd,

@@ -26,33 +26,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         })
         .await?
         .into_inner();
-    println!("{}", visible::line(&summary(&resp)));
+    println!(
+        "{}",
+        visible::line(&crate::view::outcome::merge_summary(&resp))
+    );
     Ok(SUCCESS)
-}
-
-/// What a merge did, in one line (`merge` prints it, `ui` shows it).
-pub fn summary(resp: &pb::MergeAgentResponse) -> String {
-    let short = |c: &str| c.chars().take(12).collect::<String>();
-    match pb::MergeResult::try_from(resp.result).unwrap_or_default() {
-        pb::MergeResult::UpToDate => format!("{} already has the agent's commits", resp.checkout),
-        pb::MergeResult::FastForward => format!(
-            "fast-forwarded {} in {} to {}",
-            resp.branch,
-            resp.checkout,
-            short(&resp.commit)
-        ),
-        pb::MergeResult::MergeCommit => format!(
-            "merged into {} in {}: {}",
-            resp.branch,
-            resp.checkout,
-            short(&resp.commit)
-        ),
-        pb::MergeResult::SquashCommit => format!(
-            "squashed into {} in {}: {}",
-            resp.branch,
-            resp.checkout,
-            short(&resp.commit)
-        ),
-        pb::MergeResult::Unspecified => "merged".to_string(),
-    }
 }

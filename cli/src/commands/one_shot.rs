@@ -7,7 +7,6 @@ use agentd_shared::visible;
 
 use crate::autostart::{Client, Target};
 use crate::exit::{Failure, SUCCESS};
-use crate::view::status;
 
 /// The one argument of these commands.
 #[derive(Debug, clap::Args)]
@@ -28,9 +27,4 @@ pub async fn run(
     let agent = call(&mut client, args.id).await?.into_inner();
     println!("{}", visible::line(&report(&agent)));
     Ok(SUCCESS)
-}
-
-/// The agent's short id and its status now: "3f2a1b9c paused".
-pub fn status_line(agent: &pb::Agent) -> String {
-    format!("{} {}", agent.short_id, status::name(agent.status))
 }

@@ -2,9 +2,10 @@
 
 use agentd_shared::proto as pb;
 
-use super::one_shot::{self, status_line};
+use super::one_shot;
 use crate::autostart::{Client, Target};
 use crate::exit::Failure;
+use crate::view::outcome::status_line;
 
 pub use one_shot::Args;
 

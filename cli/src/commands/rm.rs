@@ -7,7 +7,7 @@ use agentd_shared::visible;
 
 use crate::autostart::Target;
 use crate::exit::{Failure, SUCCESS};
-use crate::view::worktree::{base_label, work_line};
+use crate::view::worktree::base_label;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -57,58 +57,12 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             id: args.id,
             force: args.force,
             discard_worktree: args.discard_worktree,
-            cwd: super::worktrees::client_dir(),
+            cwd: crate::client_dir::client_dir(),
         })
         .await?
         .into_inner();
-    for line in outcome_lines(&resp, args.discard_worktree) {
+    for line in crate::view::outcome::removal_lines(&resp, args.discard_worktree) {
         say!("{}", line);
     }
     Ok(SUCCESS)
-}
-
-/// What a removal did, line by line (`rm` prints them, `ui` shows them).
-pub fn outcome_lines(resp: &pb::RemoveAgentResponse, discarded: bool) -> Vec<String> {
-    let mut out = vec![format!("removed {}", resp.id)];
-    let Some(w) = &resp.worktree else {
-        return out;
-    };
-    let held = work_line(w.work.as_ref());
-    if resp.worktree_removed && discarded && held != "no changes" {
-        out.push(format!(
-            "discarded its worktree {} and branch {}: {held}",
-            w.path, w.branch
-        ));
-        out.extend(w.paths.iter().map(|p| format!("  lost {p}")));
-    } else if resp.worktree_removed {
-        out.push(format!(
-            "removed its worktree {} and branch {} (no changes)",
-            w.path, w.branch
-        ));
-    } else if !w.note.is_empty() {
-        out.push(format!(
-            "could not reach its worktree {}: {}",
-            w.path, w.note
-        ));
-    } else {
-        out.push(format!(
-            "kept its worktree {} and branch {}: {held}; it is an orphan now (`agentctl worktrees`); delete it with git once you have what you need",
-            w.path, w.branch
-        ));
-    }
-    out
-}
-
-/// What removing `agent` would leave behind, for asking first (`ui`): its
-/// worktree and the work it holds, or that it has none.
-pub fn holds(agent: &pb::Agent) -> String {
-    match agent.worktree.as_ref().filter(|w| w.owned) {
-        None => "no worktree".into(),
-        Some(w) => format!(
-            "worktree {} (branch {}): {}; a tree with work is kept",
-            w.path,
-            w.branch,
-            work_line(w.work.as_ref())
-        ),
-    }
 }

@@ -31,21 +31,13 @@ enum Action {
     },
 }
 
-/// This process's working directory, for the daemon to look for a checkout
-/// that moved (empty when it cannot be read).
-pub fn client_dir() -> String {
-    std::env::current_dir()
-        .map(|d| d.display().to_string())
-        .unwrap_or_default()
-}
-
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     let mut client = target.client().await?;
     if let Some(Action::Prune { dry_run, json }) = args.action {
         let resp = client
             .prune_worktrees(pb::PruneWorktreesRequest {
                 dry_run,
-                cwd: client_dir(),
+                cwd: crate::client_dir::client_dir(),
             })
             .await?
             .into_inner();
@@ -81,7 +73,9 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         return Ok(SUCCESS);
     }
     let resp = client
-        .list_worktrees(pb::ListWorktreesRequest { cwd: client_dir() })
+        .list_worktrees(pb::ListWorktreesRequest {
+            cwd: crate::client_dir::client_dir(),
+        })
         .await?
         .into_inner();
     if args.json {

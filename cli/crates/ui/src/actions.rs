@@ -10,8 +10,9 @@ use agentd_shared::proto as pb;
 use tokio::sync::mpsc;
 
 use crate::autostart::Client;
-use crate::commands::{merge, one_shot::status_line, rm, worktrees::client_dir};
 use crate::exit::Failure;
+use agentctl_core::client_dir::client_dir;
+use agentctl_core::view::outcome::{merge_summary, removal_holds, removal_lines, status_line};
 
 /// What an action came to.
 #[derive(Debug)]
@@ -139,7 +140,7 @@ async fn run(c: &mut Client, request: Request) -> Result<Done, tonic::Status> {
                 .merge_agent(pb::MergeAgentRequest { id, squash: false })
                 .await?
                 .into_inner();
-            Done::Said(merge::summary(&resp))
+            Done::Said(merge_summary(&resp))
         }
         Request::RmPreview(id) => rm_preview(c, id).await?,
         Request::Rm(id) => {
@@ -154,7 +155,7 @@ async fn run(c: &mut Client, request: Request) -> Result<Done, tonic::Status> {
                 .into_inner();
             Done::Removed {
                 id,
-                text: rm::outcome_lines(&resp, false).join("; "),
+                text: removal_lines(&resp, false).join("; "),
             }
         }
         Request::Costs => {
@@ -179,7 +180,7 @@ async fn rm_preview(c: &mut Client, id: String) -> Result<Done, tonic::Status> {
         .get_agent(pb::GetAgentRequest { id: id.clone() })
         .await?
         .into_inner();
-    let mut holds = rm::holds(&agent);
+    let mut holds = removal_holds(&agent);
     let live_tree = agent
         .worktree
         .as_ref()

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 /// The units as shipped in `systemd/`, with placeholder paths.
-const SOCKET_UNIT: &str = include_str!("../../systemd/agentd.socket");
-const SERVICE_UNIT: &str = include_str!("../../systemd/agentd.service");
+const SOCKET_UNIT: &str = include_str!("../../../../systemd/agentd.socket");
+const SERVICE_UNIT: &str = include_str!("../../../../systemd/agentd.service");
 const SHIPPED_AGENTD: &str = "/usr/local/bin/agentd";
 const SHIPPED_AGENTCTL: &str = "/usr/local/bin/agentctl";
 

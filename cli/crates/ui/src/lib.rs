@@ -10,6 +10,8 @@
 //! pane's stream), `app` (the loop), `screen_guard` (raw mode and its
 //! restoration), `bench` (`--bench-frames`).
 
+use agentctl_core::{autostart, backoff, exit, follow, permission_prompt, view};
+
 mod actions;
 mod app;
 mod ask_box;

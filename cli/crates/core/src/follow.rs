@@ -151,21 +151,21 @@ async fn next_key(keys: &mut Option<Keyboard>) -> Option<Key> {
 }
 
 /// What the loop listens for besides events and keys (also `ui`'s loop).
-pub(crate) enum Signal {
+pub enum Signal {
     /// SIGTERM or SIGHUP: agentctl is told to go (its terminal closed).
     TermOrHangup,
     /// SIGINT, when there is no keyboard to read Ctrl-C from.
     Interrupt,
 }
 
-pub(crate) struct Signals {
+pub struct Signals {
     term: Option<tokio::signal::unix::Signal>,
     hangup: Option<tokio::signal::unix::Signal>,
     interrupt: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
-    pub(crate) fn new(listen_for_sigint: bool) -> Signals {
+    pub fn new(listen_for_sigint: bool) -> Signals {
         use tokio::signal::unix::{SignalKind, signal};
         Signals {
             term: signal(SignalKind::terminate()).ok(),
@@ -176,7 +176,7 @@ impl Signals {
         }
     }
 
-    pub(crate) async fn next(&mut self) -> Signal {
+    pub async fn next(&mut self) -> Signal {
         async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
             match s {
                 Some(s) => {

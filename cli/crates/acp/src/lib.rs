@@ -6,6 +6,8 @@
 //!
 //! stdout carries only protocol messages; logs go to stderr (`RUST_LOG`).
 
+use agentctl_core::{autostart, backoff, exit, permission_prompt, view};
+
 mod backlog;
 mod connections;
 mod follow;

@@ -9,11 +9,11 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-use crate::ui::bar::{Bar, Link};
-use crate::ui::model::Model;
-use crate::ui::output::Output;
-use crate::ui::prompt::{Ask, Prompt};
-use crate::ui::screen::{View, draw};
+use crate::bar::{Bar, Link};
+use crate::model::Model;
+use crate::output::Output;
+use crate::prompt::{Ask, Prompt};
+use crate::screen::{View, draw};
 
 const NOW: i64 = 1_800_000_000;
 
@@ -110,7 +110,7 @@ fn text(buf: &Buffer) -> Vec<String> {
 fn the_tree_shows_the_family_with_types_statuses_marks_plan_and_cost() {
     let m = family();
     let mut buf = Buffer::empty(Rect::new(0, 0, 96, 6));
-    crate::ui::tree::render(&m, buf.area, &mut buf, false);
+    crate::tree::render(&m, buf.area, &mut buf, false);
     assert_eq!(
         text(&buf),
         vec![
@@ -129,7 +129,7 @@ fn a_narrow_tree_gives_up_turns_cost_plan_age_and_type_before_the_name() {
     let m = family();
     let draw = |width: u16| {
         let mut buf = Buffer::empty(Rect::new(0, 0, width, 6));
-        crate::ui::tree::render(&m, buf.area, &mut buf, false);
+        crate::tree::render(&m, buf.area, &mut buf, false);
         text(&buf)
     };
     // 80 columns: turns go first, and the name has room again.
@@ -168,7 +168,7 @@ fn a_filter_leaves_the_matching_agents_and_says_so() {
     m.set_filter("flaky");
     m.lines();
     let mut buf = Buffer::empty(Rect::new(0, 0, 96, 3));
-    crate::ui::tree::render(&m, buf.area, &mut buf, false);
+    crate::tree::render(&m, buf.area, &mut buf, false);
     let lines = text(&buf);
     assert!(
         lines[0].starts_with(" agents (1) filter: flaky "),
@@ -232,7 +232,7 @@ fn output() -> Output {
 fn the_output_pane_shows_text_a_folded_thought_tool_lines_and_the_plan() {
     let out = output();
     let mut buf = Buffer::empty(Rect::new(0, 0, 70, 14));
-    crate::ui::output::render(&out, buf.area, &mut buf, false);
+    crate::output::render(&out, buf.area, &mut buf, false);
     assert_eq!(
         text(&buf),
         vec![

@@ -7,6 +7,7 @@ pub mod color;
 pub mod cost;
 pub mod list_json;
 pub mod network;
+pub mod outcome;
 pub mod plan;
 pub mod render;
 pub mod sandbox;
