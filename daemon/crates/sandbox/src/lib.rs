@@ -112,6 +112,16 @@ impl Policy {
     }
 }
 
+/// An agent's git quarantine as its confinement sees it (DESIGN §23): a
+/// directory it may write besides its workspace (its own git directory),
+/// and the binds that put it where git looks for `.git` and the
+/// repository's real git directory, read only, where it finds its objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GitQuarantine {
+    pub writable: PathBuf,
+    pub binds: Vec<pid_namespace::Bind>,
+}
+
 /// Why an agent cannot run sandboxed here, in words that say what to do;
 /// None when it can.
 pub fn refusal(

@@ -27,7 +27,7 @@ use crate::domain::NetworkMode;
 use agentd_sandbox::network::proxy::Proxy;
 use agentd_sandbox::network::{Egress, NO_PROXY_LOOPBACK, NO_PROXY_VARS, PROXY_VARS};
 use agentd_sandbox::pid_namespace::{self, AgentNamespace};
-use agentd_sandbox::{Confinement, Policy};
+use agentd_sandbox::{Confinement, GitQuarantine, Policy};
 
 /// A started command.
 pub struct ToolProcess {
@@ -53,6 +53,9 @@ pub struct AgentProcesses {
     namespace: tokio::sync::Mutex<Option<Made>>,
     /// Who decides the proxy's connections; None: nobody (all refused).
     egress: Option<Arc<dyn Egress>>,
+    /// The agent's git quarantine: mounted in its namespace, and writable
+    /// to its confined commands.
+    git: Option<GitQuarantine>,
 }
 
 /// A namespace and the proxy serving it.
@@ -65,6 +68,7 @@ impl std::fmt::Debug for AgentProcesses {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentProcesses")
             .field("egress", &self.egress.is_some())
+            .field("git", &self.git.is_some())
             .finish()
     }
 }
@@ -76,14 +80,17 @@ impl AgentProcesses {
         AgentProcesses {
             namespace: tokio::sync::Mutex::default(),
             egress: self.egress.clone(),
+            git: self.git.clone(),
         }
     }
 
-    /// A run's processes whose proxy connections `egress` decides.
-    pub fn with_egress(egress: Arc<dyn Egress>) -> AgentProcesses {
+    /// A run's processes whose proxy connections `egress` decides, with
+    /// the agent's git quarantine when it has one.
+    pub fn new(egress: Arc<dyn Egress>, git: Option<GitQuarantine>) -> AgentProcesses {
         AgentProcesses {
             namespace: tokio::sync::Mutex::default(),
             egress: Some(egress),
+            git,
         }
     }
 
@@ -127,9 +134,12 @@ pub async fn spawn_contained(
     if !slot.as_mut().is_some_and(|m| m.namespace.alive()) {
         // A namespace that died (its init killed) is made anew.
         *slot = None;
-        let mut namespace = AgentNamespace::make(mode, proxied).await.map_err(|e| {
-            std::io::Error::other(format!("cannot make the agent's process namespace: {e}"))
-        })?;
+        let binds = processes.git.as_ref().map_or(&[][..], |g| &g.binds[..]);
+        let mut namespace = AgentNamespace::make(mode, proxied, binds)
+            .await
+            .map_err(|e| {
+                std::io::Error::other(format!("cannot make the agent's process namespace: {e}"))
+            })?;
         let proxy = match namespace.take_proxy_listener() {
             Some(listener) => {
                 let egress = processes
@@ -163,9 +173,13 @@ pub async fn spawn_contained(
     // With a /proc of its own, the namespace itself keeps signals from
     // reaching outside it; Landlock's signal scope would also keep the
     // agent's commands from signalling each other (each is a domain).
+    let mut policy = policy.clone();
+    if let Some(git) = &processes.git {
+        policy.also_writable.push(git.writable.clone());
+    }
     let confinement = Arc::new(
         Confinement::build(
-            policy,
+            &policy,
             &denied.paths,
             !namespace.own_proc(),
             namespace.proc_dir(),

@@ -27,6 +27,7 @@ mod merge;
 pub mod merge_journal;
 mod one_at_a_time;
 mod places;
+pub mod quarantine;
 mod remove;
 mod submodules;
 #[cfg(test)]

@@ -80,6 +80,12 @@ impl Places {
     /// tracked file. The file is opened beneath the common dir through no
     /// link, must be a regular file, and is read only up to a cap.
     pub fn exclude_worktrees(&self, shown: &Path) -> Result<(), WorktreeError> {
+        self.exclude_line(shown, EXCLUDE_LINE)
+    }
+
+    /// Adds `line` to the repository's `info/exclude` unless it is there
+    /// (see `exclude_worktrees`).
+    pub fn exclude_line(&self, shown: &Path, line: &str) -> Result<(), WorktreeError> {
         // Trees are made concurrently: one reads and appends at a time.
         static EXCLUDE: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _one = EXCLUDE.locked();
@@ -118,7 +124,7 @@ impl Places {
             .map_err(|e| WorktreeError::refused(format!("cannot read {}: {e}", path.display())))?;
         if current
             .split(|b| *b == b'\n')
-            .any(|l| l.trim_ascii() == EXCLUDE_LINE.as_bytes())
+            .any(|l| l.trim_ascii() == line.as_bytes())
         {
             return Ok(());
         }
@@ -127,7 +133,7 @@ impl Places {
         } else {
             "\n"
         };
-        writeln!(file, "{sep}{EXCLUDE_LINE}")
+        writeln!(file, "{sep}{line}")
             .map_err(|e| WorktreeError::refused(format!("cannot write {}: {e}", path.display())))
     }
 

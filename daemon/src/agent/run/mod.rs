@@ -42,6 +42,8 @@ pub struct CoreSetup {
     pub spool: Spool,
     /// Who decides its tools' connections through the network proxy.
     pub egress: Arc<dyn crate::network::Egress>,
+    /// Its git quarantine (DESIGN §23), when it commits through one.
+    pub git: Option<crate::sandbox::GitQuarantine>,
 }
 
 /// One run's shared state; see the module header.
@@ -79,7 +81,7 @@ impl RunCore {
             record: setup.record,
             stops: setup.stops,
             tool_env: setup.tool_env,
-            processes: Arc::new(AgentProcesses::with_egress(setup.egress)),
+            processes: Arc::new(AgentProcesses::new(setup.egress, setup.git)),
             spool: setup.spool,
             next_seq,
         }

@@ -33,6 +33,8 @@ pub(super) struct MakePlan {
     /// With a network namespace of its own: where to send the proxy's
     /// listener (made inside it, on loopback).
     pub(super) net: Option<NetPlan>,
+    /// Made once the namespace is private (`binds`).
+    pub(super) binds: Vec<super::binds::Prepared>,
 }
 
 /// A new network namespace's loopback and the proxy's listening socket in
@@ -100,6 +102,14 @@ pub(super) fn make(plan: &MakePlan) -> std::io::Result<()> {
             libc::MS_REC | libc::MS_SLAVE,
             std::ptr::null(),
         ) == 0;
+        if !plan.binds.is_empty() {
+            // Fail closed: a bind in a namespace that is not private would
+            // land in the person's.
+            if !private {
+                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+            }
+            super::binds::apply(&plan.binds)?;
+        }
         let (life_r, life_w) = life_pipe()?;
         let init = libc::fork();
         if init < 0 {

@@ -25,6 +25,7 @@
 //! memory alive; without the binary (unit tests) they run the same loops
 //! in the fork.
 
+mod binds;
 mod fork;
 
 use std::ffi::CString;
@@ -33,6 +34,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+pub use binds::{Bind, FileId};
 use fork::{JoinPlan, MakePlan, NetPlan, UserMaps};
 
 /// How this machine lets the daemon make PID namespaces.
@@ -140,7 +142,7 @@ fn unavailable(why: &str) -> String {
 /// Makes a namespace in `mode` and runs `true` in it.
 fn try_mode(mode: Mode) -> std::io::Result<()> {
     let mut keeper_cmd = keeper_command();
-    let plan = Making::new(mode, false)?;
+    let plan = Making::new(mode, false, &[])?;
     let (ready_r, _) = plan.install(&mut keeper_cmd)?;
     let mut keeper = keeper_cmd.spawn()?;
     drop(keeper_cmd);
@@ -184,10 +186,11 @@ struct Making {
     maps: Option<UserMaps>,
     /// A network namespace of its own, with only loopback.
     net: bool,
+    binds: Vec<binds::Prepared>,
 }
 
 impl Making {
-    fn new(mode: Mode, net: bool) -> std::io::Result<Making> {
+    fn new(mode: Mode, net: bool, binds: &[Bind]) -> std::io::Result<Making> {
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         Ok(Making {
@@ -197,6 +200,7 @@ impl Making {
                 gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             }),
             net,
+            binds: binds::prepare(binds)?,
         })
     }
 
@@ -234,6 +238,7 @@ impl Making {
             net: pair.as_ref().map(|(_, send)| NetPlan {
                 send_fd: send.as_raw_fd(),
             }),
+            binds: self.binds,
         };
         let (recv, send) = pair.map_or((None, None), |(r, s)| (Some(r), Some(s)));
         dies_with_the_daemon(cmd);
@@ -408,14 +413,20 @@ impl AgentNamespace {
     ///
     /// `net`: in a network namespace of its own with only loopback, and a
     /// listener on it for the agent's proxy (`take_proxy_listener`).
-    pub async fn make(mode: Mode, net: bool) -> std::io::Result<AgentNamespace> {
+    /// `binds`: mounted in it, in order, before anything runs there.
+    pub async fn make(mode: Mode, net: bool, binds: &[Bind]) -> std::io::Result<AgentNamespace> {
         let mut std_cmd = keeper_command();
-        let (ready_r, listener_r) = Making::new(mode, net)?.install(&mut std_cmd)?;
+        let (ready_r, listener_r) = Making::new(mode, net, binds)?.install(&mut std_cmd)?;
         let mut cmd = tokio::process::Command::from(std_cmd);
         cmd.kill_on_drop(true);
         let keeper = {
             let _spawning = crate::process::adopt::spawning();
-            let keeper = cmd.spawn()?;
+            let keeper = cmd.spawn().map_err(|e| match e.raw_os_error() {
+                Some(binds::SWAPPED) if !binds.is_empty() => std::io::Error::other(
+                    "a path of the agent's git quarantine was replaced since agentd checked it (a link or another directory put in its place); nothing was mounted",
+                ),
+                _ => e,
+            })?;
             if let Some(pid) = keeper.id() {
                 crate::process::adopt::own(pid);
             }

@@ -71,7 +71,7 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
 #[tokio::test]
 async fn commands_share_the_agents_namespace_and_see_each_other() {
     for mode in modes() {
-        let ns = AgentNamespace::make(mode, false).await.unwrap();
+        let ns = AgentNamespace::make(mode, false, &[]).await.unwrap();
         assert!(ns.own_proc(), "{mode:?}: the namespace has its own /proc");
         let tag = format!("agentd-test-{}", uuid::Uuid::new_v4().simple());
         let (_, status) = run_in(
@@ -100,7 +100,7 @@ async fn commands_share_the_agents_namespace_and_see_each_other() {
 #[tokio::test]
 async fn nothing_started_in_it_outlives_the_namespace() {
     for mode in modes() {
-        let mut ns = AgentNamespace::make(mode, false).await.unwrap();
+        let mut ns = AgentNamespace::make(mode, false, &[]).await.unwrap();
         let tag = format!("agentd-test-{}", uuid::Uuid::new_v4().simple());
         // Leaves the session, the environment, the process tree and its
         // name behind.
@@ -122,7 +122,7 @@ async fn nothing_started_in_it_outlives_the_namespace() {
 
 #[tokio::test]
 async fn commands_run_in_a_namespace_other_than_the_daemons() {
-    let ns = AgentNamespace::make(support().unwrap(), false)
+    let ns = AgentNamespace::make(support().unwrap(), false, &[])
         .await
         .unwrap();
     let (out, _) = run_in(&ns, "readlink /proc/self/ns/pid");
@@ -134,7 +134,7 @@ async fn commands_run_in_a_namespace_other_than_the_daemons() {
 
 #[tokio::test]
 async fn a_namespace_whose_init_died_is_seen_as_dead() {
-    let mut ns = AgentNamespace::make(support().unwrap(), false)
+    let mut ns = AgentNamespace::make(support().unwrap(), false, &[])
         .await
         .unwrap();
     let keeper = ns.keeper.id().unwrap();
@@ -149,7 +149,7 @@ async fn a_namespace_whose_init_died_is_seen_as_dead() {
 #[tokio::test]
 async fn a_network_namespace_has_only_loopback_and_the_proxy_listener() {
     for mode in modes() {
-        let mut ns = AgentNamespace::make(mode, true).await.unwrap();
+        let mut ns = AgentNamespace::make(mode, true, &[]).await.unwrap();
         let port = ns.proxy_port().expect("a proxy port");
         let listener = ns.take_proxy_listener().expect("the listener");
         assert_eq!(listener.local_addr().unwrap().port(), port);
@@ -175,4 +175,93 @@ async fn a_network_namespace_has_only_loopback_and_the_proxy_listener() {
         let (_, from) = listener.accept().unwrap();
         assert!(from.ip().is_loopback(), "{from}");
     }
+}
+
+fn id_of(path: &Path) -> FileId {
+    FileId::of(std::fs::File::open(path).unwrap()).unwrap()
+}
+
+fn bind(source: &Path, target: &Path, read_only: bool) -> Bind {
+    Bind {
+        source: source.to_path_buf(),
+        source_id: id_of(source),
+        target: target.to_path_buf(),
+        target_id: id_of(target),
+        read_only,
+    }
+}
+
+#[tokio::test]
+async fn binds_show_inside_the_namespace_only_and_read_only_ones_refuse_writes() {
+    for mode in modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (real, shown, file, over) = (
+            dir.path().join("real"),
+            dir.path().join("shown"),
+            dir.path().join("file"),
+            dir.path().join("over"),
+        );
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("config"), "the real one").unwrap();
+        std::fs::create_dir(&shown).unwrap();
+        std::fs::write(&file, "gitdir: elsewhere").unwrap();
+        std::fs::write(&over, "gitdir: the real one").unwrap();
+        let binds = [bind(&real, &shown, true), bind(&file, &over, false)];
+        let ns = AgentNamespace::make(mode, false, &binds).await.unwrap();
+        let script = format!(
+            "cat {shown}/config; echo; cat {over}; echo; echo x > {shown}/new && echo wrote; echo y > {over} && echo rewrote",
+            shown = shown.display(),
+            over = over.display()
+        );
+        let (out, _) = run_in(&ns, &script);
+        assert_eq!(
+            out, "the real one\ngitdir: elsewhere\nrewrote\n",
+            "{mode:?}: the read-only bind refused the write, the other took it"
+        );
+        // Outside, nothing moved: the daemon's view is the real one.
+        assert!(
+            std::fs::read_dir(&shown).unwrap().next().is_none(),
+            "{mode:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&over).unwrap(),
+            "gitdir: the real one"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "y\n", "{mode:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_bind_whose_path_was_swapped_since_it_was_checked_is_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target, secret) = (
+        dir.path().join("git"),
+        dir.path().join("dotgit"),
+        dir.path().join("secret"),
+    );
+    for d in [&source, &target, &secret] {
+        std::fs::create_dir(d).unwrap();
+    }
+    let checked = bind(&source, &target, false);
+    // The agent swaps the source for a link to what it wants writable
+    // (the checked directory kept, so its inode number is not reused).
+    std::fs::rename(&source, dir.path().join("kept")).unwrap();
+    std::os::unix::fs::symlink(&secret, &source).unwrap();
+    let err = AgentNamespace::make(support().unwrap(), false, std::slice::from_ref(&checked))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("replaced since agentd checked it"),
+        "{err}"
+    );
+    // The same for another directory put in its place.
+    std::fs::remove_file(&source).unwrap();
+    std::fs::create_dir(&source).unwrap();
+    let err = AgentNamespace::make(support().unwrap(), false, &[checked])
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("replaced since agentd checked it"),
+        "{err}"
+    );
 }
