@@ -346,6 +346,7 @@ impl Supervisor {
                 short(&record)
             )));
         }
+        self.drop_quarantine(&record).await?;
         let tree = self.remove_agent_tree(&record, discard_worktree).await?;
         self.store.remove_agent(id).await?;
         self.registry.remove(id);

@@ -47,6 +47,7 @@ mod mcp_sources;
 mod moved_checkouts;
 mod network_queries;
 mod notification;
+mod quarantine;
 mod queries;
 mod recovery;
 mod registry;

@@ -121,6 +121,7 @@ impl Supervisor {
                     stops: stops.clone(),
                     tool_env: sup.settings.tool_env().clone(),
                     egress,
+                    git: None,
                 },
                 runner,
             };
@@ -139,6 +140,20 @@ impl Supervisor {
                         record.status = outcome.status();
                         record.updated_at_ms = now_ms();
                         return Finished { record, outcome };
+                    }
+                    let mut setup = setup;
+                    match sup.ready_quarantine(&record).await {
+                        Ok(git) => setup.core.git = git,
+                        Err(why) => {
+                            let mut record = record;
+                            record.status = Status::Failed;
+                            record.outcome = Some(Outcome::Failed(why.clone()));
+                            record.updated_at_ms = now_ms();
+                            return Finished {
+                                outcome: RunEnd::Failed(why),
+                                record,
+                            };
+                        }
                     }
                     match crate::agent::runner::run(setup).await {
                         Ok(finished) => finished,
@@ -177,7 +192,8 @@ impl Supervisor {
         } = finished;
         let id = record.id;
         // Before the end is written: the record (and the notification)
-        // say what became of the tree.
+        // say what became of the tree, its commits counted.
+        self.take_in_commits(&record).await;
         self.settle_worktree(&mut record).await;
         let route = match handle.foreground() {
             Some(fg) => fg.end(),

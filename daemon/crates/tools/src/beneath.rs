@@ -13,8 +13,10 @@ use nix::fcntl::OFlag;
 use agentd_sandbox::beneath::{self, Links};
 
 /// Writes `content` to `rel` beneath `root`, making missing directories,
-/// creating or truncating the file.
-pub fn write(root: &Path, rel: &Path, content: &[u8]) -> std::io::Result<()> {
+/// creating or truncating the file. With `outside_git`, a file that turns
+/// out (at the open, whatever links were swapped in) to lie in a `.git`
+/// directory is refused before a byte of it changes.
+pub fn write(root: &Path, rel: &Path, content: &[u8], outside_git: bool) -> std::io::Result<()> {
     beneath::check_relative(rel)?;
     let dir = beneath::open_dir(root)?;
     if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -29,6 +31,13 @@ pub fn write(root: &Path, rel: &Path, content: &[u8]) -> std::io::Result<()> {
         0o644,
         Links::StayInside,
     )?;
+    if outside_git {
+        let opened = std::fs::read_link(beneath::fd_path(&fd))?;
+        let inside = opened.strip_prefix(root).unwrap_or(&opened);
+        if in_git_dir(inside) {
+            return Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        }
+    }
     let file = regular(File::from(fd))?;
     file.set_len(0)?;
     let mut file = file;
@@ -69,6 +78,11 @@ pub fn read_start(root: &Path, rel: &Path, max: usize) -> std::io::Result<(Vec<u
     Ok((out, size))
 }
 
+/// Whether `rel` goes through a `.git` directory (or is `.git` itself).
+pub fn in_git_dir(rel: &Path) -> bool {
+    rel.components().any(|c| c.as_os_str() == ".git")
+}
+
 /// `file` if it is a regular file (not a FIFO, device or directory).
 fn regular(file: File) -> std::io::Result<File> {
     if file.metadata()?.file_type().is_file() {
@@ -89,6 +103,10 @@ pub fn explain(e: &std::io::Error, path: &Path) -> String {
         ),
         Some(libc::ENOSYS) => "this kernel has no openat2 (Linux 5.6), so files cannot be opened safely beneath the working directory".to_string(),
         Some(libc::ELOOP) => format!("{}: too many symlinks", path.display()),
+        Some(libc::EACCES) => format!(
+            "{} leads (through a link) into a .git directory, which the sandbox keeps read only to the agent; commit with git instead.",
+            path.display()
+        ),
         Some(libc::ENXIO) => format!(
             "{} is not a regular file (a FIFO or a device); Write and Edit only handle files",
             path.display()
@@ -110,14 +128,14 @@ mod tests {
         let outside = dir.path().join("outside");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&outside).unwrap();
-        write(&root, Path::new("a/b/c.txt"), b"ok").unwrap();
+        write(&root, Path::new("a/b/c.txt"), b"ok", false).unwrap();
         assert_eq!(read(&root, Path::new("a/b/c.txt")).unwrap(), b"ok");
         let start = read_start(&root, Path::new("a/b/c.txt"), 1).unwrap();
         assert_eq!(start, (b"o".to_vec(), 2));
         std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
         std::os::unix::fs::symlink("../outside/f", root.join("rel")).unwrap();
         for rel in ["out/f", "rel", "out/new/deeper"] {
-            let e = write(&root, Path::new(rel), b"x").unwrap_err();
+            let e = write(&root, Path::new(rel), b"x", false).unwrap_err();
             assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{rel}: {e}");
         }
         assert!(beneath::check_relative(Path::new("../x")).is_err());
@@ -125,7 +143,7 @@ mod tests {
         assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
         // A FIFO is refused at once, never waited on.
         nix::unistd::mkfifo(&root.join("fifo"), Mode::from_bits_truncate(0o644)).unwrap();
-        let e = write(&root, Path::new("fifo"), b"x").unwrap_err();
+        let e = write(&root, Path::new("fifo"), b"x", false).unwrap_err();
         assert_eq!(
             e.raw_os_error(),
             Some(libc::ENXIO),
@@ -142,7 +160,7 @@ mod tests {
         }
         // A link that stays inside is followed.
         std::os::unix::fs::symlink("a/b", root.join("inner")).unwrap();
-        write(&root, Path::new("inner/d.txt"), b"in").unwrap();
+        write(&root, Path::new("inner/d.txt"), b"in", false).unwrap();
         assert_eq!(std::fs::read(root.join("a/b/d.txt")).unwrap(), b"in");
     }
 }

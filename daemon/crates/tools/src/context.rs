@@ -68,6 +68,24 @@ impl ToolContext {
         Ok((root, rel))
     }
 
+    /// `below`, for a write: a confined agent's file tools never write
+    /// its `.git` (its git writes go through its quarantine, DESIGN §23;
+    /// the repository's git directory is read only to everything it runs).
+    pub fn below_for_writing(
+        &self,
+        resolved: &std::path::Path,
+    ) -> Result<(PathBuf, PathBuf, bool), ToolOutput> {
+        let (root, rel) = self.below(resolved)?;
+        let confined = self.sandbox.is_some();
+        if confined && super::beneath::in_git_dir(&rel) {
+            return Err(ToolOutput::error(format!(
+                "{} is inside a .git directory, which the sandbox keeps read only to the agent; commit with git (its commits go to the agent's branch), or run the agent with --sandbox off to change git's own files.",
+                resolved.display()
+            )));
+        }
+        Ok((root, rel, confined))
+    }
+
     /// Resolves the path in input field `field` inside the working
     /// directory (`paths::resolve_contained`). A path into the checkout a
     /// worktree agent was made from is refused with its translation.

@@ -59,7 +59,7 @@ pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOut
     }
     let path = ctx.resolve("file_path", file_path)?;
 
-    let (root, rel) = ctx.below(&path)?;
+    let (root, rel, outside_git) = ctx.below_for_writing(&path)?;
     let (r, l) = (root.clone(), rel.clone());
     let bytes = tokio::task::spawn_blocking(move || super::beneath::read(&r, &l))
         .await
@@ -113,7 +113,7 @@ a single occurrence, or set `replace_all` to true to replace all {count}.",
     );
     tokio::task::spawn_blocking(move || {
         agentd_sandbox::umask::as_the_person(|| {
-            super::beneath::write(&root, &rel, updated.as_bytes())
+            super::beneath::write(&root, &rel, updated.as_bytes(), outside_git)
         })
     })
     .await

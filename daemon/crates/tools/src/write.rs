@@ -51,15 +51,16 @@ pub async fn run(input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOut
         Ok(_) => true,
         Err(_) => false,
     };
-    let (root, rel) = ctx.below(&path)?;
+    let (root, rel, outside_git) = ctx.below_for_writing(&path)?;
     let bytes = content.as_bytes().to_vec();
     // What the file held, as much as the record of the change can use
     // (the window starts within the new content's length).
     let wanted = content.len() + RECORDED_BYTES;
     let (before, written) = tokio::task::spawn_blocking(move || {
         let before = super::beneath::read_start(&root, &rel, wanted);
-        let written =
-            agentd_sandbox::umask::as_the_person(|| super::beneath::write(&root, &rel, &bytes));
+        let written = agentd_sandbox::umask::as_the_person(|| {
+            super::beneath::write(&root, &rel, &bytes, outside_git)
+        });
         (before, written)
     })
     .await
@@ -115,6 +116,33 @@ mod tests {
 
     fn ctx(dir: &Path) -> ToolContext {
         ToolContext::new(dir.to_path_buf(), CancellationToken::new())
+    }
+
+    #[tokio::test]
+    async fn a_confined_agent_cannot_write_into_git_directly_or_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(".git/hooks", dir.path().join("innocent")).unwrap();
+        let mut confined = ctx(dir.path());
+        confined.sandbox = agentd_sandbox::Policy::workspace_for_server(dir.path());
+        assert!(confined.sandbox.is_some());
+        for path in [".git/hooks/pre-commit", "innocent/pre-commit", ".git"] {
+            let out = run(
+                &json!({"file_path": path, "content": "echo owned"}),
+                &confined,
+            )
+            .await;
+            assert!(out.is_error, "{path}: {}", out.content);
+            assert!(out.content.contains(".git"), "{path}: {}", out.content);
+        }
+        assert!(!dir.path().join(".git/hooks/pre-commit").exists());
+        // Unconfined, the agent writes where it likes (its own choice).
+        let out = run(
+            &json!({"file_path": ".git/hooks/pre-commit", "content": "x"}),
+            &ctx(dir.path()),
+        )
+        .await;
+        assert!(!out.is_error, "{}", out.content);
     }
 
     #[tokio::test]

@@ -72,11 +72,14 @@ pub fn bench_sandbox(args: &[String]) {
     if let Some(policy) = proxied.sandbox.as_mut() {
         policy.network = NetworkMode::Proxy;
     }
-    proxied.processes = Arc::new(AgentProcesses::with_egress(Arc::new(Recorded {
-        store,
-        agent,
-        seq: AtomicU64::new(0),
-    })));
+    proxied.processes = Arc::new(AgentProcesses::new(
+        Arc::new(Recorded {
+            store,
+            agent,
+            seq: AtomicU64::new(0),
+        }),
+        None,
+    ));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -39,8 +39,8 @@ impl FileId {
     }
 }
 
-/// One bind mount: `source` appears at `target` (read only with
-/// `read_only`). Sources and targets are absolute, as the daemon sees
+/// One bind mount: `source`, with what is mounted beneath it, appears at
+/// `target` (read only with `read_only`). Sources and targets are absolute, as the daemon sees
 /// them (the namespace starts as a copy of its mounts).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bind {
@@ -125,7 +125,10 @@ pub(super) unsafe fn apply(binds: &[Prepared]) -> std::io::Result<()> {
                 libc::SYS_open_tree,
                 source,
                 c"".as_ptr(),
-                libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_EMPTY_PATH as u32,
+                libc::OPEN_TREE_CLONE
+                    | libc::OPEN_TREE_CLOEXEC
+                    | libc::AT_EMPTY_PATH as u32
+                    | libc::AT_RECURSIVE as u32,
             ) as libc::c_int;
             let err = last_error();
             libc::close(source);

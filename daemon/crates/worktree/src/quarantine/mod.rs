@@ -232,23 +232,49 @@ pub fn prepare(place: &Place) -> Result<GitQuarantine, WorktreeError> {
         nix::sys::stat::Mode::empty(),
     )
     .map_err(|e| io_err("cannot open .git")(beneath::io(e)))?;
+    // Its own config and hooks are read only to it too (mounted over
+    // themselves, before its git directory is mounted where git looks).
+    let qgit_path = opened.qdir_path.join("git");
+    let hooks =
+        files::dir(&qgit, "hooks", true).map_err(io_err("cannot make the quarantine's hooks"))?;
+    let config = beneath::open(
+        &qgit,
+        Path::new("config"),
+        nix::fcntl::OFlag::O_PATH,
+        0,
+        beneath::Links::Refused,
+    )
+    .map_err(io_err("cannot open the quarantine's config"))?;
+    let same = |path: PathBuf, fd: &OwnedFd| -> Result<Bind, WorktreeError> {
+        Ok(Bind {
+            source: path.clone(),
+            source_id: id(fd)?,
+            target: path,
+            target_id: id(fd)?,
+            read_only: true,
+        })
+    };
+    let own = [
+        same(qgit_path.join("config"), &config)?,
+        same(qgit_path.join("hooks"), &hooks)?,
+    ];
     let binds = if place.dot_git_dir {
-        vec![
-            Bind {
-                source: place.root.join(".git"),
-                source_id: id(&dot_git)?,
-                target: opened.qdir_path.join("base"),
-                target_id: id(&base_dir)?,
-                read_only: true,
-            },
-            Bind {
-                source: opened.qdir_path.join("git"),
-                source_id: id(&qgit)?,
-                target: place.root.join(".git"),
-                target_id: id(&dot_git)?,
-                read_only: false,
-            },
-        ]
+        let mut binds = vec![Bind {
+            source: place.root.join(".git"),
+            source_id: id(&dot_git)?,
+            target: opened.qdir_path.join("base"),
+            target_id: id(&base_dir)?,
+            read_only: true,
+        }];
+        binds.extend(own);
+        binds.push(Bind {
+            source: qgit_path,
+            source_id: id(&qgit)?,
+            target: place.root.join(".git"),
+            target_id: id(&dot_git)?,
+            read_only: false,
+        });
+        binds
     } else {
         let file = beneath::open(
             &opened.qdir,
@@ -258,13 +284,15 @@ pub fn prepare(place: &Place) -> Result<GitQuarantine, WorktreeError> {
             beneath::Links::Refused,
         )
         .map_err(io_err("cannot open the quarantine's .git file"))?;
-        vec![Bind {
+        let mut binds = own.to_vec();
+        binds.push(Bind {
             source: opened.qdir_path.join("dotgit"),
             source_id: id(&file)?,
             target: place.root.join(".git"),
             target_id: id(&dot_git)?,
             read_only: false,
-        }]
+        });
+        binds
     };
     Ok(GitQuarantine {
         writable: opened.qdir_path,

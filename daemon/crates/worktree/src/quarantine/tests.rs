@@ -89,6 +89,8 @@ async fn a_worktree_agent_commits_amends_rebases_stashes_and_tags_and_its_branch
     ok(agent_git(&ns, &path, &["stash", "-q", "-u"]));
     ok(agent_git(&ns, &path, &["tag", "agent-tag"]));
     let agent_head = ok(agent_git(&ns, &path, &["rev-parse", "HEAD"]));
+    let (wrote, out) = agent_git(&ns, &path, &["config", "core.hooksPath", "/tmp"]);
+    assert!(!wrote, "its config is read only: {out}");
     // Nothing of it is in the repository yet: the person's git never sees
     // a ref whose objects are missing.
     let before = repo.git(&["rev-parse", "agentd/0a0a0a0a"]);
@@ -131,12 +133,16 @@ async fn an_agent_in_the_checkout_commits_onto_its_branch_and_cannot_write_the_r
     std::fs::write(root.join("README"), "changed by the agent\n").expect("write");
     ok(agent_git(&ns, root, &["commit", "-qam", "agent edit"]));
     let head = ok(agent_git(&ns, root, &["rev-parse", "HEAD"]));
-    // What it writes to `.git` lands in its own; the real one is read only.
-    ok(agent_sh(
-        &ns,
-        root,
-        "mkdir -p .git/hooks && echo 'echo owned' > .git/hooks/pre-commit",
-    ));
+    // Its own git directory's hooks and config are read only; the real
+    // one is read only whole.
+    for attempt in [
+        "echo 'echo owned' > .git/hooks/pre-commit",
+        "echo '[core] hooksPath=/tmp' >> .git/config",
+        "git config core.hooksPath /tmp",
+    ] {
+        let (wrote, out) = agent_sh(&ns, root, attempt);
+        assert!(!wrote, "{attempt}: {out}");
+    }
     let base = q.writable.join("base");
     let (wrote, out) = agent_sh(
         &ns,
