@@ -123,6 +123,10 @@ impl Supervisor {
                     .map(|m| (m.base.clone(), m.base_commit.clone()))
             })
             .unwrap_or_default();
+        if let Some(a) = &agent {
+            // Its branch as the agent left it, commits and all.
+            self.take_in_commits(a).await;
+        }
         let inspection = if found.exists {
             let (path, branch) = (found.path.clone(), worktree::branch_for(&found.name));
             git(move || worktree::work_in(&path, &branch, &base, &base_commit))
@@ -359,6 +363,7 @@ impl Supervisor {
     ) -> Result<(String, AgentWorktree, Option<String>), AgentdError> {
         let record = self.resolve(query)?;
         let wt = self.tree_of(&record)?;
+        self.take_in_commits(&record).await;
         let w = wt.clone();
         let (text, link) = git(move || {
             Ok::<_, worktree::WorktreeError>((
@@ -406,6 +411,9 @@ impl Supervisor {
         } else {
             format!("agent {}: {}", short(&record), record.description)
         };
+        // A merge of a branch missing the agent's last commits would be
+        // a merge of something else: refused instead.
+        self.take_in_commits_or_say(&record).await?;
         let mut wt = wt;
         if !wt.checkout.is_dir()
             && let Some(main) = worktree::checkout_of(&wt.path)

@@ -27,6 +27,7 @@ mod external;
 mod fork_rules;
 mod forks;
 mod fuzz_api;
+mod git_quarantine;
 mod grpc_wire;
 mod hostile_repo;
 mod hostile_text;
