@@ -98,6 +98,12 @@ fn a_confined_agent_cannot_make_the_daemon_append_to_a_file_through_info_exclude
     let (env, _repo, outside) = world(&mock);
     let bashrc = outside.join("bashrc");
     std::fs::write(&bashrc, "alias ls='ls -F'\n").unwrap();
+    // Under the sandbox the agent's `.git` is its own quarantine (DESIGN
+    // §23): the link it plants lands there. One planted before (by an
+    // unconfined run, or a person) is where the daemon must not follow.
+    let real = env.project().join(".git/info/exclude");
+    let _ = std::fs::remove_file(&real);
+    std::os::unix::fs::symlink(&bashrc, &real).unwrap();
     let _daemon = env.start_daemon();
     parent_does(
         &mock,
@@ -105,7 +111,7 @@ fn a_confined_agent_cannot_make_the_daemon_append_to_a_file_through_info_exclude
             (
                 "Bash",
                 json!({"command": format!(
-                    "rm -f .git/info/exclude && ln -s {} .git/info/exclude",
+                    "rm -f .git/info/exclude && ln -s {} .git/info/exclude && readlink .git/info/exclude",
                     bashrc.display()
                 )}),
             ),
@@ -117,7 +123,6 @@ fn a_confined_agent_cannot_make_the_daemon_append_to_a_file_through_info_exclude
     );
     run_parent(&env);
     let results = parent_results(&mock);
-    assert!(!results[0].0, "the link was planted: {results:?}");
     assert!(
         results[1].0 && results[1].1.contains("symbolic link"),
         "the child is refused: {results:?}"
@@ -235,7 +240,8 @@ fn read_and_grep_refuse_a_fifo_and_the_daemon_still_stops() {
 }
 
 #[test]
-fn a_worktree_agent_that_plants_a_repository_for_the_persons_git_is_undone_at_its_end() {
+fn an_unconfined_worktree_agent_that_plants_a_repository_for_the_persons_git_is_undone_at_its_end()
+{
     let mock = MockServer::start();
     let (env, repo, outside) = world(&mock);
     let pwned = outside.join("pwned");
@@ -252,8 +258,19 @@ fn a_worktree_agent_that_plants_a_repository_for_the_persons_git_is_undone_at_it
     );
     mock.when(|_| true, Reply::text("done"));
     let _daemon = env.start_daemon();
+    // Unconfined (under the sandbox the link is a mount point it cannot
+    // remove: the next test).
     let id = env
-        .ctl(&["run", "--worktree", "--background", "--model", MODEL, "go"])
+        .ctl(&[
+            "run",
+            "--worktree",
+            "--sandbox",
+            "off",
+            "--background",
+            "--model",
+            MODEL,
+            "go",
+        ])
         .expect_code(0)
         .stdout
         .trim()
@@ -283,4 +300,47 @@ fn a_worktree_agent_that_plants_a_repository_for_the_persons_git_is_undone_at_it
         "hello\n",
         "the checkout is untouched"
     );
+}
+
+#[test]
+fn a_confined_worktree_agent_cannot_replace_its_trees_git_link() {
+    let mock = MockServer::start();
+    let (env, _repo, outside) = world(&mock);
+    let pwned = outside.join("pwned");
+    let plant = format!(
+        "echo changed > README; rm -rf .git || mv .git elsewhere || exit 3; git init -q --bare .git && git --git-dir=.git config core.fsmonitor 'touch {}; false'",
+        pwned.display()
+    );
+    mock.when(
+        |r| n_messages(r) == 1,
+        Reply::Message(MockMessage::tool("c1", "Bash", json!({"command": plant}))),
+    );
+    mock.when(|_| true, Reply::text("done"));
+    let _daemon = env.start_daemon();
+    let id = env
+        .ctl(&["run", "--worktree", "--background", "--model", MODEL, "go"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_string();
+    env.ctl(&["wait", &id, "--timeout", "20"]).expect_code(0);
+    let reqs = mock.requests();
+    let last = reqs.last().unwrap().messages().last().unwrap().clone();
+    let results = agentd_e2e::tool_results(std::slice::from_ref(&last));
+    assert!(
+        results[0].0 && results[0].1.contains("busy"),
+        "the link is a mount point: {results:?}"
+    );
+    let shown = env.show(&id);
+    let tree = PathBuf::from(shown["worktree"]["path"].as_str().unwrap());
+    let link = std::fs::read_to_string(tree.join(".git")).unwrap();
+    assert!(
+        link.starts_with("gitdir: ") && link.contains("/worktrees/"),
+        "{link}"
+    );
+    assert!(!tree.join(".git.replaced-by-agent").exists());
+    assert!(shown["worktree"]["notice"].is_null(), "{shown}");
+    let status = git(&tree, &["status", "--porcelain"]);
+    assert!(status.contains("README"), "{status}");
+    assert!(!pwned.exists());
 }

@@ -752,8 +752,9 @@ fn a_repository_with_a_submodule() {
 }
 
 #[test]
-fn a_sandboxed_worktree_agent_cannot_touch_the_shared_git_directory() {
+fn a_sandboxed_worktree_agents_commit_reaches_its_own_branch_only() {
     let (env, repo) = repo_world();
+    let main_before = git(&repo, &["rev-parse", "main"]);
     let _daemon = env.start_daemon();
     let m = model(
         &env,
@@ -767,9 +768,15 @@ fn a_sandboxed_worktree_agent_cannot_touch_the_shared_git_directory() {
     let a = wait_ended(&env, &id);
     let log = env.ctl(&["log", &id, "--json"]).expect_code(0).json();
     let result = log.as_array().unwrap()[2]["content"][0].clone();
-    assert_eq!(result["is_error"], true, "{result}");
-    // Its work is still there, uncommitted, and kept; the person's
-    // repository gained no object or ref from it.
+    assert_ne!(result["is_error"], true, "{result}");
+    // Its commit is work, kept, on its branch (through its quarantine,
+    // DESIGN §23); nothing else of the repository moved.
     assert_eq!(a["worktree"]["state"], "kept");
-    assert_eq!(git(&repo, &["rev-list", "--all", "--count"]).trim(), "1");
+    let branch = a["worktree"]["branch"].as_str().unwrap();
+    assert_eq!(
+        git(&repo, &["log", "--format=%s", &format!("main..{branch}")]),
+        "work\n"
+    );
+    assert_eq!(git(&repo, &["rev-parse", "main"]), main_before);
+    assert_eq!(git(&repo, &["rev-list", "--all", "--count"]).trim(), "2");
 }

@@ -70,7 +70,12 @@ pub(super) fn lay_out(
             }
         };
     let qinfo = files::dir(qgit, "info", false).map_err(io("info"))?;
-    copy(&dirs.common, "info/exclude", &qinfo, "exclude")?;
+    if let Err(e) = copy(&dirs.common, "info/exclude", &qinfo, "exclude") {
+        // Only what `git status` hides depends on it: never a link
+        // followed, and the run goes on without it.
+        tracing::warn!(error = %e, "not copying info/exclude into the agent's git quarantine");
+        files::put(&qinfo, "exclude", b"").map_err(io("info/exclude"))?;
+    }
     copy(&dirs.common, "shallow", qgit, "shallow")?;
     copy(&dirs.gitdir, "index", qgit, "index")?;
     Ok(())

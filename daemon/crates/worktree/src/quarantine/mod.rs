@@ -203,7 +203,10 @@ pub fn prepare(place: &Place) -> Result<GitQuarantine, WorktreeError> {
     }
     let opened = Opened::open(place, true)?
         .ok_or_else(|| WorktreeError::refused("cannot make the agent's git quarantine"))?;
-    exclude(place)?;
+    if let Err(e) = exclude(place) {
+        // Only `git status` is the worse for it: the run goes on.
+        tracing::warn!(repo = %place.main.display(), error = %e, "cannot add the quarantines to info/exclude");
+    }
     let qgit = opened.qgit(true)?;
     let base_dir = files::dir(&opened.qdir, "base", true)
         .map_err(io_err("cannot make the quarantine's base"))?;
