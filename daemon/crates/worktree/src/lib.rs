@@ -17,6 +17,7 @@
 
 use agentd_domain as domain;
 
+pub mod checkpoint;
 mod create;
 mod diff;
 mod error;
