@@ -67,6 +67,10 @@ pub enum Command {
     Diff(commands::diff::Args),
     /// Merge an agent's branch into the checkout its worktree came from (only a clean checkout).
     Merge(commands::merge::Args),
+    /// An agent's user turns with their checkpoints: its workspace as each turn began, however it was changed.
+    Checkpoints(commands::checkpoints::Args),
+    /// Put an agent back to how things were when a turn began: its files, its conversation, or both.
+    Rewind(commands::rewind::Args),
     /// A terminal dashboard: every agent as a tree, the selected one's live output, keys to steer them (see --help for the keys).
     Ui(ui::Args),
     /// Follow lifecycle events of all agents (created, status, notifications).

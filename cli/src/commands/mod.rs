@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod bg;
+pub mod checkpoints;
 pub mod compact;
 pub mod completions;
 pub mod config;
@@ -19,6 +20,7 @@ pub mod merge;
 pub mod network;
 pub mod one_shot;
 pub mod pause;
+pub mod rewind;
 pub mod rm;
 pub mod run;
 pub mod send;

@@ -46,4 +46,13 @@ pub trait AgentHost: Send + Sync + 'static {
 
     /// Runs a tool that acts on other agents.
     fn run_orchestration<'a>(&'a self, call: OrchestrationCall<'a>) -> BoxFuture<'a, ToolOutput>;
+
+    /// Records the agent's workspace as the checkpoint of the user turn
+    /// that entry `seq` began, before anything of the turn runs (DESIGN
+    /// §23); once — a turn's checkpoint is never replaced. A failure is
+    /// the host's to log: the turn goes on.
+    fn checkpoint<'a>(&'a self, agent: &'a AgentRecord, seq: u64) -> BoxFuture<'a, ()> {
+        let _ = (agent, seq);
+        Box::pin(async {})
+    }
 }

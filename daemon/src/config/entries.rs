@@ -137,6 +137,7 @@ pub fn entries(config: &Config) -> Vec<Entry> {
                 .join(", "),
         ),
         ("instructions", config.instructions.to_string()),
+        ("checkpoints.keep", config.checkpoints.keep.to_string()),
     ] {
         out.push(key, value, None, true);
     }

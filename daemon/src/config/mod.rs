@@ -100,6 +100,8 @@ pub struct Config {
     pub anthropic: ProviderConfig,
     pub openai: ProviderConfig,
     pub retry: RetryPolicy,
+    /// Checkpoints of agents' workspaces (DESIGN §23).
+    pub checkpoints: CheckpointsConfig,
     pub secrets: SecretsConfig,
     /// Prices by `"<scheme>:<model>"` (or a prefix ending in `*`), USD per
     /// million tokens:
@@ -202,6 +204,7 @@ impl Default for Config {
             anthropic: ProviderConfig::default(),
             openai: ProviderConfig::default(),
             retry: RetryPolicy::default(),
+            checkpoints: CheckpointsConfig::default(),
             prices: BTreeMap::new(),
             models: BTreeMap::new(),
             mcp_servers: Vec::new(),
@@ -209,6 +212,20 @@ impl Default for Config {
             file_keys: Default::default(),
             env_set: entries::env_set(),
         }
+    }
+}
+
+/// `[checkpoints]`: how many turn checkpoints each agent keeps (the
+/// oldest are pruned, their objects collected).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointsConfig {
+    pub keep: u32,
+}
+
+impl Default for CheckpointsConfig {
+    fn default() -> Self {
+        CheckpointsConfig { keep: 200 }
     }
 }
 

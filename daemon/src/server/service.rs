@@ -338,6 +338,33 @@ impl AgentService for AgentApi {
         Ok(Response::new(convert::merged(merged, &checkout)))
     }
 
+    async fn list_checkpoints(
+        &self,
+        req: Request<pb::ListCheckpointsRequest>,
+    ) -> Result<Response<pb::ListCheckpointsResponse>, Status> {
+        let r = req.into_inner();
+        let (_, turns) = self.sup.list_checkpoints(&r.id, r.stat).await?;
+        Ok(Response::new(convert::checkpoints(&turns)))
+    }
+
+    async fn rewind_agent(
+        &self,
+        req: Request<pb::RewindAgentRequest>,
+    ) -> Result<Response<pb::RewindAgentResponse>, Status> {
+        let r = req.into_inner();
+        let scope = convert::rewind_scope_from_wire(r.scope)?;
+        let (record, rewound) = self
+            .sup
+            .rewind_agent(&r.id, r.to_turn, scope, r.force)
+            .await?;
+        Ok(Response::new(pb::RewindAgentResponse {
+            agent: Some(self.wire(&record)),
+            written: rewound.restored.written,
+            removed: rewound.restored.removed,
+            conversation: rewound.conversation,
+        }))
+    }
+
     async fn get_usage(
         &self,
         req: Request<pb::GetUsageRequest>,

@@ -352,6 +352,7 @@ impl Supervisor {
         self.registry.remove(id);
         crate::tools::spool::Spool::new(&self.settings.info().data_dir, id).remove();
         crate::agent::external::home::remove(&self.settings.info().data_dir, id);
+        self.drop_checkpoints(id);
         tracing::info!(agent = %id, "agent removed");
         Ok((id, tree))
     }

@@ -31,4 +31,8 @@ impl AgentHost for SupervisorHost {
     fn run_orchestration<'a>(&'a self, call: OrchestrationCall<'a>) -> BoxFuture<'a, ToolOutput> {
         Box::pin(self.0.run_orchestration_tool(call))
     }
+
+    fn checkpoint<'a>(&'a self, agent: &'a AgentRecord, seq: u64) -> BoxFuture<'a, ()> {
+        Box::pin(self.0.checkpoint_turn(agent, seq))
+    }
 }

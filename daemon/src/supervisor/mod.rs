@@ -29,6 +29,7 @@
 
 mod admission;
 mod asks;
+mod checkpoints;
 mod children;
 mod compact_once;
 mod compaction;
@@ -78,6 +79,7 @@ use crate::store::Store;
 use crate::tools::ToolEnv;
 
 pub use admission::MAX_PROMPT_BYTES;
+pub use checkpoints::{RewindScope, Rewound, TurnCheckpoint};
 pub use control::MAX_MESSAGE_BYTES;
 pub use create::NewAgent;
 pub use fork::ForkRequest;

@@ -32,6 +32,8 @@ impl Supervisor {
         let mut ids = self.mark_interrupted().await?;
         // What they committed is on their branches before anyone asks.
         self.take_in_commits_of(&ids).await;
+        // A rewind a crash cut short is finished before anything runs.
+        self.recover_rewinds().await;
         for id in self.store.ids_by_status(|s| s == Status::Interrupted)? {
             if !ids.contains(&id)
                 && let Some(record) = self.store.get_agent(id)?

@@ -194,6 +194,7 @@ impl Supervisor {
         // Before the end is written: the record (and the notification)
         // say what became of the tree, its commits counted.
         self.take_in_commits(&record).await;
+        self.checkpoint_end(&record).await;
         self.settle_worktree(&mut record).await;
         let route = match handle.foreground() {
             Some(fg) => fg.end(),

@@ -23,6 +23,7 @@ pub mod text;
 mod tool;
 mod tool_ref;
 mod transcript;
+pub mod turns;
 mod worktree;
 
 pub use agent::{

@@ -246,6 +246,15 @@ impl ExternalDriver {
             if text.is_empty() {
                 return Ok(None);
             }
+            if let Some(turn) = unsent
+                .iter()
+                .rev()
+                .find(|e| crate::domain::turns::turn_text(e).is_some())
+            {
+                self.core
+                    .checkpoint_turn(turn.seq, turn.role, &turn.content_json)
+                    .await;
+            }
             text
         };
         let next = self.core.next_seq;

@@ -61,6 +61,8 @@ pub struct RunCore {
     pub(in crate::agent) spool: Spool,
     /// The seq the next transcript entry gets.
     pub(in crate::agent) next_seq: u64,
+    /// The entry whose turn this run last checkpointed.
+    checkpointed: Option<u64>,
 }
 
 /// What a finished run hands back to the supervisor, which records it.
@@ -84,6 +86,7 @@ impl RunCore {
             processes: Arc::new(AgentProcesses::new(setup.egress, setup.git)),
             spool: setup.spool,
             next_seq,
+            checkpointed: None,
         }
     }
 
@@ -123,6 +126,24 @@ impl RunCore {
             record: self.record,
             outcome,
         }
+    }
+
+    /// Checkpoints the workspace (DESIGN §23) if the message `content_json`
+    /// of entry `seq` begins a user turn this run has not checkpointed:
+    /// called before anything of the turn runs.
+    pub(in crate::agent) async fn checkpoint_turn(
+        &mut self,
+        seq: u64,
+        role: crate::domain::Role,
+        content_json: &[u8],
+    ) {
+        if self.checkpointed == Some(seq)
+            || crate::domain::turns::text_of_turn(role, content_json).is_none()
+        {
+            return;
+        }
+        self.host.checkpoint(&self.record, seq).await;
+        self.checkpointed = Some(seq);
     }
 
     /// What a tool the agent runs gets from it; `spool` is where the call

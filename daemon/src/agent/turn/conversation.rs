@@ -1,6 +1,7 @@
 //! The conversation an agent's requests send, rebuilt from its transcript:
 //! user and assistant entries are messages, a compaction boundary replaces
-//! what came before it, and a note of agentd 0.1 drops a message.
+//! what came before it, a rewind note goes back to before a turn, and a
+//! note of agentd 0.1 drops a message.
 
 use std::sync::Arc;
 
@@ -33,11 +34,23 @@ pub fn load_conversation(
         return Err(StoreError::TranscriptHole { id, seq });
     }
     let next_seq = entries.last().map_or(0, |e| e.seq + 1);
+    Ok((conversation_of(&entries), next_seq))
+}
+
+/// The messages `entries` (in order, from the first) make. A rewind note
+/// (DESIGN §23) makes them what the entries before the one it names made:
+/// nothing is deleted, the turns after it stay in the transcript.
+pub fn conversation_of(entries: &[TranscriptEntry]) -> Vec<(u64, MessageBytes)> {
     let mut messages = Vec::with_capacity(entries.len());
-    for e in &entries {
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(to) = crate::domain::turns::rewound_to(e) {
+            let before = entries[..i].partition_point(|x| x.seq < to);
+            messages = conversation_of(&entries[..before]);
+            continue;
+        }
         apply_entry(&mut messages, e);
     }
-    Ok((messages, next_seq))
+    messages
 }
 
 /// Applies one transcript entry to the request messages: user and assistant

@@ -162,6 +162,7 @@ impl ModelDriver {
                     self.core.record.max_turns
                 )));
             }
+            self.checkpoint_if_a_turn_begins().await;
             self.compact_if_due().await?;
             let response = match self.call_model().await {
                 Err(Halt::Overflow(why)) => {
@@ -189,6 +190,14 @@ impl ModelDriver {
             }
             max_tokens_recoveries = 0;
             self.run_round(assistant_seq, &calls).await?;
+        }
+    }
+
+    /// A checkpoint before the model answers a new user turn.
+    async fn checkpoint_if_a_turn_begins(&mut self) {
+        if let Some((seq, m)) = self.messages.last() {
+            let (seq, role, content) = (*seq, m.role, m.content_json.clone());
+            self.core.checkpoint_turn(seq, role, &content).await;
         }
     }
 

@@ -2,6 +2,7 @@
 //! the only place that knows both. Enum values in requests are checked
 //! here: an unknown number is INVALID_ARGUMENT, never a default.
 
+mod checkpoints;
 mod compact;
 mod file_change;
 pub mod mcp;
@@ -9,6 +10,7 @@ pub mod network;
 mod plan;
 mod requests;
 
+pub use checkpoints::{checkpoints, rewind_scope_from_wire};
 pub use compact::boundary;
 pub use plan::plan_update;
 pub use requests::{fork_request, new_agent};

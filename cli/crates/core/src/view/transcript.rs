@@ -108,6 +108,19 @@ impl TranscriptView {
                     println!("[summary] {}", visible::text(&b.summary));
                 }
             }
+            pb::Role::System
+                if blocks
+                    .iter()
+                    .any(|b| b["type"] == "agentd_note" && b["kind"] == "rewind") =>
+            {
+                let b = blocks.iter().find(|b| b["kind"] == "rewind");
+                let turn = b.and_then(|b| b["turn"].as_u64()).unwrap_or_default();
+                let seq = b.and_then(|b| b["to_seq"].as_u64()).unwrap_or_default();
+                self.end_line();
+                println!(
+                    "── rewound to the beginning of turn {turn}: later requests leave out entries from #{seq} on (they stay here) ──"
+                );
+            }
             pb::Role::System => {
                 if self.show_user_text {
                     self.end_line();

@@ -22,7 +22,7 @@ use agentd_shared::sync::Unpoisoned as _;
 use git2::{Index, Oid, Repository, Signature};
 
 use crate::WorktreeError;
-pub use restore::{Restored, restore};
+pub use restore::{Restored, check, restore};
 pub use walk::{CAPS, Caps, Walked};
 
 /// The prefix of every checkpoint's ref.

@@ -31,15 +31,46 @@ fn io(what: String) -> impl Fn(std::io::Error) -> WorktreeError {
     move |e| WorktreeError::refused(format!("{what}: {e}"))
 }
 
-/// Restores `workspace` to the tree `target` of `shadow`. With `guard`
-/// (the tree as the agent left it) and not `force`, refuses when a path the
-/// restore would touch changed since `guard`, naming the paths.
+/// Refuses, naming the paths, when a path a restore of `workspace` to
+/// `target` would touch changed since `guard` (the tree as the agent left
+/// it): what the person did since is never lost without `--force`.
+pub fn check(
+    shadow: &Shadow,
+    workspace: &Path,
+    target: Oid,
+    guard: Oid,
+) -> Result<(), WorktreeError> {
+    let now = shadow
+        .record(workspace, "before-rewind", "the workspace before a rewind")?
+        .tree;
+    let touched: std::collections::HashSet<String> = shadow
+        .changed(Some(now), target)?
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    let since: Vec<Changed> = shadow.changed(Some(guard), now)?;
+    let mut conflicts: Vec<String> = since
+        .into_iter()
+        .map(|c| c.path)
+        .filter(|p| touched.contains(p))
+        .collect();
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    conflicts.sort();
+    Err(WorktreeError::refused(format!(
+        "changed since the agent last worked here, so a rewind would lose it: {}; pass --force to rewind them too",
+        conflicts.join(", ")
+    )))
+}
+
+/// Restores `workspace` to the tree `target` of `shadow`, calling
+/// `progress` after each path (`check` first, unless forced).
 pub fn restore(
     shadow: &Shadow,
     workspace: &Path,
     target: Oid,
-    guard: Option<Oid>,
-    force: bool,
+    progress: &mut dyn FnMut(&str),
 ) -> Result<Restored, WorktreeError> {
     let now = shadow
         .record(workspace, "before-rewind", "the workspace before a rewind")?
@@ -55,30 +86,6 @@ pub fn restore(
         .map_err(super::git_err(
             "cannot compare the workspace with the checkpoint",
         ))?;
-    if let (Some(guard), false) = (guard, force) {
-        let since: Vec<Changed> = shadow.changed(Some(guard), now)?;
-        let touched: std::collections::HashSet<String> = diff
-            .deltas()
-            .filter_map(|d| {
-                d.new_file()
-                    .path()
-                    .or(d.old_file().path())
-                    .map(|p| p.display().to_string())
-            })
-            .collect();
-        let mut conflicts: Vec<String> = since
-            .into_iter()
-            .map(|c| c.path)
-            .filter(|p| touched.contains(p))
-            .collect();
-        if !conflicts.is_empty() {
-            conflicts.sort();
-            return Err(WorktreeError::refused(format!(
-                "changed since the agent last worked here, so a rewind would lose it: {}; pass --force to rewind them too",
-                conflicts.join(", ")
-            )));
-        }
-    }
     let root =
         beneath::open_dir(workspace).map_err(io(format!("cannot open {}", workspace.display())))?;
     let mut done = Restored::default();
@@ -94,6 +101,7 @@ pub fn restore(
         match d.status() {
             Delta::Deleted => {
                 remove(&root, &path).map_err(io(format!("cannot remove {shown}")))?;
+                progress(&shown);
                 done.removed.push(shown);
             }
             _ => {
@@ -102,6 +110,7 @@ pub fn restore(
                     .map_err(super::git_err("cannot read a checkpoint's file"))?;
                 put(&root, &path, blob.content(), u32::from(new.mode()))
                     .map_err(io(format!("cannot write {shown}")))?;
+                progress(&shown);
                 done.written.push(shown);
             }
         }

@@ -42,7 +42,9 @@ fn a_rewind_puts_back_what_changed_however_it_changed_and_removes_what_was_made(
         changed,
         ["A new/deep/file", "D src/lib.rs", "M README", "M link"]
     );
-    let done = restore(&shadow, &ws, first, None, false).expect("restore");
+    let mut seen = Vec::new();
+    let done = restore(&shadow, &ws, first, &mut |p| seen.push(p.to_string())).expect("restore");
+    assert_eq!(seen.len(), 4, "{seen:?}");
     assert_eq!(done.removed, ["new/deep/file"]);
     assert_eq!(read(&ws, "README").as_deref(), Some("hello\n"));
     assert_eq!(read(&ws, "src/lib.rs").as_deref(), Some("fn a() {}\n"));
@@ -56,7 +58,7 @@ fn a_rewind_puts_back_what_changed_however_it_changed_and_removes_what_was_made(
     );
     // Restoring again changes nothing (a restore a crash cut short is
     // finished by doing it again).
-    let again = restore(&shadow, &ws, first, None, false).expect("again");
+    let again = restore(&shadow, &ws, first, &mut |_| {}).expect("again");
     assert_eq!(again, Restored::default());
 }
 
@@ -134,14 +136,25 @@ fn what_the_person_changed_since_the_agent_is_refused_by_name_unless_forced() {
         .tree;
     // The person edits after the agent ended.
     std::fs::write(ws.join("README"), "person\n").expect("write");
-    let err = restore(&shadow, &ws, first, Some(end), false).unwrap_err();
+    let err = check(&shadow, &ws, first, end).unwrap_err();
     assert!(err.to_string().contains("README"), "{err}");
     assert_eq!(
         read(&ws, "README").as_deref(),
         Some("person\n"),
         "nothing changed"
     );
-    restore(&shadow, &ws, first, Some(end), true).expect("forced");
+    // A file the person made is a conflict too (the rewind would remove
+    // it); one they changed back is not.
+    std::fs::write(ws.join("README"), "agent\n").expect("write");
+    std::fs::write(ws.join("notes"), "mine\n").expect("write");
+    let err = check(&shadow, &ws, first, end).unwrap_err();
+    assert!(
+        err.to_string().contains("notes") && !err.to_string().contains("README"),
+        "{err}"
+    );
+    std::fs::write(ws.join("README"), "person\n").expect("write");
+    std::fs::remove_file(ws.join("notes")).expect("rm");
+    restore(&shadow, &ws, first, &mut |_| {}).expect("forced");
     assert_eq!(read(&ws, "README").as_deref(), Some("hello\n"));
 }
 
