@@ -220,6 +220,12 @@ impl Supervisor {
                 record.short_id, record.status, record.short_id
             )));
         }
+        if scope.conversation() && record.external.is_some() {
+            return Err(AgentdError::refused(format!(
+                "agent {} is an external agent: its conversation lives in its own session, which agentd cannot cut; rewind its files with --code",
+                record.short_id
+            )));
+        }
         let (_, turns) = self.turns_of(&record)?;
         let Some(turn) = to
             .checked_sub(1)

@@ -33,6 +33,11 @@ impl AgentHost for SupervisorHost {
     }
 
     fn checkpoint<'a>(&'a self, agent: &'a AgentRecord, seq: u64) -> BoxFuture<'a, ()> {
-        Box::pin(self.0.checkpoint_turn(agent, seq))
+        Box::pin(async move {
+            // A turn boundary: what the agent committed in the turn before
+            // goes onto its branch, then the workspace is recorded.
+            self.0.take_in_commits(agent).await;
+            self.0.checkpoint_turn(agent, seq).await;
+        })
     }
 }

@@ -199,6 +199,16 @@ impl Supervisor {
         if state == WorktreeState::Kept {
             tracing::info!(agent = %record.id, path = %wt.path.display(), %work, "worktree kept");
         }
+        if state == WorktreeState::Removed
+            && let Some(main) = worktree::checkout_of(&wt.path)
+            && let Some(common) = worktree::common_dir_of(&main)
+        {
+            let name = record.short_id.as_str().to_string();
+            if let Err(e) = git(move || worktree::quarantine::discard(&main, &common, &name)).await
+            {
+                tracing::warn!(agent = %record.id, error = %e, "cannot remove the agent's git quarantine");
+            }
+        }
         (state, work, notice)
     }
 

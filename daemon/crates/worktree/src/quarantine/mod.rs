@@ -418,35 +418,47 @@ fn migrate_opened(place: &Place, opened: &Opened) -> Result<Migrated, WorktreeEr
     Ok(done)
 }
 
-/// Removes the quarantine of the agent `name` in the main checkout `main`
-/// (its tree or its agent is gone), after taking in its branch.
+/// Removes the quarantine of `place` (its agent is removed), after
+/// taking in its branch.
 pub fn remove(place: &Place) -> Result<Migrated, WorktreeError> {
     let _one = one_at_a_time();
     let Some(opened) = Opened::open(place, false)? else {
         return Ok(Migrated::default());
     };
     let done = migrate_opened(place, &opened)?;
-    let gone = opened
-        .qdir_path
-        .with_file_name(format!(".removing-{}", place.name));
-    let parent = files::dir(
-        &beneath::open_dir(&place.main).map_err(io_err("cannot open the checkout"))?,
-        QUARANTINE_DIR,
-        false,
-    )
-    .map_err(io_err("cannot open the quarantines"))?;
-    nix::fcntl::renameat(
-        &parent,
-        place.name.as_str(),
-        &parent,
-        gone.file_name().unwrap_or_default(),
-    )
-    .map_err(|e| io_err("cannot remove the quarantine")(beneath::io(e)))?;
-    std::fs::remove_dir_all(beneath::fd_path(&parent).join(gone.file_name().unwrap_or_default()))
-        .map_err(io_err("cannot remove the quarantine"))?;
-    State::remove(&opened.real.common, &place.name)
-        .map_err(io_err("cannot remove the quarantine's state"))?;
+    drop(opened);
+    discard_locked(&place.main, &place.common, &place.name)?;
     Ok(done)
+}
+
+/// Removes the quarantine `name` of the repository whose main checkout is
+/// `main` without taking anything in: its tree and branch were removed
+/// as holding no work (what it committed was taken in, and counted, first).
+pub fn discard(main: &Path, common: &Path, name: &str) -> Result<(), WorktreeError> {
+    let _one = one_at_a_time();
+    discard_locked(main, common, name)
+}
+
+fn discard_locked(main: &Path, common: &Path, name: &str) -> Result<(), WorktreeError> {
+    let root = beneath::open_dir(main).map_err(io_err("cannot open the checkout"))?;
+    let parent = match files::dir(&root, QUARANTINE_DIR, false) {
+        Ok(p) => p,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err("cannot open the quarantines")(e)),
+    };
+    let gone = format!(".removing-{name}");
+    match nix::fcntl::renameat(&parent, name, &parent, gone.as_str()) {
+        Ok(()) => {}
+        Err(nix::errno::Errno::ENOENT) => {}
+        Err(e) => return Err(io_err("cannot remove the quarantine")(beneath::io(e))),
+    }
+    let path = beneath::fd_path(&parent).join(&gone);
+    if path.exists() {
+        // remove_dir_all follows no link inside.
+        std::fs::remove_dir_all(&path).map_err(io_err("cannot remove the quarantine"))?;
+    }
+    let common = beneath::open_dir(common).map_err(io_err("cannot open the git directory"))?;
+    State::remove(&common, name).map_err(io_err("cannot remove the quarantine's state"))
 }
 
 #[cfg(test)]
