@@ -35,8 +35,11 @@ pub struct Args {
     #[arg(long)]
     worktree: bool,
     /// With --worktree: the branch, tag or commit to start from [default: the checkout's HEAD].
-    #[arg(long, requires = "worktree")]
+    #[arg(long, requires = "worktree", conflicts_with = "at")]
     base: Option<String>,
+    /// Fork the agent as it was when its user turn N began (`agentctl checkpoints` counts them): its context up to there; with --worktree, a tree holding that turn's checkpoint.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    at: Option<u32>,
 }
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
@@ -69,6 +72,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
                 pb::Isolation::Unspecified
             } as i32,
             base: args.base.unwrap_or_default(),
+            at_turn: args.at.unwrap_or(0),
             ..Default::default()
         })
         .await?

@@ -70,6 +70,13 @@ pub struct Rewound {
     pub conversation: bool,
 }
 
+/// A checkpoint's files, for a fork's new tree.
+#[derive(Debug)]
+pub(super) struct TreeFiles {
+    shadow: PathBuf,
+    tree: git2::Oid,
+}
+
 /// A rewind under way, written before anything changes.
 #[derive(Serialize, Deserialize)]
 struct Journal {
@@ -278,6 +285,69 @@ impl Supervisor {
         write_journal(&dir, &journal)?;
         let rewound = self.finish_rewind(&record, &dir, &journal).await?;
         Ok((self.reload(&record)?, rewound))
+    }
+
+    /// A fork `--at` turn `n` of `parent`: the conversation before that
+    /// turn began (the parent's own bytes) and, for a worktree, the files
+    /// of its checkpoint.
+    pub(super) fn fork_point(
+        &self,
+        parent: &AgentRecord,
+        n: u32,
+        worktree: bool,
+    ) -> Result<(Vec<(u64, crate::model::MessageBytes)>, Option<TreeFiles>), AgentdError> {
+        let (entries, turns) = self.turns_of(parent)?;
+        let Some(turn) = n.checked_sub(1).and_then(|i| turns.get(i as usize)) else {
+            return Err(AgentdError::invalid(format!(
+                "agent {} has {} user turns; --at takes a turn from 1 to {}",
+                parent.short_id,
+                turns.len(),
+                turns.len()
+            )));
+        };
+        let before = entries.partition_point(|e| e.seq < turn.seq);
+        let messages = crate::agent::turn::conversation_of(&entries[..before]);
+        if messages.is_empty() {
+            return Err(AgentdError::invalid(format!(
+                "agent {} had no conversation before turn {n}: a fork there would inherit nothing (start a new agent instead)",
+                parent.short_id
+            )));
+        }
+        let files = if worktree {
+            let dir = self.shadow_dir(parent.id);
+            let tree = Shadow::exists(&dir)
+                .then(|| Shadow::open(&dir).ok()?.tree(&turn_name(turn.seq)))
+                .flatten()
+                .ok_or_else(|| {
+                    AgentdError::refused(format!(
+                        "turn {n} of agent {} has no checkpoint of its files; fork --at {n} without --worktree",
+                        parent.short_id
+                    ))
+                })?;
+            Some(TreeFiles { shadow: dir, tree })
+        } else {
+            None
+        };
+        Ok((messages, files))
+    }
+
+    /// Makes the new tree at `path` hold a checkpoint's files.
+    pub(super) async fn fill_tree(
+        &self,
+        files: TreeFiles,
+        path: &Path,
+        record: &AgentRecord,
+    ) -> Result<(), AgentdError> {
+        let (key, path) = (format!("fork-{}", record.short_id), path.to_path_buf());
+        git(move || -> Result<_, WorktreeError> {
+            let view = Shadow::open_for(&files.shadow, &key)?;
+            let done = checkpoint::restore(&view, &path, files.tree, &mut |_| {});
+            view.forget("before-rewind")?;
+            view.drop_view();
+            done
+        })
+        .await?;
+        Ok(())
     }
 
     /// Does (or finishes, after a crash) the rewind `journal` describes.

@@ -296,6 +296,7 @@ impl Supervisor {
             isolation,
             background: true,
             base: None,
+            at_turn: None,
         };
         let origin = Origin::Call {
             tool_use_id: call.tool_use_id,

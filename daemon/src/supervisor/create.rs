@@ -91,6 +91,8 @@ pub(super) struct Prepared {
     /// Its MCP servers are still to be listed into its tools: config's and
     /// these. None: a fork, which has its parent's.
     pub(super) mcp_pending: Option<McpPending>,
+    /// The files its new tree gets once made: a checkpoint's (fork `--at`).
+    pub(super) tree_files: Option<super::checkpoints::TreeFiles>,
 }
 
 /// Where a new agent works, before its worktree (if any) is planned.
@@ -181,6 +183,7 @@ impl Supervisor {
             provider,
             fan_out: FanOutRole::Alone,
             worktree: plan,
+            tree_files: None,
             mcp_pending: Some(McpPending {
                 requested: req.mcp_servers.clone(),
                 of_type: agent_type.and_then(TypeServers::of),
@@ -350,6 +353,7 @@ impl Supervisor {
             fan_out,
             worktree,
             mcp_pending,
+            tree_files,
         } = prepared;
         let id = record.id;
         record.transcript_len = entries.len() as u64;
@@ -357,6 +361,13 @@ impl Supervisor {
             Some(plan) => Some(self.make_worktree(plan, &record).await?),
             None => None,
         };
+        if let (Some(files), Some(plan)) = (tree_files, &worktree)
+            && let Err(e) = self.fill_tree(files, &plan.path, &record).await
+        {
+            drop(tree_guard);
+            self.unmake_worktree(&record).await;
+            return Err(e);
+        }
         // Listed where it works: a worktree of its own exists by now.
         if let Some(pending) = mcp_pending {
             self.freeze_mcp(&mut record, &mut prompt, &pending).await;

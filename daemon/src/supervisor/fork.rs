@@ -38,6 +38,10 @@ pub struct ForkRequest {
     pub base: Option<String>,
     /// Nobody follows it in the foreground (always so for an agent's fork).
     pub background: bool,
+    /// The parent as it was when this user turn began (DESIGN §23): its
+    /// context up to there and, with a worktree, that checkpoint's files.
+    /// A client's fork only.
+    pub at_turn: Option<u32>,
 }
 
 /// Who asks for a fork.
@@ -114,10 +118,23 @@ impl Supervisor {
                 ))
             })?;
         let loaded;
-        let history: &[(u64, MessageBytes)] = match origin {
-            Origin::Call { history, .. } => history,
-            Origin::Client => {
+        let mut tree_files = None;
+        let history: &[(u64, MessageBytes)] = match (&origin, req.at_turn) {
+            (Origin::Call { history, .. }, None) => history,
+            (Origin::Call { .. }, Some(_)) => {
+                return Err(AgentdError::invalid(
+                    "a fork at a turn is a client's (agentctl fork --at); an agent forks from where it is",
+                ));
+            }
+            (Origin::Client, None) => {
                 loaded = self.conversation_of(parent)?;
+                &loaded
+            }
+            (Origin::Client, Some(n)) => {
+                let (messages, files) =
+                    self.fork_point(parent, n, req.isolation == Isolation::Worktree)?;
+                tree_files = files;
+                loaded = messages;
                 &loaded
             }
         };
@@ -181,6 +198,7 @@ impl Supervisor {
             entries,
             fan_out: self.fan_outs.join(parent.id, last_seq, req.fork_turns),
             worktree: plan,
+            tree_files,
         })
     }
 

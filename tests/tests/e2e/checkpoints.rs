@@ -273,3 +273,66 @@ fn a_rewind_killed_midway_is_finished_at_the_next_start() {
     let log = env.ctl(&["log", &id]).expect_code(0).stdout.clone();
     assert!(log.contains("rewound to the beginning of turn 1"), "{log}");
 }
+
+#[test]
+fn a_fork_at_a_turn_inherits_the_bytes_before_it_and_a_tree_of_its_checkpoint() {
+    use agentd_e2e::forking::{TAG, stripped};
+    let mock = MockServer::start();
+    scripted(&mock);
+    let env = world(&mock);
+    agentd_e2e::gitrepo::init_repo(&env.project());
+    let _daemon = env.start_daemon();
+    let id = two_turns(&env, &mock);
+    let out = env.ctl(&[
+        "fork",
+        &id,
+        "--at",
+        "2",
+        "--worktree",
+        "--background",
+        "FORK-AT look again",
+    ]);
+    out.expect_code(0);
+    let fork = out.stdout.trim().to_string();
+    env.ctl(&["wait", &fork]).expect_code(0);
+    let reqs = mock.requests();
+    let parent_turn2 = reqs
+        .iter()
+        .find(|r| text_of(&r.messages().last().unwrap()["content"]).contains("TURN2"))
+        .unwrap();
+    let fork_req = reqs.iter().find(|r| r.body_text().contains(TAG)).unwrap();
+    // Byte for byte the parent's request up to where turn 2 began: the
+    // prompt cache serves it.
+    let parent_body = stripped(parent_turn2);
+    let cut = parent_body.find("TURN2").unwrap();
+    let prefix = &parent_body[..parent_body[..cut].rfind(",{\"role\"").unwrap()];
+    assert!(
+        stripped(fork_req).starts_with(prefix),
+        "the fork's request begins with the parent's before turn 2"
+    );
+    assert!(!fork_req.body_text().contains("TURN2"));
+    // Its tree holds the files as turn 2 began: turn 1's Write, not
+    // turn 2's Bash.
+    let shown = env.show(&fork);
+    let tree = std::path::PathBuf::from(shown["worktree"]["path"].as_str().unwrap());
+    assert_eq!(read(&tree, "made.txt").as_deref(), Some("made in turn 1\n"));
+    assert_eq!(read(&tree, "a.txt").as_deref(), Some("ay\n"));
+    assert_eq!(read(&tree, "b.txt").as_deref(), Some("bee\n"));
+    assert!(read(&tree, "made-by-bash.txt").is_none());
+    assert_eq!(read(&tree, "README").as_deref(), Some("hello\n"));
+    // Out of range, or with nothing before it: refused.
+    let out = env.ctl(&["fork", &id, "--at", "9", "x"]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("--at takes a turn from 1 to 2"),
+        "{}",
+        out.stderr
+    );
+    let out = env.ctl(&["fork", &id, "--at", "1", "x"]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("would inherit nothing"),
+        "{}",
+        out.stderr
+    );
+}

@@ -35,7 +35,7 @@ use crate::mcp::servers::McpServers;
 use crate::model::window::ContextLimits;
 use crate::model::{MessageBytes, ModelError, ModelRequest, ModelResponse, Provider};
 use compaction::CompactQueue;
-pub use conversation::load_conversation;
+pub use conversation::{conversation_of, load_conversation};
 use round::{Call, calls_of};
 
 /// Consecutive responses cut off at max_tokens that the loop asks the model

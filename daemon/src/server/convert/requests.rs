@@ -105,6 +105,7 @@ pub fn fork_request(r: pb::ForkAgentRequest) -> Result<(String, ForkRequest), Ag
         description: non_blank(&r.description),
         isolation,
         background: r.background,
+        at_turn: (r.at_turn > 0).then_some(r.at_turn),
     };
     Ok((r.parent_id, fork))
 }

@@ -63,6 +63,10 @@ fn git_err(what: &str) -> impl Fn(git2::Error) -> WorktreeError + '_ {
 pub struct Shadow {
     repo: Repository,
     dir: PathBuf,
+    /// The stat cache of the workspace this view records, and when its
+    /// last walk began.
+    index: PathBuf,
+    stamp: PathBuf,
 }
 
 /// One recording or restore per store at a time (in this process).
@@ -97,7 +101,27 @@ impl Shadow {
         Ok(Shadow {
             repo,
             dir: dir.to_path_buf(),
+            index: dir.join("index"),
+            stamp: dir.join("walked"),
         })
+    }
+
+    /// The store, recording another directory than the agent's workspace
+    /// (a fork's new tree made from a checkpoint): its own stat cache,
+    /// which `drop_view` removes.
+    pub fn open_for(dir: &Path, key: &str) -> Result<Shadow, WorktreeError> {
+        let mut shadow = Shadow::open(dir)?;
+        shadow.index = dir.join(format!("index-{key}"));
+        shadow.stamp = dir.join(format!("walked-{key}"));
+        Ok(shadow)
+    }
+
+    /// Removes the stat cache of a view `open_for` made.
+    pub fn drop_view(self) {
+        if self.index != self.dir.join("index") {
+            let _ = std::fs::remove_file(&self.index);
+            let _ = std::fs::remove_file(&self.stamp);
+        }
     }
 
     /// Whether a store exists at `dir`.
@@ -139,10 +163,10 @@ impl Shadow {
         let io = |e: std::io::Error| {
             WorktreeError::refused(format!("cannot record {}: {e}", workspace.display()))
         };
-        let mut index = Index::open(&self.dir.join("index"))
-            .map_err(git_err("cannot open the checkpoint index"))?;
-        let stamp = self.dir.join("walked");
-        let previous_start_ns = std::fs::read_to_string(&stamp)
+        let mut index =
+            Index::open(&self.index).map_err(git_err("cannot open the checkpoint index"))?;
+        let stamp = &self.stamp;
+        let previous_start_ns = std::fs::read_to_string(stamp)
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0);
@@ -179,7 +203,7 @@ impl Shadow {
         index
             .write()
             .map_err(git_err("cannot write the checkpoint index"))?;
-        std::fs::write(&stamp, start.to_string()).map_err(io)?;
+        std::fs::write(stamp, start.to_string()).map_err(io)?;
         Ok((tree, walked))
     }
 

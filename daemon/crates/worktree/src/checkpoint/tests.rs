@@ -100,6 +100,7 @@ fn links_fifos_big_files_and_dependency_dirs_are_not_followed_or_read() {
     std::fs::write(ws.join("big"), vec![b'x'; 9 * 1024 * 1024]).expect("write");
     std::fs::create_dir_all(ws.join("node_modules/pkg")).expect("mkdir");
     std::fs::write(ws.join("node_modules/pkg/index.js"), "x").expect("write");
+    std::fs::write(ws.join(".git"), "gitdir: /elsewhere\n").expect("write");
     let rec = shadow.record(&ws, "t1", "one").expect("record");
     let repo = shadow.repo();
     let tree = repo.find_tree(rec.tree).expect("tree");
@@ -116,7 +117,7 @@ fn links_fifos_big_files_and_dependency_dirs_are_not_followed_or_read() {
         tree.get_path(Path::new("innocent")).expect("e").filemode(),
         0o120000
     );
-    for gone in ["fifo", "big", "node_modules", "outside-dir/secret"] {
+    for gone in ["fifo", "big", "node_modules", "outside-dir/secret", ".git"] {
         assert!(
             tree.get_path(Path::new(gone)).is_err(),
             "{gone} is not recorded"

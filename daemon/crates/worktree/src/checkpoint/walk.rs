@@ -96,6 +96,10 @@ impl Walk<'_> {
         names.sort();
         for name in names {
             let path = rel.join(&name);
+            // A linked tree's `.git` is a file: git's, never the work's.
+            if name == ".git" {
+                continue;
+            }
             let st = match nix::sys::stat::fstatat(
                 dir.as_fd(),
                 name.as_str(),
