@@ -77,6 +77,10 @@ pub(super) struct TreeFiles {
     tree: git2::Oid,
 }
 
+/// Where a fork `--at` starts: the conversation before the turn, and the
+/// files for its tree.
+pub(super) type ForkPoint = (Vec<(u64, crate::model::MessageBytes)>, Option<TreeFiles>);
+
 /// A rewind under way, written before anything changes.
 #[derive(Serialize, Deserialize)]
 struct Journal {
@@ -295,7 +299,7 @@ impl Supervisor {
         parent: &AgentRecord,
         n: u32,
         worktree: bool,
-    ) -> Result<(Vec<(u64, crate::model::MessageBytes)>, Option<TreeFiles>), AgentdError> {
+    ) -> Result<ForkPoint, AgentdError> {
         let (entries, turns) = self.turns_of(parent)?;
         let Some(turn) = n.checked_sub(1).and_then(|i| turns.get(i as usize)) else {
             return Err(AgentdError::invalid(format!(
