@@ -13,6 +13,7 @@
 //! cargo run --release -p agentd-e2e --bin bench -- resolve [--agents 10000] [--runs 300]
 //! cargo run --release -p agentd-e2e --bin bench -- fanout [--forks 5,10,20] [--file-bytes 41300]
 //! cargo run --release -p agentd-e2e --bin bench -- worktree [--runs N] [--files 10000]
+//! cargo run --release -p agentd-e2e --bin bench -- checkpoint [--files 10000] [--runs 30] [--turns 100]
 //! cargo run --release -p agentd-e2e --bin bench -- sandbox [--runs 300] [--files 1000]
 //! cargo run --release -p agentd-e2e --bin bench -- service [--runs 100] [--cold-runs 15]
 //! cargo run --release -p agentd-e2e --bin bench -- acp [--runs 50]
@@ -32,6 +33,7 @@
 
 mod acp;
 mod acp_load;
+mod checkpoint;
 mod compact;
 mod external;
 mod fanout;
@@ -869,6 +871,7 @@ fn main() {
         Some("restart") => bench_restart(&args),
         Some("fanout") => fanout::bench_fanout(&args),
         Some("worktree") => worktree::bench_worktree(&args),
+        Some("checkpoint") => checkpoint::bench_checkpoint(&args),
         Some("sandbox") => sandbox::bench_sandbox(&args),
         Some("service") => service::bench_service(&args),
         Some("acp") => acp::bench_acp(&args),

@@ -155,6 +155,13 @@ impl Walk<'_> {
         (same && settled).then_some(e.id)
     }
 
+    /// An unchanged entry: left as it is in the index (so the trees above
+    /// it stay cached and are not rebuilt).
+    fn keep(&mut self, key: Vec<u8>) {
+        self.seen.insert(key);
+        self.walked.entries += 1;
+    }
+
     fn record(
         &mut self,
         key: Vec<u8>,
@@ -197,8 +204,8 @@ impl Walk<'_> {
             0o100644
         };
         let key = Self::key(path);
-        if let Some(id) = self.unchanged(&key, st, mode) {
-            return self.record(key, st, mode, id);
+        if self.unchanged(&key, st, mode).is_some() {
+            return Ok(self.keep(key));
         }
         let fd = match beneath::open(
             dir,
@@ -238,8 +245,8 @@ impl Walk<'_> {
         st: &FileStat,
     ) -> std::io::Result<()> {
         let key = Self::key(path);
-        if let Some(id) = self.unchanged(&key, st, 0o120000) {
-            return self.record(key, st, 0o120000, id);
+        if self.unchanged(&key, st, 0o120000).is_some() {
+            return Ok(self.keep(key));
         }
         let target = match nix::fcntl::readlinkat(dir.as_fd(), name) {
             Ok(t) => t,
