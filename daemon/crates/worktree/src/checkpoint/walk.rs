@@ -205,7 +205,8 @@ impl Walk<'_> {
         };
         let key = Self::key(path);
         if self.unchanged(&key, st, mode).is_some() {
-            return Ok(self.keep(key));
+            self.keep(key);
+            return Ok(());
         }
         let fd = match beneath::open(
             dir,
@@ -246,7 +247,8 @@ impl Walk<'_> {
     ) -> std::io::Result<()> {
         let key = Self::key(path);
         if self.unchanged(&key, st, 0o120000).is_some() {
-            return Ok(self.keep(key));
+            self.keep(key);
+            return Ok(());
         }
         let target = match nix::fcntl::readlinkat(dir.as_fd(), name) {
             Ok(t) => t,
