@@ -24,7 +24,27 @@ pub fn start(id: &str, from_seq: u64) -> pb::AttachRequest {
     request(pb::attach_request::Request::Start(pb::AttachStart {
         id: id.to_string(),
         from_seq,
+        as_seen: false,
     }))
+}
+
+/// Attaches to agent `id` with its whole history as the agent sees it now
+/// (without what a rewind took out, `AttachStart.as_seen`): a replay.
+pub async fn open_as_seen(
+    client: &mut ApiClient,
+    id: &str,
+    room: usize,
+) -> Result<(mpsc::Sender<pb::AttachRequest>, Streaming<pb::AttachEvent>), tonic::Status> {
+    let (tx, rx) = mpsc::channel(room.max(1));
+    let _ = tx.try_send(request(pb::attach_request::Request::Start(
+        pb::AttachStart {
+            id: id.to_string(),
+            from_seq: 0,
+            as_seen: true,
+        },
+    )));
+    let events = client.attach(ReceiverStream::new(rx)).await?.into_inner();
+    Ok((tx, events))
 }
 
 /// Attaches to agent `id` from entry `from_seq`: where requests go up the

@@ -170,13 +170,17 @@ impl AgentService for AgentApi {
         req: Request<Streaming<pb::AttachRequest>>,
     ) -> Result<Response<Self::AttachStream>, Status> {
         let mut inbound = req.into_inner();
-        let (id, from_seq) = attach::read_start(&mut inbound).await?;
+        let start = attach::read_start(&mut inbound).await?;
         // Resolve before answering so an unknown id is the call's status.
-        let id = self.sup.resolve(&id)?.id;
+        let id = self.sup.resolve(&start.id)?.id;
+        let from = attach::StartAt {
+            from_seq: start.from_seq,
+            as_seen: start.as_seen,
+        };
         // Small on purpose: backpressure reaches the attach task early, and
         // it coalesces deltas instead of queueing them one by one.
         let (tx, rx) = tokio::sync::mpsc::channel(16);
-        tokio::spawn(attach::serve(self.sup.clone(), id, from_seq, inbound, tx));
+        tokio::spawn(attach::serve(self.sup.clone(), id, from, inbound, tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 

@@ -15,6 +15,7 @@ fn start(id: &str, from_seq: u64) -> pb::AttachRequest {
         request: Some(pb::attach_request::Request::Start(pb::AttachStart {
             id: id.to_string(),
             from_seq,
+            as_seen: false,
         })),
     }
 }

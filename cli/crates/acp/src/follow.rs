@@ -41,6 +41,16 @@ pub async fn attach(
     Ok(agentd_shared::attach::open(&mut client, id, from_seq, 16).await?)
 }
 
+/// Attaches to agent `id` for a replay: its whole history as it sees it
+/// now (a rewind's turns left out, DESIGN §23).
+pub async fn attach_for_replay(
+    client: Client,
+    id: &str,
+) -> Result<(mpsc::Sender<pb::AttachRequest>, Streaming<pb::AttachEvent>), RpcError> {
+    let mut client = client;
+    Ok(agentd_shared::attach::open_as_seen(&mut client, id, 16).await?)
+}
+
 /// What following the attach stream keeps from one event to the next.
 pub struct Follow {
     session: Arc<Session>,

@@ -13,7 +13,7 @@ use agentd_shared::proto as pb;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::follow::{Follow, attach};
+use super::follow::{Follow, attach, attach_for_replay};
 use super::peer::{Peer, RpcError, code};
 use super::reconnect::Link;
 use super::subagents::Subagents;
@@ -82,7 +82,10 @@ impl Session {
             Start::Live => agent.transcript_len,
         };
         let generation = link.generation();
-        let (tx, events) = attach(link.client(), &agent.id, from_seq).await?;
+        let (tx, events) = match start {
+            Start::Replay => attach_for_replay(link.client(), &agent.id).await?,
+            Start::Live => attach(link.client(), &agent.id, from_seq).await?,
+        };
         let session = Arc::new(Session {
             id: agent.id.clone(),
             link: link.clone(),

@@ -81,6 +81,22 @@ pub fn rewound_to(entry: &TranscriptEntry) -> Option<u64> {
         .and_then(|b| b["to_seq"].as_u64())
 }
 
+/// The entries of `entries` (a whole transcript, in order) the agent
+/// still sees, ascending: a rewind note takes out what came after the
+/// entry it names and before it, as the conversation is rebuilt
+/// (`conversation_of`); compaction is not applied (a replay shows it).
+pub fn visible(entries: &[TranscriptEntry]) -> Vec<u64> {
+    let mut live = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(to) = rewound_to(e) {
+            let before = entries[..i].partition_point(|x| x.seq < to);
+            live = visible(&entries[..before]);
+        }
+        live.push(e.seq);
+    }
+    live
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +142,25 @@ mod tests {
         );
         assert_eq!(rewound_to(&entries[4]), Some(2));
         assert_eq!(rewound_to(&entries[0]), None);
+        assert_eq!(visible(&entries), [0, 1, 4]);
+    }
+
+    #[test]
+    fn a_rewind_to_before_an_earlier_rewind_sees_what_that_one_hid() {
+        let t = |seq| entry(seq, Role::User, json!([{"type": "text", "text": "m"}]));
+        // 0..=4, rewind to 2 (at 5), 6, rewind to 4 (at 7): the prefix
+        // before 4 is 0..=3, whatever the later rewind hid.
+        let entries = [
+            t(0),
+            t(1),
+            t(2),
+            t(3),
+            t(4),
+            entry(5, Role::System, rewind_note(2, 2)),
+            t(6),
+            entry(7, Role::System, rewind_note(4, 3)),
+            t(8),
+        ];
+        assert_eq!(visible(&entries), [0, 1, 2, 3, 7, 8]);
     }
 }

@@ -48,11 +48,10 @@ const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The client went away: stop quietly.
 struct Gone;
 
-/// Reads the first request (which must be `start`) and returns the agent and
-/// starting sequence number.
+/// Reads the first request (which must be `start`) and returns it.
 pub async fn read_start(
     inbound: &mut Streaming<pb::AttachRequest>,
-) -> Result<(String, u64), Status> {
+) -> Result<pb::AttachStart, Status> {
     // A stream that never says which agent holds a task and a connection
     // for nothing: it gets a while, then a clear error.
     let first = tokio::time::timeout(START_TIMEOUT, inbound.message())
@@ -66,7 +65,7 @@ pub async fn read_start(
     match first? {
         Some(pb::AttachRequest {
             request: Some(pb::attach_request::Request::Start(start)),
-        }) => Ok((start.id, start.from_seq)),
+        }) => Ok(start),
         Some(_) => Err(Status::invalid_argument(
             "the first message of an attach stream must be `start`",
         )),
@@ -82,7 +81,7 @@ pub async fn read_start(
 pub async fn serve(
     sup: Arc<Supervisor>,
     agent: AgentId,
-    from_seq: u64,
+    from: StartAt,
     inbound: Streaming<pb::AttachRequest>,
     out: Events,
 ) {
@@ -99,7 +98,7 @@ pub async fn serve(
         },
     ));
     let result = tokio::select! {
-        r = outbound(sup.clone(), agent, from_seq, out.clone(), input_closed) => r,
+        r = outbound(sup.clone(), agent, from, out.clone(), input_closed) => r,
         _ = done.cancelled() => Ok(()),
     };
     done.cancel();
@@ -210,7 +209,7 @@ async fn handle_inbound(
 async fn outbound(
     sup: Arc<Supervisor>,
     agent: AgentId,
-    from_seq: u64,
+    from: StartAt,
     out: Events,
     input_closed: CancellationToken,
 ) -> Result<(), AgentdError> {
@@ -220,7 +219,15 @@ async fn outbound(
         .ok_or_else(|| AgentdError::NotFound(format!("agent {agent} was removed")))?;
     let handle = sup.handle(&record)?;
     let len = record.transcript_len;
+    let from_seq = from.from_seq;
+    let seen = if from.as_seen {
+        let entries = sup.store().transcript(agent, 0, usize::MAX)?;
+        Some(crate::domain::turns::visible(&entries))
+    } else {
+        None
+    };
     let mut o = Outbound {
+        seen,
         sup: sup.clone(),
         agent,
         out,
@@ -274,7 +281,17 @@ impl From<crate::store::StoreError> for Step {
     }
 }
 
+/// Where an attachment starts.
+pub struct StartAt {
+    pub from_seq: u64,
+    /// The history without what a rewind took out (`AttachStart.as_seen`).
+    pub as_seen: bool,
+}
+
 struct Outbound {
+    /// With `as_seen`: the entries the agent sees (ascending); the history
+    /// skips the rest.
+    seen: Option<Vec<u64>>,
     sup: Arc<Supervisor>,
     agent: AgentId,
     out: Events,
@@ -342,6 +359,13 @@ impl Outbound {
                 self.cursor = e.seq + 1;
                 // The response the client was following is persisted.
                 self.sent_deltas = 0;
+                if self
+                    .seen
+                    .as_ref()
+                    .is_some_and(|v| v.binary_search(&e.seq).is_err())
+                {
+                    continue;
+                }
                 self.send(pb::attach_event::Event::Entry(convert::entry(e)))
                     .await?;
             }

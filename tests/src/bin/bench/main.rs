@@ -364,6 +364,7 @@ fn bench_relay(args: &[String]) {
             request: Some(pb::attach_request::Request::Start(pb::AttachStart {
                 id: agent.id,
                 from_seq: 0,
+                as_seen: false,
             })),
         })
         .await
@@ -463,6 +464,7 @@ fn bench_switch(args: &[String]) {
                 request: Some(pb::attach_request::Request::Start(pb::AttachStart {
                     id: agent.id.clone(),
                     from_seq: 0,
+                    as_seen: false,
                 })),
             })
             .await
@@ -573,6 +575,7 @@ fn bench_replay(args: &[String]) {
             request: Some(pb::attach_request::Request::Start(pb::AttachStart {
                 id: id.to_string(),
                 from_seq: 0,
+                as_seen: false,
             })),
         })
         .await

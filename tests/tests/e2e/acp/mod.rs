@@ -301,3 +301,36 @@ fn a_loaded_session_marks_where_its_context_was_compacted() {
     let before = said(&json!(replay.as_array().unwrap()[..at]));
     assert!(before.contains("BEFORE-COMPACTION"), "{replay}");
 }
+
+#[test]
+fn a_loaded_session_after_a_rewind_replays_what_the_agent_now_sees() {
+    setup();
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::text("ANSWER-ONE"));
+    let id = env.run_background(agentd_e2e::mock::MODEL, "rewound", "FIRST-QUESTION");
+    env.wait_for_agent(&id, "completed", |a| a["status"] == "completed");
+    mock.enqueue(Reply::text("ANSWER-TWO"));
+    env.ctl(&["send", &id, "SECOND-QUESTION"]).expect_code(0);
+    env.wait_for_agent(&id, "the second answer", |a| {
+        a["status"] == "completed" && a["result"] == "ANSWER-TWO"
+    });
+    env.ctl(&["rewind", &id, "--to", "2", "--conversation"])
+        .expect_code(0);
+    let cwd = env.show(&id)["cwd"].as_str().unwrap().to_string();
+    let second = client(&env, &["second", &cwd, &id]);
+    let replay = &of_kind(&second, "load")[0]["updates"];
+    let text = replay.to_string();
+    assert!(
+        text.contains("FIRST-QUESTION") && said(replay).contains("ANSWER-ONE"),
+        "{replay}"
+    );
+    assert!(
+        !text.contains("SECOND-QUESTION") && !text.contains("ANSWER-TWO"),
+        "turn 2 is out of what the agent sees: {replay}"
+    );
+    // The transcript keeps it.
+    let log = env.ctl(&["log", &id]).expect_code(0).stdout.clone();
+    assert!(log.contains("ANSWER-TWO"), "{log}");
+}
