@@ -495,3 +495,46 @@ fn b_releases_a_foreground_run_from_the_dashboard() {
     env.ctl(&["wait", "held"]).expect_code(0);
     assert_eq!(mock.requests().len(), 1, "the model call was never re-sent");
 }
+
+#[test]
+fn c_shows_the_checkpoints_and_w_rewinds_the_selected_agent() {
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let maker = env.script(
+        "maker.json",
+        &script(vec![
+            turn(vec![tool(
+                "Bash",
+                json!({"command": "echo one > one.txt && echo made"}),
+            )]),
+            turn(vec![text("made one.txt")]),
+        ]),
+    );
+    // Open first: the terminal's own files in the project are there before
+    // the agent, so they are no change of someone else's since it ended.
+    let ui = open(&env);
+    let id = env.start_model(&maker, &["--name", "maker"]);
+    wait_until("the agent ends", Duration::from_secs(30), || {
+        env.show(&id)["status"] == "completed"
+    });
+    assert!(env.project().join("one.txt").exists());
+    ui.wait_text("made one.txt");
+    ui.keys(&["c"]);
+    ui.wait_text("turn 1: work");
+    ui.wait_text("w rewinds to the beginning of a turn");
+    ui.keys(&["c", "w"]);
+    ui.wait_text("rewind");
+    ui.type_text("1 code");
+    ui.keys(&["Enter"]);
+    ui.wait_text("rewound to the beginning of turn 1");
+    assert!(!env.project().join("one.txt").exists());
+    // Something that is not a turn is said so, and nothing happens.
+    ui.keys(&["w"]);
+    ui.type_text("soon");
+    ui.keys(&["Enter"]);
+    ui.wait_text("not a turn");
+    ui.keys(&["q"]);
+    ui.wait_for("the dashboard exits", Duration::from_secs(10), |_| {
+        ui.exited().is_some()
+    });
+}

@@ -36,6 +36,11 @@ pub enum Done {
         id: String,
         text: String,
     },
+    /// The agent's checkpoints, for the output pane.
+    Checkpoints {
+        id: String,
+        text: String,
+    },
     /// A fork was made: select it.
     Forked(Box<pb::Agent>),
     /// Costs by agent id (a usage report).
@@ -45,15 +50,27 @@ pub enum Done {
 /// One thing to do to an agent (by full id).
 #[derive(Debug, Clone)]
 pub enum Request {
-    Send { id: String, message: String },
+    Send {
+        id: String,
+        message: String,
+    },
     Background(String),
     Interrupt(String),
     Stop(String),
-    Fork { id: String, directive: String },
+    Fork {
+        id: String,
+        directive: String,
+    },
     Diff(String),
     Merge(String),
     RmPreview(String),
     Rm(String),
+    Checkpoints(String),
+    Rewind {
+        id: String,
+        to: u32,
+        scope: pb::RewindScope,
+    },
     Costs,
 }
 
@@ -143,6 +160,42 @@ async fn run(c: &mut Client, request: Request) -> Result<Done, tonic::Status> {
             Done::Said(merge_summary(&resp))
         }
         Request::RmPreview(id) => rm_preview(c, id).await?,
+        Request::Checkpoints(id) => {
+            let resp = c
+                .list_checkpoints(pb::ListCheckpointsRequest {
+                    id: id.clone(),
+                    stat: true,
+                })
+                .await?
+                .into_inner();
+            Done::Checkpoints {
+                id,
+                text: checkpoints_text(&resp),
+            }
+        }
+        Request::Rewind { id, to, scope } => {
+            let resp = c
+                .rewind_agent(pb::RewindAgentRequest {
+                    id,
+                    to_turn: to,
+                    scope: scope as i32,
+                    force: false,
+                })
+                .await?
+                .into_inner();
+            let a = resp.agent.unwrap_or_default();
+            Done::Said(format!(
+                "{} rewound to the beginning of turn {to}: {} written back, {} removed{}",
+                a.short_id,
+                resp.written.len(),
+                resp.removed.len(),
+                if resp.conversation {
+                    "; its next request starts there"
+                } else {
+                    ""
+                }
+            ))
+        }
         Request::Rm(id) => {
             let resp = c
                 .remove_agent(pb::RemoveAgentRequest {
@@ -171,6 +224,29 @@ async fn run(c: &mut Client, request: Request) -> Result<Done, tonic::Status> {
             Done::Costs(costs)
         }
     })
+}
+
+/// The checkpoints as lines: each turn, whether its files were recorded,
+/// its message's first line, and what changed since the one before.
+fn checkpoints_text(resp: &pb::ListCheckpointsResponse) -> String {
+    if resp.checkpoints.is_empty() {
+        return "(no user turns yet)".to_string();
+    }
+    let mut out = String::new();
+    for c in &resp.checkpoints {
+        let files = if c.has_files {
+            ""
+        } else {
+            " (no files recorded)"
+        };
+        let first = c.message.lines().next().unwrap_or_default();
+        out.push_str(&format!("turn {}{files}: {first}\n", c.turn));
+        for f in &c.changed {
+            out.push_str(&format!("    {} {}\n", f.status, f.path));
+        }
+    }
+    out.push_str("w rewinds to the beginning of a turn");
+    out
 }
 
 /// The agent as it is now and what its worktree holds (a diffstat's last

@@ -307,6 +307,12 @@ impl App {
                     self.output.scroll = 0;
                 }
             }
+            Done::Checkpoints { id, text } => {
+                if self.output.agent_id() == Some(id.as_str()) {
+                    self.output.diff = Some(text);
+                    self.output.scroll = 0;
+                }
+            }
             Done::RmPreview { id, short, holds } => {
                 self.prompt = Some(Prompt::new(Ask::Rm { id, short, holds }));
             }
@@ -419,6 +425,13 @@ impl App {
                 self.bar.say(format!("{short}: reading its diff…"));
                 self.request(Request::Diff(id));
             }
+            // Shown in the diff's place: c again goes back to the output.
+            Action::Checkpoints if self.output.diff.take().is_some() => {}
+            Action::Checkpoints => {
+                self.bar.say(format!("{short}: reading its checkpoints…"));
+                self.request(Request::Checkpoints(id));
+            }
+            Action::Rewind => self.prompt = Some(Prompt::new(Ask::Rewind { id, short })),
             Action::Permission => self.permission(&id, &short),
             _ => {}
         }
@@ -458,6 +471,12 @@ impl App {
                 id,
                 directive: text,
             }),
+            Ask::Rewind { id, .. } => match rewind_of(&text) {
+                Some((to, scope)) => self.request(Request::Rewind { id, to, scope }),
+                None => self.bar.error(format!(
+                    "not a turn: {text:?} (type N, \"N code\" or \"N conversation\")"
+                )),
+            },
             other => self.prompt = Some(Prompt { ask: other, text }),
         }
     }
@@ -508,6 +527,20 @@ impl App {
             _ => {}
         }
     }
+}
+
+/// What the rewind line asks for: a turn from 1 and, optionally, only
+/// the code or only the conversation.
+fn rewind_of(text: &str) -> Option<(u32, pb::RewindScope)> {
+    let mut words = text.split_whitespace();
+    let to: u32 = words.next()?.parse().ok().filter(|n| *n > 0)?;
+    let scope = match words.next() {
+        None => pb::RewindScope::Both,
+        Some("code") => pb::RewindScope::Code,
+        Some("conversation" | "conv") => pb::RewindScope::Conversation,
+        Some(_) => return None,
+    };
+    words.next().is_none().then_some((to, scope))
 }
 
 async fn next_event(keys: &mut Option<&mut EventStream>) -> Option<std::io::Result<Event>> {

@@ -12,6 +12,8 @@ Keys:
   i  interrupt                        x      stop (asks y/n)
   f  fork (asks for the directive)    d      diff (d again: back to output)
   m  merge (asks y/n)                 r      rm (asks y/n; says what work its tree holds)
+  c  checkpoints: its turns, what each changed (c again: back)
+  w  rewind to the beginning of a turn (type N, or N code / N conversation)
   p  answer the selected agent's permission ask (y once / a always / n deny)
   /  filter by name, description or id (Enter applies, Esc clears)
   a  show all (also agents that ended over a day ago)
@@ -58,6 +60,8 @@ pub enum Action {
     Diff,
     Merge,
     Rm,
+    Checkpoints,
+    Rewind,
     Permission,
     Filter,
     /// Esc with nothing open: the filter is cleared.
@@ -132,6 +136,8 @@ fn normal(code: KeyCode) -> Option<Action> {
         KeyCode::Char('d') => Action::Diff,
         KeyCode::Char('m') => Action::Merge,
         KeyCode::Char('r') => Action::Rm,
+        KeyCode::Char('c') => Action::Checkpoints,
+        KeyCode::Char('w') => Action::Rewind,
         KeyCode::Char('p') => Action::Permission,
         KeyCode::Char('/') => Action::Filter,
         KeyCode::Esc => Action::ClearFilter,
@@ -170,6 +176,8 @@ mod tests {
             (ch('d'), Action::Diff),
             (ch('m'), Action::Merge),
             (ch('r'), Action::Rm),
+            (ch('c'), Action::Checkpoints),
+            (ch('w'), Action::Rewind),
             (ch('p'), Action::Permission),
             (ch('/'), Action::Filter),
             (ch('a'), Action::ToggleAll),

@@ -1,5 +1,6 @@
 //! The input line at the bottom: a message to send (`s`), a fork's
-//! directive (`f`), the filter (`/`), and the questions asked before an
+//! directive (`f`), the filter (`/`), the turn to rewind to (`w`), and the
+//! questions asked before an
 //! action that cannot be undone — stop (`x`), merge (`m`), rm (`r`, with
 //! what work the agent's tree holds) — or that answers an agent
 //! (`p`: y / a / n). Each question names the agent it is about by id, so
@@ -22,6 +23,10 @@ pub enum Ask {
         short: String,
     },
     Filter,
+    Rewind {
+        id: String,
+        short: String,
+    },
     Stop {
         id: String,
         short: String,
@@ -66,7 +71,7 @@ impl Prompt {
     /// How keys are read while this prompt is open.
     pub fn mode(&self) -> Mode {
         match self.ask {
-            Ask::Send { .. } | Ask::Fork { .. } | Ask::Filter => Mode::Typing,
+            Ask::Send { .. } | Ask::Fork { .. } | Ask::Filter | Ask::Rewind { .. } => Mode::Typing,
             Ask::Stop { .. } | Ask::Merge { .. } | Ask::Rm { .. } => Mode::Confirm,
             Ask::Permission { .. } => Mode::Permission,
         }
@@ -87,6 +92,10 @@ impl Prompt {
             Ask::Send { short, .. } => format!("message to {short}: {}", self.text),
             Ask::Fork { short, .. } => format!("fork {short}, directive: {}", self.text),
             Ask::Filter => format!("/{}", self.text),
+            Ask::Rewind { short, .. } => format!(
+                "rewind {short} to the beginning of turn (N, N code, N conversation): {}",
+                self.text
+            ),
             Ask::Stop { short, .. } => {
                 format!("stop {short} and its subagents? [y/n]")
             }
