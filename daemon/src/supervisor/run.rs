@@ -54,28 +54,8 @@ impl Supervisor {
         compaction: Option<Arc<CompactQueue>>,
     ) -> Result<bool, AgentdError> {
         let handle = self.handle(&record)?;
-        let mcp = Arc::new(McpServers::new(
-            &Setup::from_json(&prompt.mcp_json),
-            self.mcp_pool.clone(),
-        ));
-        let runner = match provider {
-            Some(provider) => Runner::Model(Box::new(ModelSetup {
-                provider,
-                prompt,
-                max_output_tokens: self.config().max_output_tokens,
-                fan_out,
-                limits: ModelSpec::parse(&record.model)
-                    .map(|m| self.config().context_limits(&m))
-                    .unwrap_or(ContextLimits {
-                        window: None,
-                        compact_at: crate::model::window::DEFAULT_COMPACT_AT,
-                    }),
-                compaction: compaction.clone().unwrap_or_default(),
-                mcp: mcp.clone(),
-            })),
-            None if compaction.is_some() => return Err(Supervisor::no_compaction(&record)),
-            None => self.external_runner(&record, &prompt, &handle)?,
-        };
+        let (runner, mcp) =
+            self.runner_for(&record, prompt, provider, fan_out, &compaction, &handle)?;
         // Only the model driver can be asked to compact.
         let compaction = match &runner {
             Runner::Model(m) => Some(m.compaction.clone()),
@@ -141,20 +121,10 @@ impl Supervisor {
                         record.updated_at_ms = now_ms();
                         return Finished { record, outcome };
                     }
-                    let mut setup = setup;
-                    match sup.ready_quarantine(&record).await {
-                        Ok(git) => setup.core.git = git,
-                        Err(why) => {
-                            let mut record = record;
-                            record.status = Status::Failed;
-                            record.outcome = Some(Outcome::Failed(why.clone()));
-                            record.updated_at_ms = now_ms();
-                            return Finished {
-                                outcome: RunEnd::Failed(why),
-                                record,
-                            };
-                        }
-                    }
+                    let setup = match sup.with_quarantine(setup).await {
+                        Ok(setup) => setup,
+                        Err(failed) => return *failed,
+                    };
                     match crate::agent::runner::run(setup).await {
                         Ok(finished) => finished,
                         Err(e) => {
@@ -178,6 +148,63 @@ impl Supervisor {
             }
         });
         Ok(true)
+    }
+
+    /// What drives `record`'s run: the model (with `provider`) or its
+    /// external agent; and its MCP servers.
+    fn runner_for(
+        &self,
+        record: &AgentRecord,
+        prompt: PromptContext,
+        provider: Option<Provider>,
+        fan_out: FanOutRole,
+        compaction: &Option<Arc<CompactQueue>>,
+        handle: &Arc<AgentHandle>,
+    ) -> Result<(Runner, Arc<McpServers>), AgentdError> {
+        let mcp = Arc::new(McpServers::new(
+            &Setup::from_json(&prompt.mcp_json),
+            self.mcp_pool.clone(),
+        ));
+        let runner = match provider {
+            Some(provider) => Runner::Model(Box::new(ModelSetup {
+                provider,
+                prompt,
+                max_output_tokens: self.config().max_output_tokens,
+                fan_out,
+                limits: ModelSpec::parse(&record.model)
+                    .map(|m| self.config().context_limits(&m))
+                    .unwrap_or(ContextLimits {
+                        window: None,
+                        compact_at: crate::model::window::DEFAULT_COMPACT_AT,
+                    }),
+                compaction: compaction.clone().unwrap_or_default(),
+                mcp: mcp.clone(),
+            })),
+            None if compaction.is_some() => return Err(Supervisor::no_compaction(record)),
+            None => self.external_runner(record, &prompt, handle)?,
+        };
+        Ok((runner, mcp))
+    }
+
+    /// `setup` with its agent's git quarantine readied (DESIGN §23); the
+    /// run's failure, saying why, when it cannot be.
+    async fn with_quarantine(&self, mut setup: RunSetup) -> Result<RunSetup, Box<Finished>> {
+        match self.ready_quarantine(&setup.core.record).await {
+            Ok(git) => {
+                setup.core.git = git;
+                Ok(setup)
+            }
+            Err(why) => {
+                let mut record = setup.core.record;
+                record.status = Status::Failed;
+                record.outcome = Some(Outcome::Failed(why.clone()));
+                record.updated_at_ms = now_ms();
+                Err(Box::new(Finished {
+                    outcome: RunEnd::Failed(why),
+                    record,
+                }))
+            }
+        }
     }
 
     /// Records how a run ended. Exactly one party learns of the end of a

@@ -67,6 +67,11 @@ pub struct Ledger {
     /// one it had.
     pub lane: Option<String>,
     pub lane_ids: Vec<String>,
+    /// The rewind lane's agent now, its tries, and every agent a rewind
+    /// was asked for, with its directory.
+    pub rewind_lane: Option<String>,
+    pub rewind_attempts: usize,
+    pub rewound: Vec<(String, std::path::PathBuf)>,
 }
 
 /// The ledger shared by the driver and its attached clients.

@@ -127,6 +127,11 @@ pub struct Report {
     pub merges: u64,
     pub merged: u64,
     pub merges_cut_short: usize,
+    /// Rewinds asked for and answered as done (DESIGN §23).
+    pub rewinds: u64,
+    pub rewound: u64,
+    /// Directories a rewind was asked for.
+    pub rewound_dirs: usize,
     /// Processes tools left behind that a kill found still running (all
     /// must die with the daemon: a violation each if not).
     pub survivors_at_kills: usize,
@@ -214,6 +219,11 @@ impl std::fmt::Display for Report {
             self.merges_cut_short,
             self.survivors_seen,
             self.survivors_at_kills
+        )?;
+        writeln!(
+            f,
+            "  git: merge-lane agents commit under the sandbox (fsck clean after every start); rewinds: {} asked, {} answered done, {} agents rewound (journals finished at every start)",
+            self.rewinds, self.rewound, self.rewound_dirs
         )?;
         if !self.refusals.is_empty() {
             writeln!(
@@ -359,6 +369,11 @@ pub fn run(opts: &Options) -> Report {
                         "restart {kill}: the merged checkout is not clean: {dirty}"
                     ));
                 }
+                report.violations.extend(git_kept(
+                    &merge_repo,
+                    &env.data_dir(),
+                    &format!("restart {kill}"),
+                ));
                 d
             }
             Err(e) => {
@@ -462,6 +477,8 @@ pub fn run(opts: &Options) -> Report {
             report.disk_full_refusals += cycle.disk_refusals;
             report.merges += cycle.merges;
             report.merged += cycle.merged;
+            report.rewinds += cycle.rewinds;
+            report.rewound += cycle.rewound;
             cycle.abort();
             (v, Some(killer))
         });
@@ -500,6 +517,9 @@ pub fn run(opts: &Options) -> Report {
                     "final start: the merged checkout is not clean: {dirty}"
                 ));
             }
+            report
+                .violations
+                .extend(git_kept(&merge_repo, &env.data_dir(), "final start"));
             let found = rt.block_on(finish(&env, &ledger, opts, &mut report));
             report.violations.extend(found);
             report.violations.extend(ledger.lock().conflicts.clone());
@@ -750,6 +770,41 @@ fn merge_repo_dirty(repo: &Path) -> Option<String> {
     (!status.trim().is_empty()).then(|| status.chars().take(300).collect())
 }
 
+/// After a start (recovery has run): the merge lane's repository has no
+/// ref whose objects are missing (the quarantine's objects go in before its
+/// ref moves, whatever the kill cut short), and no rewind is left half done
+/// (its journal finished).
+fn git_kept(repo: &Path, data_dir: &Path, at: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    let fsck = std::process::Command::new("git")
+        .args(["fsck", "--no-dangling", "--no-progress"])
+        .current_dir(repo)
+        .output();
+    match fsck {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => v.push(format!(
+            "{at}: the merge lane's repository does not check: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .chars()
+                .take(300)
+                .collect::<String>()
+        )),
+        Err(e) => v.push(format!("{at}: cannot run git fsck: {e}")),
+    }
+    let stores = std::fs::read_dir(data_dir.join("checkpoints"))
+        .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    for store in stores {
+        if store.join("rewind.json").exists() {
+            v.push(format!(
+                "{at}: a rewind was left unfinished ({})",
+                store.display()
+            ));
+        }
+    }
+    v
+}
+
 /// The end of the run: wait for every agent to settle, then check it all.
 async fn finish(
     env: &Env,
@@ -978,11 +1033,44 @@ async fn finish(
             v.push(format!("final: Bash side effect {line} ran {n} times"));
         }
     }
+    let (rewound, rewinding) = {
+        let l = ledger.lock();
+        (l.rewound.clone(), l.rewind_lane.clone())
+    };
+    for (id, dir) in &rewound {
+        if Some(id) != rewinding.as_ref() && dir.join(model::SIDE_LOG).exists() {
+            v.push(format!(
+                "final: agent {}: rewound to its first turn, but its side log is still there",
+                &id[..8]
+            ));
+        }
+    }
+    report.rewound_dirs = rewound.len();
+    let history = std::process::Command::new("git")
+        .args(["log", "--all", "--format=%s"])
+        .current_dir(env.root.path().join("merge-repo"))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
     for a in &agents {
         let Some(t) = transcripts.get(&a.id) else {
             continue;
         };
+        // The rewind lane's directories are not among `dirs`, and their
+        // side logs go with the rewind: checked above.
+        if a.cwd.contains("/rewind-") {
+            continue;
+        }
         let (ran, _) = check::bash_markers(t);
+        // A merge-lane agent's commit step that ran is in the repository.
+        let commit = format!("{}.0", a.name);
+        if a.name.starts_with('m') && ran.contains(&commit) && !history.lines().any(|l| l == commit)
+        {
+            v.push(format!(
+                "final: agent {}: its commit {commit} is not in the repository",
+                a.short_id
+            ));
+        }
         for marker in &ran {
             if !on_disk.contains_key(marker) {
                 v.push(format!(

@@ -23,6 +23,9 @@
 //! - `V<n>`: n Bash steps that also leave a process behind every way it
 //!   can (a new session, no environment, a double fork, `nohup`, another
 //!   name): none may outlive its agent's run or the daemon;
+//! - `G<n>`: n Bash steps that also commit the side log (`git add`,
+//!   `git commit -m KEY.<step>`): in a worktree under the sandbox, through
+//!   the agent's git quarantine (DESIGN §23), which a kill may cut short;
 //! - `P<n>`: n Bash steps that also make a FIFO, then Read it and Grep the
 //!   directory holding it: answered at once, never a hang;
 //! - `C1`: the conversation outgrows the window before the next step: its
@@ -69,6 +72,7 @@ pub fn tag(key: &str, plan: &str) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     Bash,
+    Commit,
     Spawn(usize),
     Fork(usize),
     Long,
@@ -98,6 +102,7 @@ fn parse_plan(plan: &str) -> Option<Plan> {
         let n: usize = digits.parse().ok()?;
         match kind {
             'B' => steps.extend(std::iter::repeat_n(Step::Bash, n)),
+            'G' => steps.extend(std::iter::repeat_n(Step::Commit, n)),
             'S' => steps.push(Step::Spawn(n)),
             'F' => steps.push(Step::Fork(n)),
             'L' => steps.extend(std::iter::repeat_n(Step::Long, n)),
@@ -185,7 +190,7 @@ const SUMMARY_ASK: &str = "Write a continuation summary";
 pub fn expected_text(key: &str, plan: &str, step: usize) -> Option<String> {
     let steps = parse_plan(plan)?.steps;
     Some(match steps.get(step) {
-        Some(Step::Bash | Step::Survivor | Step::Fifo) => {
+        Some(Step::Bash | Step::Commit | Step::Survivor | Step::Fifo) => {
             format!("Step {step} of {key}: recording it.")
         }
         Some(Step::Spawn(n)) => format!("Starting {n} helpers."),
@@ -287,6 +292,13 @@ pub fn answer(r: &RecordedRequest, survivor: &str) -> Option<Reply> {
         Some(Step::Bash) => MockMessage::text(format!("Step {step} of {key}: recording it.")).with(
             Block::bash("", format!("echo {key}.{step} >> {SIDE_LOG}; sleep 0.05")),
         ),
+        Some(Step::Commit) => MockMessage::text(format!("Step {step} of {key}: recording it."))
+            .with(Block::bash(
+                "",
+                format!(
+                    "echo {key}.{step} >> {SIDE_LOG}; git add {SIDE_LOG} && git commit -q -m {key}.{step}; sleep 0.05"
+                ),
+            )),
         Some(Step::Survivor) => MockMessage::text(format!("Step {step} of {key}: recording it."))
             .with(Block::bash(
                 "",

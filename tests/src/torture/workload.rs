@@ -76,6 +76,9 @@ pub struct Cycle {
     /// Merges asked for, and merges answered as done.
     pub merges: u64,
     pub merged: u64,
+    /// Rewinds asked for, and answered as done.
+    pub rewinds: u64,
+    pub rewound: u64,
 }
 
 impl Cycle {
@@ -102,6 +105,8 @@ impl Cycle {
             refusals: Vec::new(),
             merges: 0,
             merged: 0,
+            rewinds: 0,
+            rewound: 0,
         }
     }
 
@@ -198,7 +203,8 @@ impl Cycle {
                     self.attach_and_never_read(&id).await;
                 }
             }
-            90..96 => self.merge_lane(agents).await,
+            90..94 => self.merge_lane(agents).await,
+            94..97 => self.rewind_lane(agents).await,
             _ => {
                 // Somebody reading a transcript is shown it too.
                 if let Some(a) = pick(rng) {
@@ -223,7 +229,7 @@ impl Cycle {
             };
             let key = format!("m{n}");
             let request = pb::CreateAgentRequest {
-                prompt: format!("Change the repository. {}", tag(&key, "B1")),
+                prompt: format!("Change the repository. {}", tag(&key, "G1")),
                 model: MODEL.into(),
                 name: key,
                 cwd: self.merge_repo.display().to_string(),
@@ -296,6 +302,86 @@ impl Cycle {
                 self.refusals
                     .push(format!("MergeAgent: {:?} {}", s.code(), s.message()));
                 self.ledger.lock().lane = None;
+            }
+        }
+    }
+
+    /// The rewind lane, one agent at a time in a directory of its own: an
+    /// agent appends to its side log in two Bash steps; once it has ended,
+    /// it is rewound to the beginning of its first turn (its files only) —
+    /// a rewind the next kill may land in. A rewind asked for is finished
+    /// by the restart if the kill cut it short: its directory then holds
+    /// no side log (`rewound_dirs_clean`).
+    async fn rewind_lane(&mut self, agents: &[pb::Agent]) {
+        let lane = self.ledger.lock().rewind_lane.clone();
+        let Some(lane) = lane else {
+            let n = {
+                let mut ledger = self.ledger.lock();
+                ledger.rewind_attempts += 1;
+                ledger.rewind_attempts - 1
+            };
+            let key = format!("w{n}");
+            let dir = self.merge_repo.with_file_name(format!("rewind-{n}"));
+            if std::fs::create_dir_all(&dir).is_err() {
+                return;
+            }
+            let request = pb::CreateAgentRequest {
+                prompt: format!("Record two lines. {}", tag(&key, "B2")),
+                model: MODEL.into(),
+                name: key,
+                cwd: dir.display().to_string(),
+                background: true,
+                permission_mode: pb::PermissionMode::Bypass as i32,
+                ..Default::default()
+            };
+            if let Ok(agent) = self.client.create_agent(request).await {
+                let id = agent.into_inner().id;
+                let mut ledger = self.ledger.lock();
+                ledger.created.push(id.clone());
+                ledger.lane_ids.push(id.clone());
+                ledger.rewind_lane = Some(id);
+            }
+            return;
+        };
+        let Some(agent) = agents.iter().find(|a| a.id == lane) else {
+            return;
+        };
+        if agent.status != pb::AgentStatus::Completed as i32 {
+            return;
+        }
+        // Asked for: from here its side log may be gone, whatever the
+        // answer (a kill leaves the restart to finish it).
+        self.ledger
+            .lock()
+            .rewound
+            .push((lane.clone(), std::path::PathBuf::from(&agent.cwd)));
+        self.rewinds += 1;
+        match self
+            .client
+            .rewind_agent(pb::RewindAgentRequest {
+                id: lane,
+                to_turn: 1,
+                scope: pb::RewindScope::Code as i32,
+                force: true,
+            })
+            .await
+        {
+            Ok(_) => {
+                self.rewound += 1;
+                self.ledger.lock().rewind_lane = None;
+            }
+            Err(s)
+                if matches!(
+                    s.code(),
+                    tonic::Code::Unavailable
+                        | tonic::Code::Unknown
+                        | tonic::Code::Cancelled
+                        | tonic::Code::ResourceExhausted
+                ) => {}
+            Err(s) => {
+                self.refusals
+                    .push(format!("RewindAgent: {:?} {}", s.code(), s.message()));
+                self.ledger.lock().rewind_lane = None;
             }
         }
     }

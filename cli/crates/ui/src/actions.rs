@@ -160,42 +160,8 @@ async fn run(c: &mut Client, request: Request) -> Result<Done, tonic::Status> {
             Done::Said(merge_summary(&resp))
         }
         Request::RmPreview(id) => rm_preview(c, id).await?,
-        Request::Checkpoints(id) => {
-            let resp = c
-                .list_checkpoints(pb::ListCheckpointsRequest {
-                    id: id.clone(),
-                    stat: true,
-                })
-                .await?
-                .into_inner();
-            Done::Checkpoints {
-                id,
-                text: checkpoints_text(&resp),
-            }
-        }
-        Request::Rewind { id, to, scope } => {
-            let resp = c
-                .rewind_agent(pb::RewindAgentRequest {
-                    id,
-                    to_turn: to,
-                    scope: scope as i32,
-                    force: false,
-                })
-                .await?
-                .into_inner();
-            let a = resp.agent.unwrap_or_default();
-            Done::Said(format!(
-                "{} rewound to the beginning of turn {to}: {} written back, {} removed{}",
-                a.short_id,
-                resp.written.len(),
-                resp.removed.len(),
-                if resp.conversation {
-                    "; its next request starts there"
-                } else {
-                    ""
-                }
-            ))
-        }
+        Request::Checkpoints(id) => checkpoints(c, id).await?,
+        Request::Rewind { id, to, scope } => rewind(c, id, to, scope).await?,
         Request::Rm(id) => {
             let resp = c
                 .remove_agent(pb::RemoveAgentRequest {
@@ -224,6 +190,49 @@ async fn run(c: &mut Client, request: Request) -> Result<Done, tonic::Status> {
             Done::Costs(costs)
         }
     })
+}
+
+async fn checkpoints(c: &mut Client, id: String) -> Result<Done, tonic::Status> {
+    let resp = c
+        .list_checkpoints(pb::ListCheckpointsRequest {
+            id: id.clone(),
+            stat: true,
+        })
+        .await?
+        .into_inner();
+    Ok(Done::Checkpoints {
+        id,
+        text: checkpoints_text(&resp),
+    })
+}
+
+async fn rewind(
+    c: &mut Client,
+    id: String,
+    to: u32,
+    scope: pb::RewindScope,
+) -> Result<Done, tonic::Status> {
+    let resp = c
+        .rewind_agent(pb::RewindAgentRequest {
+            id,
+            to_turn: to,
+            scope: scope as i32,
+            force: false,
+        })
+        .await?
+        .into_inner();
+    let a = resp.agent.unwrap_or_default();
+    Ok(Done::Said(format!(
+        "{} rewound to the beginning of turn {to}: {} written back, {} removed{}",
+        a.short_id,
+        resp.written.len(),
+        resp.removed.len(),
+        if resp.conversation {
+            "; its next request starts there"
+        } else {
+            ""
+        }
+    )))
 }
 
 /// The checkpoints as lines: each turn, whether its files were recorded,

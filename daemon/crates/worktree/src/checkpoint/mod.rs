@@ -82,8 +82,12 @@ fn now_ns() -> i128 {
 }
 
 impl Shadow {
-    /// The store at `dir`, made if missing.
+    /// The store at `dir`, made if missing (private: the daemon's).
     pub fn open(dir: &Path) -> Result<Shadow, WorktreeError> {
+        agentd_sandbox::umask::as_the_daemon(|| Shadow::open_private(dir))
+    }
+
+    fn open_private(dir: &Path) -> Result<Shadow, WorktreeError> {
         let repo = match Repository::open_bare(dir) {
             Ok(r) => r,
             Err(_) => {
@@ -136,6 +140,15 @@ impl Shadow {
     /// Records `workspace` as checkpoint `name` (replacing one of that
     /// name) with `message`.
     pub fn record(
+        &self,
+        workspace: &Path,
+        name: &str,
+        message: &str,
+    ) -> Result<Recorded, WorktreeError> {
+        agentd_sandbox::umask::as_the_daemon(|| self.record_private(workspace, name, message))
+    }
+
+    fn record_private(
         &self,
         workspace: &Path,
         name: &str,
@@ -274,6 +287,10 @@ impl Shadow {
 
     /// Forgets checkpoint `name` (its objects go at the next `collect`).
     pub fn forget(&self, name: &str) -> Result<(), WorktreeError> {
+        agentd_sandbox::umask::as_the_daemon(|| self.forget_private(name))
+    }
+
+    fn forget_private(&self, name: &str) -> Result<(), WorktreeError> {
         match self.repo.find_reference(&format!("{REFS}{name}")) {
             Ok(mut r) => r.delete().map_err(git_err("cannot forget a checkpoint")),
             Err(_) => Ok(()),
@@ -283,6 +300,10 @@ impl Shadow {
     /// Drops the objects no checkpoint needs (git's own collector, run on
     /// the daemon's own store with its own config only).
     pub fn collect(&self) -> Result<(), WorktreeError> {
+        agentd_sandbox::umask::as_the_daemon(|| self.collect_private())
+    }
+
+    fn collect_private(&self) -> Result<(), WorktreeError> {
         let out = std::process::Command::new("git")
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
