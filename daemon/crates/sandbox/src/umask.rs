@@ -64,6 +64,26 @@ pub fn as_the_person<R>(work: impl FnOnce() -> R) -> R {
     work()
 }
 
+/// Runs `work` with the daemon's own mask (077) on a thread that may be
+/// working with the person's (`as_the_person`): what it makes is the
+/// daemon's (a checkpoint store written in the middle of a rewind). On a
+/// thread without a context of its own the mask is the daemon's already,
+/// and nothing changes.
+pub fn as_the_daemon<R>(work: impl FnOnce() -> R) -> R {
+    if !OWN_FS.with(std::cell::Cell::get) {
+        return work();
+    }
+    let before = nix::sys::stat::umask(Mode::from_bits_truncate(0o077));
+    struct Restore(Mode);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            nix::sys::stat::umask(self.0);
+        }
+    }
+    let _restore = Restore(before);
+    work()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -89,24 +109,4 @@ mod tests {
         assert_eq!(mode(&dir.path().join("person")), 0o644);
         assert_eq!(mode(&dir.path().join("after")), 0o600);
     }
-}
-
-/// Runs `work` with the daemon's own mask (077) on a thread that may be
-/// working with the person's (`as_the_person`): what it makes is the
-/// daemon's (a checkpoint store written in the middle of a rewind). On a
-/// thread without a context of its own the mask is the daemon's already,
-/// and nothing changes.
-pub fn as_the_daemon<R>(work: impl FnOnce() -> R) -> R {
-    if !OWN_FS.with(std::cell::Cell::get) {
-        return work();
-    }
-    let before = nix::sys::stat::umask(Mode::from_bits_truncate(0o077));
-    struct Restore(Mode);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            nix::sys::stat::umask(self.0);
-        }
-    }
-    let _restore = Restore(before);
-    work()
 }
