@@ -504,3 +504,41 @@ fn test_stall(_path: &str) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn pruning_keeps_the_newest_turns_and_the_end_in_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let shadow = Shadow::open(&dir.path().join("s.git")).unwrap();
+        let turns = |s: &Shadow| -> Vec<String> {
+            s.list()
+                .unwrap()
+                .into_iter()
+                .map(|c| c.name)
+                .filter(|n| n.starts_with("turn-"))
+                .collect()
+        };
+        for seq in 0..11u64 {
+            std::fs::write(ws.join("f"), seq.to_string()).unwrap();
+            shadow.record(&ws, &turn_name(seq), "t").unwrap();
+            prune(&shadow, 10).unwrap();
+        }
+        // Within the batch's slack (keep + keep/10): nothing goes yet.
+        assert_eq!(turns(&shadow).len(), 11);
+        shadow.record(&ws, END, "end").unwrap();
+        std::fs::write(ws.join("f"), "11").unwrap();
+        shadow.record(&ws, &turn_name(11), "t").unwrap();
+        prune(&shadow, 10).unwrap();
+        let kept = turns(&shadow);
+        assert_eq!(kept.len(), 10);
+        assert_eq!(kept[0], turn_name(2), "the oldest went");
+        assert!(shadow.tree(END).is_some(), "the end is not a turn");
+    }
+}
