@@ -102,6 +102,9 @@ pub struct Config {
     pub retry: RetryPolicy,
     /// Checkpoints of agents' workspaces (DESIGN §23).
     pub checkpoints: CheckpointsConfig,
+    /// Permission rules in Claude Code's syntax (DESIGN §24), besides
+    /// those of `~/.claude/settings.json`.
+    pub permissions: PermissionsConfig,
     pub secrets: SecretsConfig,
     /// Prices by `"<scheme>:<model>"` (or a prefix ending in `*`), USD per
     /// million tokens:
@@ -205,6 +208,7 @@ impl Default for Config {
             openai: ProviderConfig::default(),
             retry: RetryPolicy::default(),
             checkpoints: CheckpointsConfig::default(),
+            permissions: PermissionsConfig::default(),
             prices: BTreeMap::new(),
             models: BTreeMap::new(),
             mcp_servers: Vec::new(),
@@ -227,6 +231,15 @@ impl Default for CheckpointsConfig {
     fn default() -> Self {
         CheckpointsConfig { keep: 200 }
     }
+}
+
+/// `[permissions]`: `allow`, `ask`, `deny` rules (DESIGN §24).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PermissionsConfig {
+    pub allow: Vec<String>,
+    pub ask: Vec<String>,
+    pub deny: Vec<String>,
 }
 
 fn env(name: &str) -> Option<String> {

@@ -55,6 +55,7 @@ mod registry;
 mod release;
 mod reload;
 mod resolve;
+mod rules;
 mod run;
 mod run_tasks;
 mod settings;

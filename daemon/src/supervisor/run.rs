@@ -102,6 +102,7 @@ impl Supervisor {
                     tool_env: sup.settings.tool_env().clone(),
                     egress,
                     git: None,
+                    rules: Arc::from(Vec::new()),
                 },
                 runner,
             };
@@ -189,7 +190,14 @@ impl Supervisor {
     /// `setup` with its agent's git quarantine readied (DESIGN §23); the
     /// run's failure, saying why, when it cannot be.
     async fn with_quarantine(&self, mut setup: RunSetup) -> Result<RunSetup, Box<Finished>> {
-        match self.ready_quarantine(&setup.core.record).await {
+        let readied = match self.rules_for(&setup.core.record) {
+            Ok(rules) => {
+                setup.core.rules = rules.into();
+                self.ready_quarantine(&setup.core.record).await
+            }
+            Err(why) => Err(why),
+        };
+        match readied {
             Ok(git) => {
                 setup.core.git = git;
                 Ok(setup)

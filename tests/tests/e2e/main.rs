@@ -30,6 +30,7 @@ mod forks;
 mod fuzz_api;
 mod git_quarantine;
 mod grpc_wire;
+mod guardrails;
 mod hostile_repo;
 mod hostile_text;
 mod instructions;

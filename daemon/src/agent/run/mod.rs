@@ -44,6 +44,8 @@ pub struct CoreSetup {
     pub egress: Arc<dyn crate::network::Egress>,
     /// Its git quarantine (DESIGN §23), when it commits through one.
     pub git: Option<crate::sandbox::GitQuarantine>,
+    /// The permission rules its calls are put to (DESIGN §24).
+    pub rules: Arc<[agentd_rules::Rule]>,
 }
 
 /// One run's shared state; see the module header.
@@ -63,6 +65,8 @@ pub struct RunCore {
     pub(in crate::agent) next_seq: u64,
     /// The entry whose turn this run last checkpointed.
     checkpointed: Option<u64>,
+    /// The permission rules its calls are put to before its mode.
+    pub(in crate::agent) rules: Arc<[agentd_rules::Rule]>,
 }
 
 /// What a finished run hands back to the supervisor, which records it.
@@ -87,6 +91,7 @@ impl RunCore {
             spool: setup.spool,
             next_seq,
             checkpointed: None,
+            rules: setup.rules,
         }
     }
 

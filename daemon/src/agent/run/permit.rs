@@ -10,9 +10,46 @@ use crate::domain::{Status, ToolRef};
 use crate::tools::ToolOutput;
 
 impl RunCore {
-    /// What the permission mode says of a call of `tool`; `mcp_read_only`:
-    /// an MCP tool that says it only reads.
-    pub(in crate::agent) fn gate(&self, tool: &ToolRef, mcp_read_only: bool) -> Gate {
+    /// What the permission rules (DESIGN §24), then the permission mode,
+    /// say of a call of `tool` with `input`; `mcp_read_only`: an MCP tool
+    /// that says it only reads. A deny holds in every mode; an ask asks in
+    /// every mode but bypass; an allow lets it run without asking (plan
+    /// mode still refuses what it refuses).
+    pub(in crate::agent) fn gate(
+        &self,
+        tool: &ToolRef,
+        mcp_read_only: bool,
+        input: &Value,
+    ) -> Gate {
+        let by_mode = self.mode_gate(tool, mcp_read_only);
+        let home = std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_default();
+        let call = agentd_rules::Call {
+            tool: tool.as_str(),
+            input,
+            cwd: &self.record.cwd,
+            home: &home,
+        };
+        match agentd_rules::decide(&self.rules, &call) {
+            agentd_rules::Decision::Deny(rule) => Gate::Refuse(format!(
+                "denied by {} in {}: this call is not run.",
+                rule.text, rule.source
+            )),
+            agentd_rules::Decision::Ask(_)
+                if by_mode == Gate::Allow
+                    && self.record.permission_mode == crate::domain::PermissionMode::Bypass =>
+            {
+                by_mode
+            }
+            agentd_rules::Decision::Ask(_) if matches!(by_mode, Gate::Refuse(_)) => by_mode,
+            agentd_rules::Decision::Ask(_) => Gate::Ask,
+            agentd_rules::Decision::Allow(_) if by_mode == Gate::Ask => Gate::Allow,
+            _ => by_mode,
+        }
+    }
+
+    fn mode_gate(&self, tool: &ToolRef, mcp_read_only: bool) -> Gate {
         match tool {
             ToolRef::Builtin(t) => permission::gate(&self.record, *t),
             ToolRef::Mcp(m) => permission::gate_mcp(&self.record, m, mcp_read_only),

@@ -1,0 +1,103 @@
+//! Permission rules people keep for Claude Code (DESIGN §24), end to end:
+//! `~/.claude/settings.json`, agentd's `[permissions]` and a repository's
+//! `.claude/settings.json`, against scripted agents.
+
+#![allow(clippy::unwrap_used)] // Tests: a panic is the failure report.
+
+use agentd_e2e::script::bash_each;
+use agentd_e2e::{Env, tool_results};
+
+fn run(env: &Env, commands: &[String], flags: &[&str]) -> (String, Vec<(bool, String)>) {
+    let model = env.script("rules.json", &bash_each(commands));
+    let id = env.start_model(&model, flags);
+    env.ctl(&["wait", &id]);
+    let got = tool_results(&env.transcript(&id));
+    (id, got)
+}
+
+#[test]
+fn a_users_deny_holds_in_bypass_and_names_its_rule_and_file() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"permissions": {"deny": ["Bash(rm:*)", "Read(*.env)"]}}"#,
+    )
+    .unwrap();
+    let p = env.project();
+    std::fs::write(p.join("keep.txt"), "x").unwrap();
+    let _daemon = env.start_daemon();
+    let commands = [
+        "rm keep.txt".to_string(),
+        "echo ok && timeout 5 rm -f keep.txt".to_string(),
+        "echo fine".to_string(),
+    ];
+    let (id, got) = run(&env, &commands, &["--permission-mode", "bypass"]);
+    assert_eq!(got.len(), 3, "{got:?}");
+    for (is_error, text) in &got[..2] {
+        assert!(*is_error, "{text}");
+        assert!(
+            text.contains("denied by Bash(rm:*) in ~/.claude/settings.json"),
+            "{text}"
+        );
+    }
+    assert!(!got[2].0 && got[2].1.contains("fine"), "{:?}", got[2]);
+    assert!(p.join("keep.txt").exists(), "nothing was removed");
+    assert_eq!(env.show(&id)["status"], "completed");
+}
+
+#[test]
+fn a_repositorys_deny_applies_and_its_allow_does_not() {
+    let env = Env::new();
+    let p = env.project();
+    agentd_e2e::gitrepo::init_repo(&p);
+    std::fs::create_dir_all(p.join(".claude")).unwrap();
+    std::fs::write(
+        p.join(".claude/settings.json"),
+        r#"{"permissions": {"deny": ["Bash(curl:*)"], "allow": ["Bash"]}}"#,
+    )
+    .unwrap();
+    // agentd's own allow applies.
+    env.write_config("[permissions]\nallow = [\"Bash(echo:*)\"]\n");
+    let _daemon = env.start_daemon();
+    let commands = [
+        "curl http://example.com".to_string(),
+        "echo mine".to_string(),
+    ];
+    let (_, got) = run(&env, &commands, &["--permission-mode", "default"]);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(
+        got[0].0 && got[0].1.contains("denied by Bash(curl:*)"),
+        "{:?}",
+        got[0]
+    );
+    assert!(got[0].1.contains(".claude/settings.json"), "{:?}", got[0]);
+    // Allowed by config.toml without an ask (in default mode Bash asks).
+    assert!(!got[1].0 && got[1].1.contains("mine"), "{:?}", got[1]);
+    // The repository's `allow: ["Bash"]` is not applied: `ls` asks.
+    let model = env.script("ls.json", &bash_each(&["ls".to_string()]));
+    let id = env.start_model(&model, &["--permission-mode", "default"]);
+    env.wait_for_agent(&id, "its ask", |a| a["status"] == "waiting");
+    env.ctl(&["stop", &id]).expect_code(0);
+}
+
+#[test]
+fn a_malformed_rule_fails_the_run_naming_the_file_and_the_rule() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"permissions": {"deny": ["Bash(rm:*"]}}"#,
+    )
+    .unwrap();
+    let _daemon = env.start_daemon();
+    let (id, got) = run(&env, &["echo never".to_string()], &[]);
+    assert!(got.is_empty(), "nothing ran: {got:?}");
+    let shown = env.show(&id);
+    assert_eq!(shown["status"], "failed", "{shown}");
+    let error = shown["error"].as_str().unwrap();
+    assert!(
+        error.contains("~/.claude/settings.json") && error.contains("\"Bash(rm:*\""),
+        "{error}"
+    );
+}
