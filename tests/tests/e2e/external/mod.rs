@@ -9,3 +9,4 @@ pub(crate) mod costs;
 pub(crate) mod gemini;
 pub(crate) mod homes;
 pub(crate) mod reload;
+pub(crate) mod rules;
