@@ -71,6 +71,8 @@ pub enum Command {
     Checkpoints(commands::checkpoints::Args),
     /// Put an agent back to how things were when a turn began: its files, its conversation, or both.
     Rewind(commands::rewind::Args),
+    /// The permission rules (Claude Code's settings.json syntax) an agent started here is put to.
+    Rules(commands::rules::Args),
     /// A terminal dashboard: every agent as a tree, the selected one's live output, keys to steer them (see --help for the keys).
     Ui(ui::Args),
     /// Follow lifecycle events of all agents (created, status, notifications).

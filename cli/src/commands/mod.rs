@@ -22,6 +22,7 @@ pub mod one_shot;
 pub mod pause;
 pub mod rewind;
 pub mod rm;
+pub mod rules;
 pub mod run;
 pub mod send;
 pub mod service;

@@ -456,6 +456,33 @@ impl AgentService for AgentApi {
         }))
     }
 
+    async fn list_rules(
+        &self,
+        req: Request<pb::ListRulesRequest>,
+    ) -> Result<Response<pb::ListRulesResponse>, Status> {
+        let cwd = std::path::PathBuf::from(req.into_inner().cwd);
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(Status::invalid_argument(
+                "cwd must be an absolute path of a directory",
+            ));
+        }
+        let rules = self
+            .sup
+            .rules_at(&cwd)
+            .map_err(crate::error::AgentdError::refused)?;
+        Ok(Response::new(pb::ListRulesResponse {
+            rules: rules
+                .into_iter()
+                .map(|(r, applies)| pb::PermissionRule {
+                    kind: r.kind.as_str().to_string(),
+                    rule: r.text,
+                    source: r.source,
+                    applies,
+                })
+                .collect(),
+        }))
+    }
+
     async fn get_network_policy(
         &self,
         _req: Request<pb::GetNetworkPolicyRequest>,

@@ -42,13 +42,24 @@ impl Supervisor {
     /// The rules for `record`'s run; the error says which rules are
     /// malformed and where.
     pub(super) fn rules_for(&self, record: &AgentRecord) -> Result<Vec<Rule>, String> {
+        let all = self.rules_at(&record.cwd)?;
+        Ok(all
+            .into_iter()
+            .filter(|(_, applies)| *applies)
+            .map(|(r, _)| r)
+            .collect())
+    }
+
+    /// `ListRules`: every rule an agent started in `cwd` is put to, and
+    /// whether it applies.
+    pub fn rules_at(&self, cwd: &Path) -> Result<Vec<(Rule, bool)>, String> {
         let mut rules = Vec::new();
         let mut errors = Vec::new();
         let mut take = |got: Result<Vec<Rule>, Vec<String>>, only_tighten: bool| match got {
-            Ok(r) => rules.extend(
-                r.into_iter()
-                    .filter(|r| !only_tighten || r.kind != Kind::Allow),
-            ),
+            Ok(r) => rules.extend(r.into_iter().map(|r| {
+                let applies = !only_tighten || r.kind != Kind::Allow;
+                (r, applies)
+            })),
             Err(e) => errors.extend(e),
         };
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
@@ -73,7 +84,7 @@ impl Supervisor {
             settings::from_lists(&p.allow, &p.ask, &p.deny, "config.toml", &config_dir),
             false,
         );
-        if let Some(root) = repo_root(&record.cwd) {
+        if let Some(root) = repo_root(cwd) {
             for name in [".claude/settings.json", ".claude/settings.local.json"] {
                 let shown = root.join(name).display().to_string();
                 take(file_rules(&root.join(name), &shown, &root), true);

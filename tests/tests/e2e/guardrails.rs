@@ -101,3 +101,62 @@ fn a_malformed_rule_fails_the_run_naming_the_file_and_the_rule() {
         "{error}"
     );
 }
+
+#[test]
+fn rules_list_shows_every_rule_its_file_and_whether_it_applies() {
+    let env = Env::new();
+    let p = env.project();
+    agentd_e2e::gitrepo::init_repo(&p);
+    std::fs::create_dir_all(p.join(".claude")).unwrap();
+    std::fs::write(
+        p.join(".claude/settings.local.json"),
+        r#"{"permissions": {"allow": ["Bash"], "ask": ["Bash(git push:*)"]}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"permissions": {"deny": ["Read(~/.ssh/**)"]}}"#,
+    )
+    .unwrap();
+    let _daemon = env.start_daemon();
+    let rows = env.ctl(&["rules", "list", "--json"]).expect_code(0).json();
+    let rows: Vec<(String, String, bool)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_string(),
+                r["rule"].as_str().unwrap().to_string(),
+                r["applies"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("deny".to_string(), "Read(~/.ssh/**)".to_string(), true),
+            ("allow".to_string(), "Bash".to_string(), false),
+            ("ask".to_string(), "Bash(git push:*)".to_string(), true),
+        ]
+    );
+    let text = env.ctl(&["rules", "list"]).expect_code(0).stdout.clone();
+    assert!(
+        text.contains("not applied") && text.contains("settings.local.json"),
+        "{text}"
+    );
+    // A malformed rule is named, with its file.
+    std::fs::write(
+        p.join(".claude/settings.json"),
+        r#"{"permissions": {"deny": ["Bash(rm"]}}"#,
+    )
+    .unwrap();
+    let out = env.ctl(&["rules", "list"]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("\"Bash(rm\"") && out.stderr.contains(".claude/settings.json"),
+        "{}",
+        out.stderr
+    );
+}
