@@ -160,3 +160,48 @@ fn rules_list_shows_every_rule_its_file_and_whether_it_applies() {
         out.stderr
     );
 }
+
+#[test]
+fn a_deny_holds_for_a_fork_whatever_its_tools_say() {
+    use agentd_e2e::forking::TAG;
+    use agentd_e2e::mock::{MODEL, MockServer, Reply};
+    use serde_json::json;
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    env.write_config(agentd_e2e::FAST_RETRY);
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"permissions": {"deny": ["Bash(rm:*)"]}}"#,
+    )
+    .unwrap();
+    std::fs::write(env.project().join("keep.txt"), "x").unwrap();
+    mock.respond_with(|r| {
+        let last = r.messages().last()?;
+        if !tool_results(std::slice::from_ref(last)).is_empty() {
+            return Some(Reply::text("done"));
+        }
+        if r.json.to_string().contains(TAG) {
+            return Some(Reply::tool("f1", "Bash", json!({"command": "rm keep.txt"})));
+        }
+        Some(Reply::text("looked"))
+    });
+    let _daemon = env.start_daemon();
+    let boss = env.run_background(MODEL, "boss", "look around");
+    env.ctl(&["wait", &boss]).expect_code(0);
+    let out = env.ctl(&[
+        "fork",
+        "boss",
+        "--tools",
+        "Bash",
+        "--background",
+        "clean up",
+    ]);
+    out.expect_code(0);
+    let fork = out.stdout.trim().to_string();
+    env.ctl(&["wait", &fork]).expect_code(0);
+    let got = tool_results(&env.transcript(&fork));
+    let last = got.last().unwrap();
+    assert!(last.0 && last.1.contains("denied by Bash(rm:*)"), "{got:?}");
+    assert!(env.project().join("keep.txt").exists());
+}
