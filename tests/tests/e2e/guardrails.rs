@@ -205,3 +205,51 @@ fn a_deny_holds_for_a_fork_whatever_its_tools_say() {
     assert!(last.0 && last.1.contains("denied by Bash(rm:*)"), "{got:?}");
     assert!(env.project().join("keep.txt").exists());
 }
+
+#[test]
+fn a_deny_holds_for_a_subagent() {
+    use agentd_e2e::mock::{MODEL, MockMessage, MockServer, Reply, prompt_of};
+    use agentd_e2e::parent;
+    use serde_json::json;
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    env.write_config(agentd_e2e::FAST_RETRY);
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"permissions": {"deny": ["Bash(rm:*)"]}}"#,
+    )
+    .unwrap();
+    std::fs::write(env.project().join("keep.txt"), "x").unwrap();
+    mock.respond_with(|r| {
+        if !prompt_of(r).contains("CHILD") {
+            return None;
+        }
+        let last = r.messages().last()?;
+        if tool_results(std::slice::from_ref(last)).is_empty() {
+            Some(Reply::tool("c1", "Bash", json!({"command": "rm keep.txt"})))
+        } else {
+            Some(Reply::text("child done"))
+        }
+    });
+    parent::answers(
+        &mock,
+        MockMessage::text("delegating").with(parent::agent_call("CHILD clean up", false)),
+        Reply::text("ok"),
+    );
+    let _daemon = env.start_daemon();
+    let boss = env.run_background(MODEL, "boss", "PARENT delegate");
+    env.ctl(&["wait", &boss]).expect_code(0);
+    let child = env
+        .agents()
+        .into_iter()
+        .find(|a| a["parent_id"].as_str() == Some(boss.as_str()))
+        .unwrap();
+    let got = tool_results(&env.transcript(child["id"].as_str().unwrap()));
+    assert!(
+        got.first()
+            .is_some_and(|(e, t)| *e && t.contains("denied by Bash(rm:*)")),
+        "{got:?}"
+    );
+    assert!(env.project().join("keep.txt").exists());
+}
