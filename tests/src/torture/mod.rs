@@ -429,6 +429,7 @@ pub fn run(opts: &Options) -> Report {
                 &env.project(),
                 &merge_repo,
             );
+            cycle.disk_fills = opts.disk_full;
             let ballast = fill.and_then(|leave| disk.as_ref().map(|d| d.fill(leave)));
             while !killer.is_finished() {
                 // The daemon answers everyone, whoever stopped reading.

@@ -79,6 +79,10 @@ pub struct Cycle {
     /// Rewinds asked for, and answered as done.
     pub rewinds: u64,
     pub rewound: u64,
+    /// The data directory's disk fills in this run: a turn whose
+    /// checkpoint could not be written has none, and its rewind is
+    /// refused saying so.
+    pub disk_fills: bool,
 }
 
 impl Cycle {
@@ -107,6 +111,7 @@ impl Cycle {
             merged: 0,
             rewinds: 0,
             rewound: 0,
+            disk_fills: false,
         }
     }
 
@@ -356,6 +361,7 @@ impl Cycle {
             .rewound
             .push((lane.clone(), std::path::PathBuf::from(&agent.cwd)));
         self.rewinds += 1;
+        let lane_id = lane.clone();
         match self
             .client
             .rewind_agent(pb::RewindAgentRequest {
@@ -378,6 +384,18 @@ impl Cycle {
                         | tonic::Code::Cancelled
                         | tonic::Code::ResourceExhausted
                 ) => {}
+            // The disk was full when its first turn began: no checkpoint
+            // was written (the daemon said so, and logged it), so nothing
+            // is rewound.
+            Err(s)
+                if self.disk_fills
+                    && s.code() == tonic::Code::FailedPrecondition
+                    && s.message().contains("has no checkpoint of its files") =>
+            {
+                let mut ledger = self.ledger.lock();
+                ledger.rewound.retain(|(id, _)| id != &lane_id);
+                ledger.rewind_lane = None;
+            }
             Err(s) => {
                 self.refusals
                     .push(format!("RewindAgent: {:?} {}", s.code(), s.message()));
