@@ -13,21 +13,46 @@ use agentd_rules::{Kind, Rule, settings};
 use super::Supervisor;
 use crate::domain::AgentRecord;
 
-/// Reads one settings file's rules; a missing file has none.
-fn file_rules(path: &Path, shown: &str, root: &Path) -> Result<Vec<Rule>, Vec<String>> {
-    let text = match agentd_sandbox::beneath::open_regular(path) {
-        Ok(f) => {
-            use std::io::Read as _;
-            let mut text = String::new();
-            f.take(1024 * 1024)
-                .read_to_string(&mut text)
-                .map_err(|e| vec![format!("cannot read {shown}: {e}")])?;
-            text
+/// The most of a settings file agentd reads.
+const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
+/// Reads the settings file `rel` of the directory `dir`: a regular file of
+/// at most 1 MiB, opened without blocking; with `contained` (a cloned
+/// repository's: it can put anything there) through no link out of `dir`.
+/// The person's own file may be a link to their dotfiles. A missing file
+/// has no rules.
+fn file_rules(
+    dir: &Path,
+    rel: &str,
+    shown: &str,
+    contained: bool,
+) -> Result<Vec<Rule>, Vec<String>> {
+    use agentd_sandbox::beneath::{self, ContainedRead, read_contained};
+    let read = if contained {
+        read_contained(dir, &dir.join(rel), MAX_SETTINGS_BYTES)
+    } else {
+        match beneath::open_regular(&dir.join(rel)) {
+            Ok(f) => {
+                beneath::read_capped(f.into(), MAX_SETTINGS_BYTES).map_err(ContainedRead::Refused)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ContainedRead::Missing),
+            Err(e) => Err(ContainedRead::Refused(beneath::Unreadable::Io(e))),
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(vec![format!("cannot read {shown}: {e}")]),
     };
-    settings::from_settings_json(&text, shown, root).map(|f| f.rules)
+    let bytes = match read {
+        Ok(b) => b,
+        Err(ContainedRead::Missing) => return Ok(Vec::new()),
+        Err(ContainedRead::Outside) => {
+            return Err(vec![format!(
+                "{shown} leads out of its directory through a link; agentd does not follow it"
+            )]);
+        }
+        Err(ContainedRead::Refused(why)) => {
+            return Err(vec![format!("cannot read {shown}: {why}")]);
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    settings::from_settings_json(&text, shown, dir).map(|f| f.rules)
 }
 
 /// The repository root `cwd` lies in (its main checkout's working tree).
@@ -65,9 +90,10 @@ impl Supervisor {
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
             take(
                 file_rules(
-                    &home.join(".claude/settings.json"),
-                    "~/.claude/settings.json",
                     &home,
+                    ".claude/settings.json",
+                    "~/.claude/settings.json",
+                    false,
                 ),
                 false,
             );
@@ -87,7 +113,7 @@ impl Supervisor {
         if let Some(root) = repo_root(cwd) {
             for name in [".claude/settings.json", ".claude/settings.local.json"] {
                 let shown = root.join(name).display().to_string();
-                take(file_rules(&root.join(name), &shown, &root), true);
+                take(file_rules(&root, name, &shown, true), true);
             }
         }
         if errors.is_empty() {

@@ -253,3 +253,32 @@ fn a_deny_holds_for_a_subagent() {
     );
     assert!(env.project().join("keep.txt").exists());
 }
+
+#[test]
+fn a_repositorys_settings_file_that_is_a_link_out_or_a_fifo_is_refused_unread() {
+    let env = Env::new();
+    let p = env.project();
+    agentd_e2e::gitrepo::init_repo(&p);
+    std::fs::create_dir_all(p.join(".claude")).unwrap();
+    // A link out of the repository (to a secret, say), then a FIFO.
+    let secret = env.root.path().join("secret.json");
+    std::fs::write(&secret, r#"{"permissions": {"allow": ["Bash"]}}"#).unwrap();
+    std::os::unix::fs::symlink(&secret, p.join(".claude/settings.json")).unwrap();
+    let _daemon = env.start_daemon();
+    let out = env.ctl(&["rules", "list"]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("leads out of its directory"),
+        "{}",
+        out.stderr
+    );
+    std::fs::remove_file(p.join(".claude/settings.json")).unwrap();
+    nix::unistd::mkfifo(
+        &p.join(".claude/settings.json"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let out = env.ctl(&["rules", "list"]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+}

@@ -58,8 +58,17 @@ pub fn check(
         return Ok(());
     }
     conflicts.sort();
+    // Named, but not all of thousands.
+    const SHOWN: usize = 20;
+    let more = conflicts.len().saturating_sub(SHOWN);
+    conflicts.truncate(SHOWN);
+    let and_more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
     Err(WorktreeError::refused(format!(
-        "changed since the agent last worked here, so a rewind would lose it: {}; pass --force to rewind them too",
+        "changed since the agent last worked here, so a rewind would lose it: {}{and_more}; pass --force to rewind them too",
         conflicts.join(", ")
     )))
 }
