@@ -47,11 +47,12 @@ pub trait AgentHost: Send + Sync + 'static {
     /// Runs a tool that acts on other agents.
     fn run_orchestration<'a>(&'a self, call: OrchestrationCall<'a>) -> BoxFuture<'a, ToolOutput>;
 
-    /// Records the agent's workspace as the checkpoint of the user turn
-    /// that entry `seq` began, before anything of the turn runs (DESIGN
-    /// §23); once — a turn's checkpoint is never replaced. A failure is
-    /// the host's to log: the turn goes on.
-    fn checkpoint<'a>(&'a self, agent: &'a AgentRecord, seq: u64) -> BoxFuture<'a, ()> {
+    /// A user turn begins with entry `seq`, before anything of it runs
+    /// (DESIGN §23): the host takes in what the agent committed in the
+    /// turn before and records the workspace as this turn's checkpoint
+    /// (once — a turn's checkpoint is never replaced). Failures are the
+    /// host's to log: the turn goes on.
+    fn turn_begins<'a>(&'a self, agent: &'a AgentRecord, seq: u64) -> BoxFuture<'a, ()> {
         let _ = (agent, seq);
         Box::pin(async {})
     }

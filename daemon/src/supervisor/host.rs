@@ -32,7 +32,7 @@ impl AgentHost for SupervisorHost {
         Box::pin(self.0.run_orchestration_tool(call))
     }
 
-    fn checkpoint<'a>(&'a self, agent: &'a AgentRecord, seq: u64) -> BoxFuture<'a, ()> {
+    fn turn_begins<'a>(&'a self, agent: &'a AgentRecord, seq: u64) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             // A turn boundary: what the agent committed in the turn before
             // goes onto its branch, then the workspace is recorded.

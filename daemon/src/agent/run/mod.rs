@@ -147,7 +147,7 @@ impl RunCore {
         {
             return;
         }
-        self.host.checkpoint(&self.record, seq).await;
+        self.host.turn_begins(&self.record, seq).await;
         self.checkpointed = Some(seq);
     }
 

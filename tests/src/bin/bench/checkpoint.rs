@@ -12,34 +12,14 @@
 //! every other iteration. Set `TMPDIR=/dev/shm` to take the disk out.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agentd::worktree::checkpoint::Shadow;
 
+use super::worktree::git;
 use super::{arg, ms, percentile, walk_size};
 
 const DIRS: usize = 100;
-
-fn git(cwd: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(cwd)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "b")
-        .env("GIT_AUTHOR_EMAIL", "b@x")
-        .env("GIT_COMMITTER_NAME", "b")
-        .env("GIT_COMMITTER_EMAIL", "b@x")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {} failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn make_repo(root: &Path, files: usize) {
     std::fs::create_dir_all(root).unwrap();

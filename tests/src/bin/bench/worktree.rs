@@ -43,12 +43,16 @@ struct Repo {
 
 /// Runs the git CLI in `cwd`, without the machine's or the user's config,
 /// and fails the bench if git does.
-fn git(cwd: &Path, args: &[&str]) {
+pub(super) fn git(cwd: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(args)
         .current_dir(cwd)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "b")
+        .env("GIT_AUTHOR_EMAIL", "b@x")
+        .env("GIT_COMMITTER_NAME", "b")
+        .env("GIT_COMMITTER_EMAIL", "b@x")
         .output()
         .expect("git runs");
     assert!(
