@@ -192,8 +192,10 @@ impl Supervisor {
             let mut previous = None;
             for turn in turns {
                 let tree = shadow.as_ref().and_then(|s| s.tree(&turn_name(turn.seq)));
-                let changed = match (&shadow, tree, stat) {
-                    (Some(s), Some(t), true) => s.changed(previous, t)?,
+                // The first checkpoint has nothing before it to differ from
+                // (its whole workspace is not a change).
+                let changed = match (&shadow, tree, previous, stat) {
+                    (Some(s), Some(t), Some(p), true) => s.changed(Some(p), t)?,
                     _ => Vec::new(),
                 };
                 if tree.is_some() {

@@ -108,6 +108,7 @@ fn every_turn_is_checkpointed_whatever_changed_the_files_and_rewind_code_puts_it
     assert_eq!(cps[0]["turn"], 1);
     assert!(cps[0]["message"].as_str().unwrap().contains("TURN1"));
     assert_eq!(cps[0]["has_files"], true);
+    assert_eq!(cps[0]["changed"], json!([]), "nothing before the first");
     // Turn 2 began after turn 1's Write.
     assert_eq!(
         cps[1]["changed"],
