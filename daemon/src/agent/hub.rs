@@ -231,6 +231,7 @@ mod tests {
             cache_point: None,
             compact: None,
             file_changes: Vec::new(),
+            rule_decisions: Vec::new(),
         })
     }
 

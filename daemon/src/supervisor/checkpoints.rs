@@ -416,6 +416,7 @@ impl Supervisor {
             cache_point: None,
             compact: None,
             file_changes: Vec::new(),
+            rule_decisions: Vec::new(),
         };
         let mut record = record;
         record.updated_at_ms = entry.created_at_ms;

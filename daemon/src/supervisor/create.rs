@@ -501,6 +501,7 @@ fn first_message(prompt: &str, record: &AgentRecord, now: i64) -> TranscriptEntr
         cache_point: None,
         compact: None,
         file_changes: Vec::new(),
+        rule_decisions: Vec::new(),
     }
 }
 

@@ -262,6 +262,7 @@ fn fork_entries(
         cache_point: None,
         compact: None,
         file_changes: Vec::new(),
+        rule_decisions: Vec::new(),
     });
     for (seq, m) in (1u64..).zip(conversation) {
         entries.push(TranscriptEntry {
@@ -274,6 +275,7 @@ fn fork_entries(
             cache_point: m.cache_point.map(|p| p as u32),
             compact: None,
             file_changes: Vec::new(),
+            rule_decisions: Vec::new(),
         });
     }
     if let (Some(wt), Some(last)) = (record.worktree.as_ref(), entries.last_mut()) {

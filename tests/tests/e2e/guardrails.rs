@@ -44,6 +44,22 @@ fn a_users_deny_holds_in_bypass_and_names_its_rule_and_file() {
     assert!(!got[2].0 && got[2].1.contains("fine"), "{:?}", got[2]);
     assert!(p.join("keep.txt").exists(), "nothing was removed");
     assert_eq!(env.show(&id)["status"], "completed");
+    // Each decision is in the transcript with its rule and file.
+    let decisions: Vec<(String, String, String)> = env
+        .transcript(&id)
+        .iter()
+        .flat_map(|e| e["rule_decisions"].as_array().cloned().unwrap_or_default())
+        .map(|d| {
+            let s = |k: &str| d[k].as_str().unwrap().to_string();
+            (s("verdict"), s("rule"), s("source"))
+        })
+        .collect();
+    let denied = (
+        "denied".to_string(),
+        "Bash(rm:*)".to_string(),
+        "~/.claude/settings.json".to_string(),
+    );
+    assert_eq!(decisions, [denied.clone(), denied], "one per denied call");
 }
 
 #[test]
@@ -64,7 +80,7 @@ fn a_repositorys_deny_applies_and_its_allow_does_not() {
         "curl http://example.com".to_string(),
         "echo mine".to_string(),
     ];
-    let (_, got) = run(&env, &commands, &["--permission-mode", "default"]);
+    let (first, got) = run(&env, &commands, &["--permission-mode", "default"]);
     assert_eq!(got.len(), 2, "{got:?}");
     assert!(
         got[0].0 && got[0].1.contains("denied by Bash(curl:*)"),
@@ -74,6 +90,13 @@ fn a_repositorys_deny_applies_and_its_allow_does_not() {
     assert!(got[0].1.contains(".claude/settings.json"), "{:?}", got[0]);
     // Allowed by config.toml without an ask (in default mode Bash asks).
     assert!(!got[1].0 && got[1].1.contains("mine"), "{:?}", got[1]);
+    // `log` says which rule decided each call, and where it was written.
+    let log = env.ctl(&["log", &first]).expect_code(0).stderr.clone();
+    assert!(
+        log.contains("· allowed by Bash(echo:*) in config.toml"),
+        "{log}"
+    );
+    assert!(log.contains("denied by Bash(curl:*) in "), "{log}");
     // The repository's `allow: ["Bash"]` is not applied: `ls` asks.
     let model = env.script("ls.json", &bash_each(&["ls".to_string()]));
     let id = env.start_model(&model, &["--permission-mode", "default"]);

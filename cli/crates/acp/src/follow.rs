@@ -19,7 +19,7 @@ use super::peer::{Peer, RpcError, code};
 use super::reconnect::Backoff;
 use super::resume::{Resume, Text};
 use super::session::{Session, Start, update};
-use super::tool_calls::ToolCalls;
+use super::tool_calls::{Beside, ToolCalls};
 use super::updates;
 use super::usage::UsageShown;
 use crate::autostart::Client;
@@ -243,7 +243,7 @@ impl Follow {
                 self.usage.response(usage, false);
             }
             if self.start == Start::Replay {
-                for u in self.calls.replay(role, &content, &entry.file_changes) {
+                for u in self.calls.replay(role, &content, Beside::of(entry)) {
                     self.update(u);
                 }
             }
@@ -251,7 +251,7 @@ impl Follow {
         }
         match role {
             "assistant" => self.assistant_entry(&content, entry.usage.as_ref()),
-            "user" => self.user_entry(&content, &entry.file_changes),
+            "user" => self.user_entry(&content, Beside::of(entry)),
             _ => {}
         }
     }
@@ -290,11 +290,11 @@ impl Follow {
     }
 
     /// Tool results, and the notifications that end background children's calls.
-    fn user_entry(&mut self, content: &[Value], changes: &[pb::FileChange]) {
+    fn user_entry(&mut self, content: &[Value], beside: Beside<'_>) {
         for block in content {
             match block["type"].as_str().unwrap_or_default() {
                 "tool_result" => {
-                    let u = self.calls.result(block, changes);
+                    let u = self.calls.result(block, beside);
                     self.update(u);
                 }
                 // A background child's notification ends its call.

@@ -15,6 +15,28 @@ use agentd_shared::proto as pb;
 use serde_json::{Value, json};
 
 use super::subagents::Subagents;
+
+/// What an entry of tool results holds beside its blocks.
+#[derive(Clone, Copy)]
+pub struct Beside<'a> {
+    pub changes: &'a [pb::FileChange],
+    pub decisions: &'a [pb::RuleDecision],
+}
+
+impl<'a> Beside<'a> {
+    #[cfg(test)]
+    pub const NONE: Beside<'static> = Beside {
+        changes: &[],
+        decisions: &[],
+    };
+
+    pub fn of(entry: &'a pb::TranscriptEntry) -> Self {
+        Beside {
+            changes: &entry.file_changes,
+            decisions: &entry.rule_decisions,
+        }
+    }
+}
 use super::updates;
 
 /// How an open call will end.
@@ -81,10 +103,20 @@ impl ToolCalls {
     /// The update for a tool_result, with the change recorded for it among
     /// `changes`. A launch in the background leaves its call open, to be
     /// ended by the child's notification (or, for now, by the turn's end).
-    pub fn result(&mut self, block: &Value, changes: &[pb::FileChange]) -> Value {
+    pub fn result(&mut self, block: &Value, beside: Beside<'_>) -> Value {
         let call = block["tool_use_id"].as_str().unwrap_or_default();
-        let mut update = updates::tool_result_update(block, updates::change_of(changes, call));
+        let mut update =
+            updates::tool_result_update(block, updates::change_of(beside.changes, call));
         let text = updates::result_text(block);
+        // What a permission rule decided, as `log` shows it (a deny says
+        // so in its result already).
+        for line in agentctl_core::view::rule_decision::lines_for(beside.decisions, call) {
+            if !text.contains(&line)
+                && let Some(content) = update["content"].as_array_mut()
+            {
+                content.push(json!({"type": "content", "content": {"type": "text", "text": line}}));
+            }
+        }
         // A background launch (an Agent call in the background, a fork, a
         // call moved to the background) names its task and promises a
         // notification.
@@ -146,12 +178,7 @@ impl ToolCalls {
     /// What a stored transcript entry shows when a session is loaded: the
     /// whole conversation, messages and tool calls with their results.
     /// `role` is the entry's role name ("user", "assistant", "system").
-    pub fn replay(
-        &mut self,
-        role: &str,
-        content: &[Value],
-        changes: &[pb::FileChange],
-    ) -> Vec<Value> {
+    pub fn replay(&mut self, role: &str, content: &[Value], beside: Beside<'_>) -> Vec<Value> {
         let mut out = Vec::new();
         for block in content {
             match (role, block["type"].as_str().unwrap_or_default()) {
@@ -162,7 +189,7 @@ impl ToolCalls {
                         None => out.push(updates::chunk("user_message_chunk", text)),
                     }
                 }
-                ("user", "tool_result") => out.push(self.result(block, changes)),
+                ("user", "tool_result") => out.push(self.result(block, beside)),
                 ("assistant", "text") => out.push(updates::chunk(
                     "agent_message_chunk",
                     block["text"].as_str().unwrap_or_default(),
@@ -188,11 +215,48 @@ mod tests {
     }
 
     #[test]
+    fn a_rules_decision_is_shown_with_the_result_it_governed() {
+        let mut c = calls();
+        let decision = |id: &str, verdict: pb::rule_decision::Verdict| pb::RuleDecision {
+            tool_use_id: id.into(),
+            verdict: verdict as i32,
+            rule: "Bash(echo:*)".into(),
+            source: "config.toml".into(),
+        };
+        let decisions = [
+            decision("t1", pb::rule_decision::Verdict::Allowed),
+            decision("t2", pb::rule_decision::Verdict::Denied),
+        ];
+        let beside = Beside {
+            changes: &[],
+            decisions: &decisions,
+        };
+        let u = c.result(
+            &json!({"type": "tool_result", "tool_use_id": "t1", "content": "hi"}),
+            beside,
+        );
+        let texts: Vec<&str> = u["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["content"]["text"].as_str())
+            .collect();
+        assert_eq!(texts, ["hi", "allowed by Bash(echo:*) in config.toml"]);
+        // A deny's result says so already: not twice.
+        let u = c.result(
+            &json!({"type": "tool_result", "tool_use_id": "t2", "is_error": true,
+                    "content": "denied by Bash(echo:*) in config.toml: this call is not run."}),
+            beside,
+        );
+        assert_eq!(u["content"].as_array().unwrap().len(), 1, "{u}");
+    }
+
+    #[test]
     fn a_background_agent_call_stays_open_until_its_notification() {
         let mut tasks = calls();
         let launch = json!({"type": "tool_result", "tool_use_id": "toolu_7", "content": [{"type": "text", "text":
             "Agent launched in the background.\ntask_id: 0190c0de-0000-7000-8000-000000000001\nYou will receive a <task-notification> when it finishes; do not poll it."}]});
-        let update = tasks.result(&launch, &[]);
+        let update = tasks.result(&launch, Beside::NONE);
         assert_eq!(update["status"], "in_progress");
         let note = "<task-notification>\n<task-id>0190c0de-0000-7000-8000-000000000001</task-id>\n<status>completed</status>\n<summary>Agent \"x\" completed</summary>\n<result>all 3 pass &lt;ok&gt;</result>\n</task-notification>";
         let end = tasks.notification(note).unwrap();
@@ -205,7 +269,7 @@ mod tests {
         let mut forks = calls();
         let fork = json!({"type": "tool_result", "tool_use_id": "toolu_f", "content":
             "Fork started — processing in background.\ntask_id: 0190c0de-0000-7000-8000-00000000000f\nThe fork has your whole conversation and works on its directive alone. You will receive a <task-notification> with its report when it finishes; do not poll it or do its task yourself."});
-        assert_eq!(forks.result(&fork, &[])["status"], "in_progress");
+        assert_eq!(forks.result(&fork, Beside::NONE)["status"], "in_progress");
         assert!(
             forks
                 .notification(&note.replace("0001", "000f"))
@@ -214,8 +278,12 @@ mod tests {
         // In a replay the notification ends the call instead of showing as
         // a message from the person.
         let mut tasks = calls();
-        let _ = tasks.replay("user", &[launch], &[]);
-        let shown = tasks.replay("user", &[json!({"type": "text", "text": note})], &[]);
+        let _ = tasks.replay("user", &[launch], Beside::NONE);
+        let shown = tasks.replay(
+            "user",
+            &[json!({"type": "text", "text": note})],
+            Beside::NONE,
+        );
         assert_eq!(shown[0]["sessionUpdate"], "tool_call_update");
     }
 
@@ -228,12 +296,9 @@ mod tests {
         let _ = tasks.call(&use_("bg", "Agent"), "pending");
         let _ = tasks.result(
             &json!({"type": "tool_result", "tool_use_id": "done", "content": "ok"}),
-            &[],
+            Beside::NONE,
         );
-        let _ = tasks.result(
-            &json!({"type": "tool_result", "tool_use_id": "bg", "content": "task_id: c1\n<task-notification> follows"}),
-            &[],
-        );
+        let _ = tasks.result(&json!({"type": "tool_result", "tool_use_id": "bg", "content": "task_id: c1\n<task-notification> follows"}), Beside::NONE);
         let ends = tasks.turn_ended();
         assert_eq!(
             ends,

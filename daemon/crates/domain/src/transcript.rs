@@ -99,6 +99,9 @@ pub struct TranscriptEntry {
     /// On a user entry of tool results: what each file tool call among
     /// them changed (the model is never sent these; clients show them).
     pub file_changes: Vec<super::ToolFileChange>,
+    /// On a user entry of tool results: what permission rules decided of
+    /// the calls among them (DESIGN §24). Not sent to the model.
+    pub rule_decisions: Vec<super::RuleDecision>,
 }
 
 /// What led to a compaction (DESIGN §17).

@@ -112,6 +112,7 @@ mod tests {
             cache_point: None,
             compact: None,
             file_changes: Vec::new(),
+            rule_decisions: Vec::new(),
         }
     }
 

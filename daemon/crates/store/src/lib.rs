@@ -81,6 +81,7 @@ pub(crate) fn test_entry(seq: u64, text: &str) -> crate::domain::TranscriptEntry
         cache_point: None,
         compact: None,
         file_changes: Vec::new(),
+        rule_decisions: Vec::new(),
     }
 }
 

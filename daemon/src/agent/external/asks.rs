@@ -85,7 +85,7 @@ impl ExternalDriver {
             ExternalDriver::call_input(turn, &request.call.id),
         );
         let allowed_before = self.core.record.always_allowed.len();
-        let gate = self.core.gate(&tool, false, &input);
+        let gate = self.core.gate(&tool, false, &input, &request.call.id);
         let asked = self.core.permit(gate, tool, &input, &request.call.id);
         let answer = match asked.await? {
             Err(stop) => {

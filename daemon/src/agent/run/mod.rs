@@ -67,6 +67,9 @@ pub struct RunCore {
     checkpointed: Option<u64>,
     /// The permission rules its calls are put to before its mode.
     pub(in crate::agent) rules: Arc<[agentd_rules::Rule]>,
+    /// What rules decided of calls whose results are not written yet: the
+    /// next entry of results carries them.
+    decisions: Vec<crate::domain::RuleDecision>,
 }
 
 /// What a finished run hands back to the supervisor, which records it.
@@ -92,6 +95,7 @@ impl RunCore {
             next_seq,
             checkpointed: None,
             rules: setup.rules,
+            decisions: Vec::new(),
         }
     }
 

@@ -6,21 +6,24 @@ use serde_json::Value;
 
 use super::{Halt, RunCore, RunEnd};
 use crate::agent::permission::{self, Answer, Gate};
-use crate::domain::{Status, ToolRef};
+use crate::domain::{RuleDecision, RuleVerdict, Status, ToolRef};
 use crate::tools::ToolOutput;
 
 impl RunCore {
     /// What the permission rules (DESIGN §24), then the permission mode,
-    /// say of a call of `tool` with `input`; `mcp_read_only`: an MCP tool
-    /// that says it only reads. A deny holds in every mode; an ask asks in
-    /// every mode but bypass; an allow lets it run without asking (plan
-    /// mode still refuses what it refuses).
+    /// say of the call `call_id` of `tool` with `input`; `mcp_read_only`:
+    /// an MCP tool that says it only reads. A deny holds in every mode; an
+    /// ask asks in every mode but bypass; an allow lets it run without
+    /// asking (plan mode still refuses what it refuses). What a rule
+    /// decided goes into the transcript with the call's result.
     pub(in crate::agent) fn gate(
-        &self,
+        &mut self,
         tool: &ToolRef,
         mcp_read_only: bool,
         input: &Value,
+        call_id: &str,
     ) -> Gate {
+        use agentd_rules::{Decision, Why};
         let by_mode = self.mode_gate(tool, mcp_read_only);
         let home = std::env::var_os("HOME")
             .map(std::path::PathBuf::from)
@@ -31,22 +34,41 @@ impl RunCore {
             cwd: &self.record.cwd,
             home: &home,
         };
-        match agentd_rules::decide(&self.rules, &call) {
-            agentd_rules::Decision::Deny(rule) => Gate::Refuse(format!(
-                "denied by {} in {}: this call is not run.",
-                rule.text, rule.source
-            )),
-            agentd_rules::Decision::Ask(_)
-                if by_mode == Gate::Allow
-                    && self.record.permission_mode == crate::domain::PermissionMode::Bypass =>
-            {
-                by_mode
+        let decision = agentd_rules::decide(&self.rules, &call);
+        let bypass = self.record.permission_mode == crate::domain::PermissionMode::Bypass;
+        let named = |r: &agentd_rules::Rule| (r.text.clone(), r.source.clone());
+        let (gate, verdict, (rule, source)) = match decision {
+            Decision::None => return by_mode,
+            Decision::Deny(r) => (
+                Gate::Refuse(format!(
+                    "denied by {} in {}: this call is not run.",
+                    r.text, r.source
+                )),
+                RuleVerdict::Denied,
+                named(r),
+            ),
+            // Bypass lets what the mode allows run; plan mode's refusal
+            // stands.
+            Decision::Ask(_) if by_mode == Gate::Allow && bypass => return by_mode,
+            Decision::Ask(_) if matches!(by_mode, Gate::Refuse(_)) => return by_mode,
+            Decision::Ask(Why::Rule(r)) => (Gate::Ask, RuleVerdict::Asked, named(r)),
+            Decision::Ask(Why::Unparsed(why)) => (
+                Gate::Ask,
+                RuleVerdict::Asked,
+                (why.to_string(), String::new()),
+            ),
+            Decision::Allow(r) if by_mode == Gate::Ask => {
+                (Gate::Allow, RuleVerdict::Allowed, named(r))
             }
-            agentd_rules::Decision::Ask(_) if matches!(by_mode, Gate::Refuse(_)) => by_mode,
-            agentd_rules::Decision::Ask(_) => Gate::Ask,
-            agentd_rules::Decision::Allow(_) if by_mode == Gate::Ask => Gate::Allow,
-            _ => by_mode,
-        }
+            Decision::Allow(_) => return by_mode,
+        };
+        self.decisions.push(RuleDecision {
+            tool_use_id: call_id.to_string(),
+            verdict,
+            rule,
+            source,
+        });
+        gate
     }
 
     fn mode_gate(&self, tool: &ToolRef, mcp_read_only: bool) -> Gate {

@@ -70,6 +70,7 @@ impl RunCore {
             cache_point: None,
             compact: None,
             file_changes: Vec::new(),
+            rule_decisions: Vec::new(),
         };
         self.append_entry(entry, consumed).await
     }
@@ -92,6 +93,7 @@ impl RunCore {
             cache_point: None,
             compact: None,
             file_changes,
+            rule_decisions: std::mem::take(&mut self.decisions),
         };
         self.append_entry(entry, consumed).await
     }

@@ -231,6 +231,7 @@ impl ModelDriver {
                 cache_point: None,
                 compact: Some(boundary.clone()),
                 file_changes: Vec::new(),
+                rule_decisions: Vec::new(),
             },
             &[],
         )

@@ -278,7 +278,7 @@ impl ModelDriver {
         call: &Call,
     ) -> Result<Result<Option<ToolOutput>, RunEnd>, Halt> {
         let read_only = matches!(&tool, ToolRef::Mcp(m) if self.mcp.is_read_only(m));
-        let gate = self.core.gate(&tool, read_only, &call.input);
+        let gate = self.core.gate(&tool, read_only, &call.input, &call.id);
         self.core.permit(gate, tool, &call.input, &call.id).await
     }
 

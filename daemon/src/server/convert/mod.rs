@@ -391,6 +391,22 @@ pub fn entry(e: &TranscriptEntry) -> pb::TranscriptEntry {
             .iter()
             .map(file_change::file_change)
             .collect(),
+        rule_decisions: e.rule_decisions.iter().map(rule_decision).collect(),
+    }
+}
+
+fn rule_decision(d: &crate::domain::RuleDecision) -> pb::RuleDecision {
+    use crate::domain::RuleVerdict;
+    use pb::rule_decision::Verdict;
+    pb::RuleDecision {
+        tool_use_id: d.tool_use_id.clone(),
+        verdict: match d.verdict {
+            RuleVerdict::Allowed => Verdict::Allowed,
+            RuleVerdict::Asked => Verdict::Asked,
+            RuleVerdict::Denied => Verdict::Denied,
+        } as i32,
+        rule: d.rule.clone(),
+        source: d.source.clone(),
     }
 }
 

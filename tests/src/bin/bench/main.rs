@@ -171,6 +171,7 @@ fn entry(seq: u64) -> TranscriptEntry {
         cache_point: None,
         compact: None,
         file_changes: Vec::new(),
+        rule_decisions: Vec::new(),
     }
 }
 

@@ -57,4 +57,19 @@ fn a_deny_refuses_an_external_agents_request_in_bypass_mode() {
         outcomes[1].contains("allow"),
         "ls runs in bypass: {outcomes:?}"
     );
+    // The decision is in the transcript, with the call it refused.
+    let log = w.env.ctl(&["log", "ext"]).expect_code(0).stderr.clone();
+    assert!(
+        log.contains("denied by Bash(rm:*) in ~/.claude/settings.json"),
+        "{log}"
+    );
+    let decisions: Vec<serde_json::Value> = w
+        .env
+        .transcript("ext")
+        .iter()
+        .flat_map(|e| e["rule_decisions"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert_eq!(decisions[0]["tool_use_id"], "x1");
+    assert_eq!(decisions[0]["verdict"], "denied");
 }

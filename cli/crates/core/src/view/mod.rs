@@ -10,6 +10,7 @@ pub mod network;
 pub mod outcome;
 pub mod plan;
 pub mod render;
+pub mod rule_decision;
 pub mod sandbox;
 pub mod status;
 pub mod transcript;

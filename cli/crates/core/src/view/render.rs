@@ -230,6 +230,9 @@ pub struct EntryJson<'a> {
     /// What the file tool calls among the results changed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub file_changes: Vec<super::change::FileChangeJson<'a>>,
+    /// What permission rules decided of the calls among the results.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rule_decisions: Vec<super::rule_decision::RuleDecisionJson<'a>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -282,6 +285,11 @@ impl<'a> EntryJson<'a> {
                 .file_changes
                 .iter()
                 .map(super::change::FileChangeJson::of)
+                .collect(),
+            rule_decisions: e
+                .rule_decisions
+                .iter()
+                .map(super::rule_decision::RuleDecisionJson::of)
                 .collect(),
         }
     }

@@ -84,7 +84,7 @@ impl TranscriptView {
             pb::Role::User => {
                 for block in &blocks {
                     match block["type"].as_str() {
-                        Some("tool_result") => self.tool_result(block, &e.file_changes),
+                        Some("tool_result") => self.tool_result(block, e),
                         Some("text") if self.show_user_text => {
                             self.end_line();
                             let text = block["text"].as_str().unwrap_or_default();
@@ -137,7 +137,7 @@ impl TranscriptView {
         let _ = std::io::stdout().flush();
     }
 
-    fn tool_result(&mut self, block: &Value, changes: &[pb::FileChange]) {
+    fn tool_result(&mut self, block: &Value, e: &pb::TranscriptEntry) {
         let id = block["tool_use_id"].as_str().unwrap_or_default();
         let (name, summary) = self
             .tools
@@ -164,8 +164,14 @@ impl TranscriptView {
         self.end_line();
         let mark = if is_error { '✗' } else { '✓' };
         eprintln!("{mark} {name}({summary}) → {outcome}");
+        // A deny already says so in its result.
+        for line in super::rule_decision::lines_for(&e.rule_decisions, id) {
+            if !outcome.contains(&line) {
+                eprintln!("  · {line}");
+            }
+        }
         if self.show_user_text {
-            for change in changes.iter().filter(|c| c.tool_use_id == id) {
+            for change in e.file_changes.iter().filter(|c| c.tool_use_id == id) {
                 for line in super::change::terminal_lines(change) {
                     eprintln!("{line}");
                 }

@@ -640,6 +640,7 @@ mod tests {
             cache_point: Some(2),
             compact: None,
             file_changes: Vec::new(),
+            rule_decisions: Vec::new(),
         };
         assert_eq!(decode_entry(&encode_entry(&e)).unwrap(), e);
         let boundary = TranscriptEntry {

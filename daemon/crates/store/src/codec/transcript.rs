@@ -4,8 +4,8 @@ use prost::Message;
 
 use super::{Corrupt, StoredUsage, stored_usage, usage_of};
 use crate::domain::{
-    Before, CompactBoundary, CompactTrigger, FileChange, FileText, Role, StopReason,
-    ToolFileChange, TranscriptEntry,
+    Before, CompactBoundary, CompactTrigger, FileChange, FileText, Role, RuleDecision, RuleVerdict,
+    StopReason, ToolFileChange, TranscriptEntry,
 };
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -31,6 +31,22 @@ pub(super) struct StoredEntry {
     /// Entries written before file changes were recorded have none.
     #[prost(message, repeated, tag = "9")]
     file_changes: Vec<StoredFileChange>,
+    /// Entries written before rule decisions were recorded have none.
+    #[prost(message, repeated, tag = "10")]
+    rule_decisions: Vec<StoredRuleDecision>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredRuleDecision {
+    #[prost(string, tag = "1")]
+    tool_use_id: String,
+    /// 1 allowed, 2 asked, 3 denied.
+    #[prost(int32, tag = "2")]
+    verdict: i32,
+    #[prost(string, tag = "3")]
+    rule: String,
+    #[prost(string, tag = "4")]
+    source: String,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -112,8 +128,37 @@ pub fn encode_entry(e: &TranscriptEntry) -> Vec<u8> {
             covers_through_seq: c.covers_through_seq,
         }),
         file_changes: e.file_changes.iter().map(stored_change).collect(),
+        rule_decisions: e
+            .rule_decisions
+            .iter()
+            .map(|d| StoredRuleDecision {
+                tool_use_id: d.tool_use_id.clone(),
+                verdict: match d.verdict {
+                    RuleVerdict::Allowed => 1,
+                    RuleVerdict::Asked => 2,
+                    RuleVerdict::Denied => 3,
+                },
+                rule: d.rule.clone(),
+                source: d.source.clone(),
+            })
+            .collect(),
     }
     .encode_to_vec()
+}
+
+fn decision_of(d: StoredRuleDecision) -> Result<RuleDecision, Corrupt> {
+    let verdict = match d.verdict {
+        1 => RuleVerdict::Allowed,
+        2 => RuleVerdict::Asked,
+        3 => RuleVerdict::Denied,
+        _ => return Err(Corrupt::Field("rule decision")),
+    };
+    Ok(RuleDecision {
+        tool_use_id: d.tool_use_id,
+        verdict,
+        rule: d.rule,
+        source: d.source,
+    })
 }
 
 fn stored_text(t: &FileText) -> StoredFileText {
@@ -198,6 +243,11 @@ pub fn decode_entry(bytes: &[u8]) -> Result<TranscriptEntry, Corrupt> {
             .into_iter()
             .map(change_of)
             .collect::<Result<_, _>>()?,
+        rule_decisions: s
+            .rule_decisions
+            .into_iter()
+            .map(decision_of)
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -232,7 +282,40 @@ mod tests {
             cache_point: None,
             compact: None,
             file_changes: changes,
+            rule_decisions: Vec::new(),
         }
+    }
+
+    #[test]
+    fn rule_decisions_round_trip_and_an_unknown_verdict_is_corrupt() {
+        let decision = |id: &str, verdict, source: &str| RuleDecision {
+            tool_use_id: id.into(),
+            verdict,
+            rule: "Bash(rm:*)".into(),
+            source: source.into(),
+        };
+        let mut e = tool_results(Vec::new());
+        e.rule_decisions = vec![
+            decision("t1", RuleVerdict::Denied, "~/.claude/settings.json"),
+            decision("t2", RuleVerdict::Allowed, "config.toml"),
+            decision("t3", RuleVerdict::Asked, ""),
+        ];
+        assert_eq!(decode_entry(&encode_entry(&e)).unwrap(), e);
+        let mut odd = StoredEntry::decode(encode_entry(&e).as_slice()).unwrap();
+        odd.rule_decisions[1].verdict = 0;
+        assert!(matches!(
+            decode_entry(&odd.encode_to_vec()),
+            Err(Corrupt::Field("rule decision"))
+        ));
+        // Older entries (no field 10) have none.
+        let mut old = StoredEntry::decode(encode_entry(&e).as_slice()).unwrap();
+        old.rule_decisions.clear();
+        assert!(
+            decode_entry(&old.encode_to_vec())
+                .unwrap()
+                .rule_decisions
+                .is_empty()
+        );
     }
 
     #[test]
