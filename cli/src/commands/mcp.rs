@@ -123,25 +123,13 @@ async fn restart(target: &Target, name: String) -> Result<u8, Failure> {
     Ok(SUCCESS)
 }
 
-/// `dir` (else the current directory), absolute.
-fn client_dir(dir: Option<PathBuf>) -> Result<String, Failure> {
-    let dir = match dir {
-        Some(dir) => dir,
-        None => std::env::current_dir()
-            .map_err(|e| Failure::failed(format!("cannot read the current directory: {e}")))?,
-    };
-    let dir = std::path::absolute(&dir)
-        .map_err(|e| Failure::failed(format!("cannot resolve {}: {e}", dir.display())))?;
-    Ok(dir.display().to_string())
-}
-
 async fn list(
     target: &Target,
     json: bool,
     cwd: Option<PathBuf>,
     agent_type: Option<String>,
 ) -> Result<u8, Failure> {
-    let cwd = client_dir(cwd)?;
+    let cwd = crate::client_dir::given_or_current(cwd)?;
     let mut client = target.client().await?;
     let resp = client
         .list_mcp_servers(pb::ListMcpServersRequest {
@@ -226,7 +214,7 @@ fn print_server(s: &pb::McpServerReport, agent_type: Option<&str>) {
 }
 
 async fn approve(target: &Target, s: Selection) -> Result<u8, Failure> {
-    let cwd = client_dir(s.cwd)?;
+    let cwd = crate::client_dir::given_or_current(s.cwd)?;
     let mut client = target.client().await?;
     let resp = client
         .approve_mcp_servers(pb::ApproveMcpServersRequest {
@@ -275,7 +263,7 @@ async fn approve(target: &Target, s: Selection) -> Result<u8, Failure> {
 }
 
 async fn revoke(target: &Target, s: Selection) -> Result<u8, Failure> {
-    let cwd = client_dir(s.cwd)?;
+    let cwd = crate::client_dir::given_or_current(s.cwd)?;
     let mut client = target.client().await?;
     let resp = client
         .revoke_mcp_servers(pb::RevokeMcpServersRequest {

@@ -1,6 +1,7 @@
 //! The v1 `AgentService`: decodes requests, calls the supervisor, encodes
 //! answers. No agent logic lives here.
 
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -471,15 +472,33 @@ impl AgentService for AgentApi {
             .rules_at(&cwd)
             .map_err(crate::error::AgentdError::refused)?;
         Ok(Response::new(pb::ListRulesResponse {
-            rules: rules
-                .into_iter()
-                .map(|(r, applies)| pb::PermissionRule {
-                    kind: r.kind.as_str().to_string(),
-                    rule: r.text,
-                    source: r.source,
-                    applies,
-                })
-                .collect(),
+            rules: rules.iter().map(convert::rules::listed).collect(),
+        }))
+    }
+
+    async fn approve_rules(
+        &self,
+        req: Request<pb::ApproveRulesRequest>,
+    ) -> Result<Response<pb::ApproveRulesResponse>, Status> {
+        let r = req.into_inner();
+        let which = convert::rules::selection(&r.rules, r.all)?;
+        let (root, approved) = self.sup.approve_rules(Path::new(&r.cwd), &which).await?;
+        Ok(Response::new(pb::ApproveRulesResponse {
+            repository: root.display().to_string(),
+            rules: approved.iter().map(convert::rules::approved).collect(),
+        }))
+    }
+
+    async fn revoke_rules(
+        &self,
+        req: Request<pb::RevokeRulesRequest>,
+    ) -> Result<Response<pb::RevokeRulesResponse>, Status> {
+        let r = req.into_inner();
+        let which = convert::rules::selection(&r.rules, r.all)?;
+        let (root, gone) = self.sup.revoke_rules(Path::new(&r.cwd), &which).await?;
+        Ok(Response::new(pb::RevokeRulesResponse {
+            repository: root.display().to_string(),
+            rules: gone.into_iter().map(convert::rules::revoked).collect(),
         }))
     }
 

@@ -18,7 +18,7 @@ use crate::domain::now_ms;
 use crate::error::{AgentdError, quote};
 use crate::mcp::repository::{self, FILE_NAME};
 use crate::mcp::{ServerDef, ServerName};
-use crate::store::McpApproval;
+use crate::store::{Approval, Approved};
 
 /// Which servers an approval or a revocation names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,17 +197,19 @@ impl Supervisor {
             None => name.as_str().to_string(),
             Some(t) => TypeServers::approval_name(t, name),
         };
-        let kept = self.store.mcp_approvals(&root)?;
+        let kept = self.store.approvals(Approved::McpServers, &root)?;
         let now = now_ms();
-        let approvals: Vec<McpApproval> = chosen
+        let approvals: Vec<Approval> = chosen
             .iter()
-            .map(|def| McpApproval {
+            .map(|def| Approval {
                 name: key(&def.name),
                 fingerprint: def.fingerprint(),
                 approved_at_ms: now,
             })
             .collect();
-        self.store.approve_mcp_durable(&root, &approvals).await?;
+        self.store
+            .approve_durable(Approved::McpServers, &root, &approvals)
+            .await?;
         for a in &approvals {
             tracing::info!(repository = %root.display(), server = %a.name, "MCP server approved");
         }
@@ -240,7 +242,7 @@ impl Supervisor {
             (McpSelection::All, None) => None,
             (McpSelection::All, Some(t)) => {
                 let prefix = format!("{t}/");
-                let kept = self.store.mcp_approvals(&root)?;
+                let kept = self.store.approvals(Approved::McpServers, &root)?;
                 let names: Vec<String> = kept
                     .into_iter()
                     .filter(|a| a.name.starts_with(&prefix))
@@ -256,7 +258,7 @@ impl Supervisor {
                 Some(names)
             }
             (McpSelection::Names(names), _) => {
-                let kept = self.store.mcp_approvals(&root)?;
+                let kept = self.store.approvals(Approved::McpServers, &root)?;
                 let keys: Vec<String> = names.iter().map(key).collect();
                 if let Some(missing) = keys.iter().find(|k| !kept.iter().any(|a| &a.name == *k)) {
                     return Err(AgentdError::NotFound(format!(
@@ -270,7 +272,7 @@ impl Supervisor {
         };
         let revoked = self
             .store
-            .revoke_mcp_durable(&root, names.as_deref())
+            .revoke_durable(Approved::McpServers, &root, names.as_deref())
             .await?;
         for name in &revoked {
             tracing::info!(repository = %root.display(), server = %name, "MCP server approval revoked");

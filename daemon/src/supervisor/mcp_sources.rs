@@ -36,7 +36,7 @@ use crate::domain::{AgentRecord, McpSource};
 use crate::error::{AgentdError, quote};
 use crate::mcp::repository::{self, FILE_NAME};
 use crate::mcp::{ServerDef, ServerName};
-use crate::store::{McpApproval, Store};
+use crate::store::{Approval, Approved, Store};
 
 /// Where a server's definition comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,7 +197,7 @@ impl Candidates {
         let Some(root) = self.repository.clone() else {
             return;
         };
-        let approvals = match store.mcp_approvals(&root) {
+        let approvals = match store.approvals(Approved::McpServers, &root) {
             Ok(approvals) => approvals,
             Err(e) => {
                 // Fail closed: unknown approvals are none.
@@ -297,7 +297,7 @@ impl Candidates {
     }
 }
 
-pub(super) fn is_approved(approvals: &[McpApproval], key: &str, def: &ServerDef) -> bool {
+pub(super) fn is_approved(approvals: &[Approval], key: &str, def: &ServerDef) -> bool {
     let fingerprint = def.fingerprint();
     approvals
         .iter()

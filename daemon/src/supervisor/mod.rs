@@ -55,6 +55,7 @@ mod registry;
 mod release;
 mod reload;
 mod resolve;
+mod rule_approvals;
 mod rules;
 mod run;
 mod run_tasks;
@@ -89,6 +90,8 @@ pub use mcp_approvals::{ApprovedServer, McpSelection};
 pub use mcp_sources::McpOrigin;
 pub use registry::AgentHandle;
 pub use reload::ReloadReport;
+pub use rule_approvals::{ApprovedRule, RuleSelection};
+pub use rules::{ListedRule, RuleApproval};
 pub use usage::{AgentUsage, UsageReport};
 pub use worktree_admin::{RemovedTree, WorktreeReport};
 

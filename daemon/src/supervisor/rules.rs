@@ -2,16 +2,73 @@
 //! person's `~/.claude/settings.json` and agentd's `[permissions]` as
 //! written; the repository's `.claude/settings.json` and
 //! `.claude/settings.local.json` may only tighten — their deny and ask
-//! rules apply, their allow rules do not (a repository arrives with a
-//! clone; approving them is to come). A malformed rule anywhere fails the
-//! run, naming the file and quoting the rule: a dropped deny would loosen.
+//! rules apply, their allow rules only once the person approved each as
+//! it is written now (a repository arrives with a clone;
+//! `rule_approvals`). A malformed rule anywhere fails the run, naming the
+//! file and quoting the rule: a dropped deny would loosen.
+//!
+//! An agent in one of agentd's worktrees is put to its checkout's files,
+//! as its MCP servers come from its checkout's `.mcp.json`: what it writes
+//! in its own tree's settings decides nothing.
 
 use std::path::{Path, PathBuf};
 
 use agentd_rules::{Kind, Rule, settings};
+use sha2::{Digest, Sha256};
 
 use super::Supervisor;
 use crate::domain::AgentRecord;
+use crate::store::Approved;
+
+/// A repository's settings files, relative to its root.
+pub(super) const REPOSITORY_FILES: [&str; 2] =
+    [".claude/settings.json", ".claude/settings.local.json"];
+
+/// A rule as listed: with, for a repository's allow rule, whether the
+/// person approved it.
+#[derive(Debug, Clone)]
+pub struct ListedRule {
+    pub rule: Rule,
+    pub approval: Option<RuleApproval>,
+}
+
+/// A repository's allow rule, which applies only once approved.
+#[derive(Debug, Clone)]
+pub struct RuleApproval {
+    /// The repository's root.
+    pub root: PathBuf,
+    /// Its settings file, relative to the root.
+    pub file: &'static str,
+    /// SHA-256 (hex) of the file and the rule as written.
+    pub fingerprint: String,
+    pub approved: bool,
+}
+
+impl RuleApproval {
+    /// The name it is kept under: the file and the rule as written.
+    pub fn name(&self, rule: &Rule) -> String {
+        format!("{}\0{}", self.file, rule.text)
+    }
+}
+
+impl ListedRule {
+    pub fn applies(&self) -> bool {
+        self.approval.as_ref().is_none_or(|a| a.approved)
+    }
+}
+
+/// The fingerprint of the allow rule `text` of the repository file `file`.
+pub(super) fn fingerprint(file: &str, text: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"allow\0");
+    h.update(file.as_bytes());
+    h.update(b"\0");
+    h.update(text.as_bytes());
+    h.finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+}
 
 /// The most of a settings file agentd reads.
 const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
@@ -55,14 +112,6 @@ fn file_rules(
     settings::from_settings_json(&text, shown, dir).map(|f| f.rules)
 }
 
-/// The repository root `cwd` lies in (its main checkout's working tree).
-fn repo_root(cwd: &Path) -> Option<PathBuf> {
-    git2::Repository::discover(cwd)
-        .ok()?
-        .workdir()
-        .map(Path::to_path_buf)
-}
-
 impl Supervisor {
     /// The rules for `record`'s run; the error says which rules are
     /// malformed and where.
@@ -70,33 +119,36 @@ impl Supervisor {
         let all = self.rules_at(&record.cwd)?;
         Ok(all
             .into_iter()
-            .filter(|(_, applies)| *applies)
-            .map(|(r, _)| r)
+            .filter(ListedRule::applies)
+            .map(|l| l.rule)
             .collect())
+    }
+
+    /// The root of the repository whose settings files speak for `cwd`
+    /// (an agentd worktree's: its checkout's).
+    pub(super) fn rules_root(&self, cwd: &Path) -> Option<PathBuf> {
+        crate::mcp::repository::root_of(&self.mcp_home(cwd))
     }
 
     /// `ListRules`: every rule an agent started in `cwd` is put to, and
     /// whether it applies.
-    pub fn rules_at(&self, cwd: &Path) -> Result<Vec<(Rule, bool)>, String> {
+    pub fn rules_at(&self, cwd: &Path) -> Result<Vec<ListedRule>, String> {
         let mut rules = Vec::new();
         let mut errors = Vec::new();
-        let mut take = |got: Result<Vec<Rule>, Vec<String>>, only_tighten: bool| match got {
-            Ok(r) => rules.extend(r.into_iter().map(|r| {
-                let applies = !only_tighten || r.kind != Kind::Allow;
-                (r, applies)
+        let mut take = |got: Result<Vec<Rule>, Vec<String>>| match got {
+            Ok(r) => rules.extend(r.into_iter().map(|rule| ListedRule {
+                rule,
+                approval: None,
             })),
             Err(e) => errors.extend(e),
         };
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-            take(
-                file_rules(
-                    &home,
-                    ".claude/settings.json",
-                    "~/.claude/settings.json",
-                    false,
-                ),
+            take(file_rules(
+                &home,
+                ".claude/settings.json",
+                "~/.claude/settings.json",
                 false,
-            );
+            ));
         }
         let p = &self.config().permissions;
         let config_dir = self
@@ -106,14 +158,44 @@ impl Supervisor {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        take(
-            settings::from_lists(&p.allow, &p.ask, &p.deny, "config.toml", &config_dir),
-            false,
-        );
-        if let Some(root) = repo_root(cwd) {
-            for name in [".claude/settings.json", ".claude/settings.local.json"] {
-                let shown = root.join(name).display().to_string();
-                take(file_rules(&root, name, &shown, true), true);
+        take(settings::from_lists(
+            &p.allow,
+            &p.ask,
+            &p.deny,
+            "config.toml",
+            &config_dir,
+        ));
+        if let Some(root) = self.rules_root(cwd) {
+            // Unreadable approvals approve nothing.
+            let approved = self
+                .store
+                .approvals(Approved::Rules, &root)
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot read rule approvals; a repository's allow rules do not apply");
+                    Vec::new()
+                });
+            for file in REPOSITORY_FILES {
+                let shown = root.join(file).display().to_string();
+                match file_rules(&root, file, &shown, true) {
+                    Ok(found) => rules.extend(found.into_iter().map(|rule| {
+                        let approval = (rule.kind == Kind::Allow).then(|| {
+                            let fingerprint = fingerprint(file, &rule.text);
+                            let mut a = RuleApproval {
+                                root: root.clone(),
+                                file,
+                                fingerprint,
+                                approved: false,
+                            };
+                            let name = a.name(&rule);
+                            a.approved = approved
+                                .iter()
+                                .any(|k| k.name == name && k.fingerprint == a.fingerprint);
+                            a
+                        });
+                        ListedRule { rule, approval }
+                    })),
+                    Err(e) => errors.extend(e),
+                }
             }
         }
         if errors.is_empty() {

@@ -166,7 +166,7 @@ fn rules_list_shows_every_rule_its_file_and_whether_it_applies() {
     );
     let text = env.ctl(&["rules", "list"]).expect_code(0).stdout.clone();
     assert!(
-        text.contains("not applied") && text.contains("settings.local.json"),
+        text.contains("not approved") && text.contains("settings.local.json"),
         "{text}"
     );
     // A malformed rule is named, with its file.
@@ -304,4 +304,87 @@ fn a_repositorys_settings_file_that_is_a_link_out_or_a_fifo_is_refused_unread() 
     let out = env.ctl(&["rules", "list"]);
     out.expect_code(1);
     assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+}
+
+/// `(rule, applies, fingerprint)` of the allow rules `rules list` shows.
+fn allow_rules(env: &Env) -> Vec<(String, bool, String)> {
+    let rows = env.ctl(&["rules", "list", "--json"]).expect_code(0).json();
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "allow")
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap().to_string(),
+                r["applies"].as_bool().unwrap(),
+                r["fingerprint"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_repositorys_allow_rule_applies_once_approved_and_not_once_changed() {
+    let env = Env::new();
+    let p = env.project();
+    agentd_e2e::gitrepo::init_repo(&p);
+    std::fs::create_dir_all(p.join(".claude")).unwrap();
+    let settings = p.join(".claude/settings.json");
+    std::fs::write(&settings, r#"{"permissions": {"allow": ["Bash(ls:*)"]}}"#).unwrap();
+    let _daemon = env.start_daemon();
+    let listed = allow_rules(&env);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(!listed[0].1, "unapproved: {listed:?}");
+    assert_eq!(listed[0].2.len(), 64, "a SHA-256: {listed:?}");
+
+    // Unapproved, `ls` asks in default mode.
+    let model = env.script("ls.json", &bash_each(&["ls".to_string()]));
+    let asked = env.start_model(&model, &["--permission-mode", "default"]);
+    env.wait_for_agent(&asked, "its ask", |a| a["status"] == "waiting");
+    env.ctl(&["stop", &asked]).expect_code(0);
+
+    // Naming a rule the files do not have is refused, approving nothing.
+    let out = env.ctl(&["rules", "approve", "Bash(rm:*)"]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("no allow rule"), "{}", out.stderr);
+    assert!(!allow_rules(&env)[0].1);
+
+    // Approved by its fingerprint's prefix: it runs without an ask.
+    let approved = env
+        .ctl(&["rules", "approve", &listed[0].2[..12], "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(approved["rules"][0]["rule"], "Bash(ls:*)", "{approved}");
+    assert_eq!(approved["rules"][0]["already"], false);
+    assert!(allow_rules(&env)[0].1);
+    let (id, got) = run(&env, &["ls".to_string()], &["--permission-mode", "default"]);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(!got[0].0, "{got:?}");
+    let log = env.ctl(&["log", &id]).expect_code(0).stderr.clone();
+    assert!(log.contains("allowed by Bash(ls:*) in "), "{log}");
+
+    // A changed rule is unapproved again; written back as it was, it is
+    // the rule approved.
+    std::fs::write(&settings, r#"{"permissions": {"allow": ["Bash(ls -la:*)"]}}"#).unwrap();
+    assert!(!allow_rules(&env)[0].1);
+    std::fs::write(&settings, r#"{"permissions": {"allow": ["Bash(ls:*)"]}}"#).unwrap();
+    assert!(allow_rules(&env)[0].1);
+    let again = env
+        .ctl(&["rules", "approve", "Bash(ls:*)", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(again["rules"][0]["already"], true, "{again}");
+
+    // Revoked, it asks again.
+    let revoked = env
+        .ctl(&["rules", "revoke", "--all", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(revoked["rules"][0]["rule"], "Bash(ls:*)", "{revoked}");
+    assert!(!allow_rules(&env)[0].1);
+    let asked = env.start_model(&model, &["--permission-mode", "default"]);
+    env.wait_for_agent(&asked, "its ask", |a| a["status"] == "waiting");
+    env.ctl(&["stop", &asked]).expect_code(0);
+    let out = env.ctl(&["rules", "revoke", "Bash(ls:*)"]);
+    assert_ne!(out.code, 0, "nothing left to revoke: {out:?}");
 }

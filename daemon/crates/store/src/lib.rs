@@ -18,7 +18,10 @@
 //!   the person's checkout and removed after (`merges`)
 //! - `v1/mcp_approvals`: repository root ++ 0x00 ++ server name → the
 //!   fingerprint of the `.mcp.json` server the person approved there
-//!   (`mcp_approvals`)
+//!   (`approvals`)
+//! - `v1/rule_approvals`: repository root ++ 0x00 ++ settings file and rule
+//!   → the fingerprint of the allow rule the person approved there
+//!   (`approvals`)
 //! - `meta`: `schema_version` → u32 big-endian (`migrate`)
 //!
 //! Durability (DESIGN §3): "acknowledged means durable". Every method named
@@ -36,11 +39,11 @@
 use agentd_domain as domain;
 
 mod agents;
+mod approvals;
 mod codec;
 mod error;
 mod full_disk;
 mod inbox;
-mod mcp_approvals;
 pub mod memory;
 mod merges;
 mod migrate;
@@ -56,11 +59,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use approvals::{Approval, Approved};
 pub use error::StoreError;
 use full_disk::{health, reserve, unconfirmed};
 pub use health::StoreOptions;
 pub use inbox::InboxKey;
-pub use mcp_approvals::McpApproval;
 pub(crate) use swappable_trees::TreesHandle;
 pub use transcript::Append;
 pub use unconfirmed::Unconfirmed;
@@ -125,6 +128,7 @@ pub(crate) struct Trees {
     worktree_repos: sled::Tree,
     merges: sled::Tree,
     mcp_approvals: sled::Tree,
+    rule_approvals: sled::Tree,
     /// Each agent's proxy connections (`network`).
     connections: sled::Tree,
     /// Hosts answered "always" (`network`).
@@ -231,6 +235,7 @@ impl Trees {
             worktree_repos: db.open_tree("v1/worktree_repos")?,
             merges: db.open_tree("v1/merges")?,
             mcp_approvals: db.open_tree("v1/mcp_approvals")?,
+            rule_approvals: db.open_tree("v1/rule_approvals")?,
             connections: db.open_tree("v1/connections")?,
             network_allow: db.open_tree("v1/network_allow")?,
             db,

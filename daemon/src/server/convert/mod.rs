@@ -9,6 +9,7 @@ pub mod mcp;
 pub mod network;
 mod plan;
 mod requests;
+pub mod rules;
 
 pub use checkpoints::{checkpoints, rewind_scope_from_wire};
 pub use compact::boundary;

@@ -133,19 +133,24 @@ async fn a_types_servers_come_between_config_and_the_repository() {
     // Approved under the type's name: the type's server, not a
     // .mcp.json server of that name.
     let tool = ServerDef::stdio_for_test("tool", "type-tool");
-    let approve = |name: String, def: &ServerDef| McpApproval {
+    let approve = |name: String, def: &ServerDef| Approval {
         name,
         fingerprint: def.fingerprint(),
         approved_at_ms: 1,
     };
     store
-        .approve_mcp_durable(&root, &[approve("tool".into(), &tool)])
+        .approve_durable(
+            Approved::McpServers,
+            &root,
+            &[approve("tool".into(), &tool)],
+        )
         .await
         .unwrap();
     let found = Candidates::gather(&store, &config, Some(&theirs), &root);
     assert!(!by_name(&found, "tool").unwrap().1);
     store
-        .approve_mcp_durable(
+        .approve_durable(
+            Approved::McpServers,
             &root,
             &[approve(
                 TypeServers::approval_name("reviewer", &tool.name),
@@ -197,13 +202,13 @@ async fn a_repository_server_starts_only_as_the_definition_approved() {
     assert!(notes[0].contains("agentctl mcp approve tools"), "{notes:?}");
 
     let tools = ServerDef::stdio_for_test("tools", "run-me");
-    let approval = |def: &ServerDef| McpApproval {
+    let approval = |def: &ServerDef| Approval {
         name: def.name.as_str().into(),
         fingerprint: def.fingerprint(),
         approved_at_ms: 1,
     };
     store
-        .approve_mcp_durable(&root, &[approval(&tools)])
+        .approve_durable(Approved::McpServers, &root, &[approval(&tools)])
         .await
         .unwrap();
     let found = Candidates::gather(&store, &config, None, &root);

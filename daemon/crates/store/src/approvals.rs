@@ -1,12 +1,16 @@
-//! The `.mcp.json` servers a person approved (DESIGN §18), per repository
-//! and per server: the key is the repository's root (canonical path) and the
-//! server's name, the value the fingerprint of the definition approved. A
-//! server whose definition changed since no longer matches, and needs
-//! approving again; matching is the caller's (`supervisor::mcp_sources`).
+//! What a person approved of a repository (a cloned repository's
+//! definitions do nothing until then), per repository and per definition:
+//! its `.mcp.json` servers and agent types' servers (DESIGN §18) and its
+//! settings files' allow rules (DESIGN §24), each kind in a tree of its
+//! own. The key is the repository's root (canonical path) and the
+//! definition's name, the value the fingerprint of the definition
+//! approved. A definition that changed since no longer matches, and needs
+//! approving again; matching is the caller's (`supervisor::mcp_sources`,
+//! `supervisor::rules`).
 //!
 //! An approval that cannot be decoded is skipped like every corrupt item
-//! (counted, logged once): the server it was for is then unapproved, which
-//! starts nothing.
+//! (counted, logged once): what it was for is then unapproved, which
+//! starts and allows nothing.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -15,11 +19,22 @@ use prost::Message as _;
 
 use super::{Store, StoreError};
 
-/// One server approved for a repository.
+/// What an approval is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approved {
+    /// MCP servers: named by server (`TYPE/SERVER` for an agent type's).
+    McpServers,
+    /// Permission allow rules of a repository's settings files: named by
+    /// file and rule (`supervisor::rules`).
+    Rules,
+}
+
+/// One definition approved for a repository.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct McpApproval {
+pub struct Approval {
     pub name: String,
-    /// `ServerDef::fingerprint` of the definition approved.
+    /// The fingerprint of the definition approved (`ServerDef::fingerprint`,
+    /// `supervisor::rules`'s of a rule).
     pub fingerprint: String,
     pub approved_at_ms: i64,
 }
@@ -46,24 +61,31 @@ fn key(root: &Path, name: &str) -> Vec<u8> {
     key
 }
 
+fn tree(trees: &super::Trees, of: Approved) -> &sled::Tree {
+    match of {
+        Approved::McpServers => &trees.mcp_approvals,
+        Approved::Rules => &trees.rule_approvals,
+    }
+}
+
 impl Store {
-    /// The approvals kept for the repository whose root is `root`, in name
-    /// order.
-    pub fn mcp_approvals(&self, root: &Path) -> Result<Vec<McpApproval>, StoreError> {
+    /// The approvals of `of` kept for the repository whose root is `root`,
+    /// in name order.
+    pub fn approvals(&self, of: Approved, root: &Path) -> Result<Vec<Approval>, StoreError> {
         let trees = self.trees()?;
         let start = prefix(root);
         let mut out = Vec::new();
-        for item in trees.mcp_approvals.scan_prefix(&start) {
+        for item in tree(&trees, of).scan_prefix(&start) {
             let (key, value) = item?;
             let name = std::str::from_utf8(&key[start.len()..]).map(str::to_string);
             match (name, StoredApproval::decode(value.as_ref())) {
-                (Ok(name), Ok(stored)) => out.push(McpApproval {
+                (Ok(name), Ok(stored)) => out.push(Approval {
                     name,
                     fingerprint: stored.fingerprint,
                     approved_at_ms: stored.approved_at_ms,
                 }),
-                (Err(e), _) => self.note_corrupt("mcp approval", &key, &e),
-                (_, Err(e)) => self.note_corrupt("mcp approval", &key, &e),
+                (Err(e), _) => self.note_corrupt("approval", &key, &e),
+                (_, Err(e)) => self.note_corrupt("approval", &key, &e),
             }
         }
         Ok(out)
@@ -71,10 +93,11 @@ impl Store {
 
     /// Records `approvals` for the repository at `root` (replacing what was
     /// kept for the same names), all or none; on disk when this returns.
-    pub async fn approve_mcp_durable(
+    pub async fn approve_durable(
         &self,
+        of: Approved,
         root: &Path,
-        approvals: &[McpApproval],
+        approvals: &[Approval],
     ) -> Result<(), StoreError> {
         let trees = self.trees_for_write()?;
         let mut batch = sled::Batch::default();
@@ -85,8 +108,7 @@ impl Store {
             };
             batch.insert(key(root, &a.name), stored.encode_to_vec());
         }
-        trees
-            .mcp_approvals
+        tree(&trees, of)
             .apply_batch(batch)
             .map_err(|e| self.write_error(e))?;
         self.flush_on(trees).await
@@ -95,13 +117,14 @@ impl Store {
     /// Forgets the approvals of `names` for the repository at `root` (every
     /// one of its approvals when `names` is None); on disk when this
     /// returns. The names that had one.
-    pub async fn revoke_mcp_durable(
+    pub async fn revoke_durable(
         &self,
+        of: Approved,
         root: &Path,
         names: Option<&[String]>,
     ) -> Result<Vec<String>, StoreError> {
         let kept: Vec<String> = self
-            .mcp_approvals(root)?
+            .approvals(of, root)?
             .into_iter()
             .map(|a| a.name)
             .filter(|n| names.is_none_or(|wanted| wanted.contains(n)))
@@ -114,8 +137,7 @@ impl Store {
         for name in &kept {
             batch.remove(key(root, name));
         }
-        trees
-            .mcp_approvals
+        tree(&trees, of)
             .apply_batch(batch)
             .map_err(|e| self.write_error(e))?;
         self.flush_on(trees).await?;
@@ -131,8 +153,8 @@ mod tests {
     use super::*;
     use crate::StoreOptions;
 
-    fn approval(name: &str, fingerprint: &str) -> McpApproval {
-        McpApproval {
+    fn approval(name: &str, fingerprint: &str) -> Approval {
+        Approval {
             name: name.into(),
             fingerprint: fingerprint.into(),
             approved_at_ms: 7,
@@ -147,38 +169,74 @@ mod tests {
         // A repository whose path extends the other's shares no key.
         let longer = PathBuf::from("/src/repo-2");
         store
-            .approve_mcp_durable(&repo, &[approval("b", "f1"), approval("a", "f2")])
+            .approve_durable(
+                Approved::McpServers,
+                &repo,
+                &[approval("b", "f1"), approval("a", "f2")],
+            )
             .await
             .unwrap();
         store
-            .approve_mcp_durable(&longer, &[approval("a", "other")])
+            .approve_durable(Approved::McpServers, &longer, &[approval("a", "other")])
             .await
             .unwrap();
         store
-            .approve_mcp_durable(&repo, &[approval("b", "f3")])
+            .approve_durable(Approved::McpServers, &repo, &[approval("b", "f3")])
             .await
             .unwrap();
         drop(store);
         let store = crate::reopen_for_tests(dir.path());
         assert_eq!(
-            store.mcp_approvals(&repo).unwrap(),
+            store.approvals(Approved::McpServers, &repo).unwrap(),
             vec![approval("a", "f2"), approval("b", "f3")]
         );
-        assert_eq!(store.mcp_approvals(&longer).unwrap().len(), 1);
-        assert!(store.mcp_approvals(Path::new("/src")).unwrap().is_empty());
+        assert_eq!(
+            store
+                .approvals(Approved::McpServers, &longer)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(
+            store
+                .approvals(Approved::McpServers, Path::new("/src"))
+                .unwrap()
+                .is_empty()
+        );
 
         let gone = store
-            .revoke_mcp_durable(&repo, Some(&["b".to_string(), "zz".to_string()]))
+            .revoke_durable(
+                Approved::McpServers,
+                &repo,
+                Some(&["b".to_string(), "zz".to_string()]),
+            )
             .await
             .unwrap();
         assert_eq!(gone, ["b"]);
         assert_eq!(
-            store.mcp_approvals(&repo).unwrap(),
+            store.approvals(Approved::McpServers, &repo).unwrap(),
             vec![approval("a", "f2")]
         );
-        assert_eq!(store.revoke_mcp_durable(&repo, None).await.unwrap(), ["a"]);
-        assert!(store.mcp_approvals(&repo).unwrap().is_empty());
-        assert_eq!(store.mcp_approvals(&longer).unwrap().len(), 1);
+        assert_eq!(
+            store
+                .revoke_durable(Approved::McpServers, &repo, None)
+                .await
+                .unwrap(),
+            ["a"]
+        );
+        assert!(
+            store
+                .approvals(Approved::McpServers, &repo)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            store
+                .approvals(Approved::McpServers, &longer)
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[tokio::test]
@@ -187,7 +245,7 @@ mod tests {
         let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
         let repo = PathBuf::from("/r");
         store
-            .approve_mcp_durable(&repo, &[approval("a", "f")])
+            .approve_durable(Approved::McpServers, &repo, &[approval("a", "f")])
             .await
             .unwrap();
         store
@@ -197,7 +255,7 @@ mod tests {
             .insert(key(&repo, "b"), &[0xff, 0xff, 0xff][..])
             .unwrap();
         assert_eq!(
-            store.mcp_approvals(&repo).unwrap(),
+            store.approvals(Approved::McpServers, &repo).unwrap(),
             vec![approval("a", "f")]
         );
         assert_eq!(store.corrupt_count(), 1);
