@@ -3,6 +3,7 @@
 
 pub mod attach;
 pub mod client;
+pub mod durable_file;
 pub mod ids;
 pub mod jsonrpc;
 pub mod list_response;

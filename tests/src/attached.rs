@@ -85,15 +85,30 @@ impl Attached {
     }
 
     pub async fn answer(&self, ask: &pb::PermissionRequest, decision: Decision, reason: &str) {
+        self.send_answer(pb::PermissionAnswer {
+            request_id: ask.request_id.clone(),
+            decision: decision as i32,
+            reason: reason.into(),
+            remember: false,
+        })
+        .await;
+    }
+
+    /// "Always", with the ask's rules kept for every agent.
+    pub async fn answer_remembered(&self, ask: &pb::PermissionRequest, decision: Decision) {
+        self.send_answer(pb::PermissionAnswer {
+            request_id: ask.request_id.clone(),
+            decision: decision as i32,
+            reason: String::new(),
+            remember: true,
+        })
+        .await;
+    }
+
+    async fn send_answer(&self, answer: pb::PermissionAnswer) {
         self.tx
             .send(pb::AttachRequest {
-                request: Some(pb::attach_request::Request::PermissionAnswer(
-                    pb::PermissionAnswer {
-                        request_id: ask.request_id.clone(),
-                        decision: decision as i32,
-                        reason: reason.into(),
-                    },
-                )),
+                request: Some(pb::attach_request::Request::PermissionAnswer(answer)),
             })
             .await
             .unwrap();

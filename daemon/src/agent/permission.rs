@@ -81,6 +81,9 @@ pub struct PermissionAsk {
     pub tool: ToolRef,
     pub input_json: String,
     pub summary: String,
+    /// The allow rules an answer "always, remembered" keeps
+    /// (`agentd_rules::remember`); empty when none can be written.
+    pub remember: Vec<String>,
 }
 
 /// How a user answered.

@@ -62,6 +62,16 @@ impl Supervisor {
         input: &serde_json::Value,
         tool_use_id: &str,
     ) -> (PermissionAsk, oneshot::Receiver<Answer>) {
+        let home = std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_default();
+        let call = agentd_rules::Call {
+            tool: tool.as_str(),
+            input,
+            cwd: &record.cwd,
+            home: &home,
+        };
+        let remember = agentd_rules::remember::rules_for(&call, &self.remembered_rules_dir());
         let ask = PermissionAsk {
             request_id: Uuid::now_v7().to_string(),
             tool_use_id: tool_use_id.to_string(),
@@ -70,6 +80,7 @@ impl Supervisor {
             summary: crate::tools::summarize(tool.as_str(), input),
             tool,
             input_json: input.to_string(),
+            remember,
         };
         let rx = self.publish_ask(record, ask.clone());
         (ask, rx)
@@ -92,6 +103,7 @@ impl Supervisor {
             summary: target.to_string(),
             tool: ToolRef::Network,
             input_json: input.to_string(),
+            remember: Vec::new(),
         };
         let rx = self.publish_ask(record, ask.clone());
         (ask, rx)
@@ -140,14 +152,17 @@ impl Supervisor {
 
     /// Answers an open ask; the first answer wins. `from` is the agent the
     /// answering client is attached to: it must be the asker or an ancestor.
-    pub fn answer(
+    /// With `remember` (an "always" only), the ask's rules are kept in
+    /// agentd's remembered rules before the answer is given.
+    pub async fn answer(
         &self,
         from: AgentId,
         request_id: &str,
         answer: Answer,
+        remember: bool,
     ) -> Result<(), AgentdError> {
-        let open = {
-            let mut asks = self.asks.lock();
+        let rules = {
+            let asks = self.asks.lock();
             match asks.get(request_id) {
                 None => {
                     return Err(AgentdError::refused(format!(
@@ -167,9 +182,24 @@ impl Supervisor {
                         quote(request_id)
                     )));
                 }
-                Some(_) => asks.remove(request_id),
+                Some(_) if remember && answer != Answer::AllowAlways => {
+                    return Err(AgentdError::invalid(
+                        "only an \"always\" answer can be remembered as a rule",
+                    ));
+                }
+                Some(o) if remember && o.ask.remember.is_empty() => {
+                    return Err(AgentdError::invalid(format!(
+                        "no rule can be written for permission request {} (answer \"always\" for this agent instead)",
+                        quote(request_id)
+                    )));
+                }
+                Some(o) => remember.then(|| o.ask.remember.clone()),
             }
         };
+        if let Some(rules) = rules {
+            self.remember_rules(&rules).await?;
+        }
+        let open = self.asks.lock().remove(request_id);
         if let Some(mut open) = open {
             if let Some(tx) = open.tx.take() {
                 let _ = tx.send(answer);

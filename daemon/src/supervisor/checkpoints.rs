@@ -459,18 +459,9 @@ impl Supervisor {
 }
 
 fn write_journal(dir: &Path, journal: &Journal) -> Result<(), AgentdError> {
-    use std::io::Write as _;
-    let fail = |e: std::io::Error| AgentdError::refused(format!("cannot journal the rewind: {e}"));
-    std::fs::create_dir_all(dir).map_err(fail)?;
-    let tmp = dir.join(format!("{JOURNAL}.tmp"));
-    let mut f = std::fs::File::create(&tmp).map_err(fail)?;
-    f.write_all(&serde_json::to_vec(journal).unwrap_or_default())
-        .map_err(fail)?;
-    f.sync_all().map_err(fail)?;
-    std::fs::rename(&tmp, dir.join(JOURNAL)).map_err(fail)?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(fail)
+    let bytes = serde_json::to_vec(journal).unwrap_or_default();
+    agentd_shared::durable_file::replace(dir, JOURNAL, &bytes)
+        .map_err(|e| AgentdError::refused(format!("cannot journal the rewind: {e}")))
 }
 
 /// Forgets the oldest turn checkpoints beyond `keep` (in batches, then

@@ -54,6 +54,7 @@ mod recovery;
 mod registry;
 mod release;
 mod reload;
+mod remembered_rules;
 mod resolve;
 mod rule_approvals;
 mod rules;

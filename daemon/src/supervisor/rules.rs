@@ -1,5 +1,6 @@
 //! Which permission rules an agent's calls are put to (DESIGN §24): the
-//! person's `~/.claude/settings.json` and agentd's `[permissions]` as
+//! person's `~/.claude/settings.json`, agentd's `[permissions]` and its
+//! remembered rules (`remembered_rules`) as
 //! written; the repository's `.claude/settings.json` and
 //! `.claude/settings.local.json` may only tighten — their deny and ask
 //! rules apply, their allow rules only once the person approved each as
@@ -151,13 +152,7 @@ impl Supervisor {
             ));
         }
         let p = &self.config().permissions;
-        let config_dir = self
-            .settings
-            .info()
-            .config_path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
+        let config_dir = self.remembered_rules_dir();
         take(settings::from_lists(
             &p.allow,
             &p.ask,
@@ -165,6 +160,16 @@ impl Supervisor {
             "config.toml",
             &config_dir,
         ));
+        match super::remembered_rules::read(&config_dir) {
+            Ok(allow) => take(settings::from_lists(
+                &allow,
+                &[],
+                &[],
+                super::remembered_rules::FILE,
+                &config_dir,
+            )),
+            Err(why) => errors.push(why),
+        }
         if let Some(root) = self.rules_root(cwd) {
             // Unreadable approvals approve nothing.
             let approved = self

@@ -251,6 +251,7 @@ fn random_calls_with_malformed_fields_get_documented_errors_and_leave_a_sound_st
                                             request_id: random_string(&mut rng),
                                             decision: random_enum(&mut rng),
                                             reason: random_string(&mut rng),
+                                            remember: rng.random_bool(0.5),
                                         },
                                     )),
                                 })

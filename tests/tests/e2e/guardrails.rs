@@ -365,7 +365,11 @@ fn a_repositorys_allow_rule_applies_once_approved_and_not_once_changed() {
 
     // A changed rule is unapproved again; written back as it was, it is
     // the rule approved.
-    std::fs::write(&settings, r#"{"permissions": {"allow": ["Bash(ls -la:*)"]}}"#).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"permissions": {"allow": ["Bash(ls -la:*)"]}}"#,
+    )
+    .unwrap();
     assert!(!allow_rules(&env)[0].1);
     std::fs::write(&settings, r#"{"permissions": {"allow": ["Bash(ls:*)"]}}"#).unwrap();
     assert!(allow_rules(&env)[0].1);
@@ -387,4 +391,68 @@ fn a_repositorys_allow_rule_applies_once_approved_and_not_once_changed() {
     env.ctl(&["stop", &asked]).expect_code(0);
     let out = env.ctl(&["rules", "revoke", "Bash(ls:*)"]);
     assert_ne!(out.code, 0, "nothing left to revoke: {out:?}");
+}
+
+#[test]
+fn always_remembered_keeps_the_calls_rule_in_agentds_config_for_every_agent() {
+    use agentd_e2e::attached::Attached;
+    use agentd_shared::proto::permission_answer::Decision;
+    let env = Env::new();
+    let _daemon = env.start_daemon();
+    let model = env.script(
+        "ask.json",
+        &bash_each(&["echo $(id)".to_string(), "echo kept".to_string()]),
+    );
+    let id = env.start_model(&model, &["--permission-mode", "default"]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut client = Attached::open(&env, &id).await;
+        // A line that cannot be taken apart has no rule to keep: asked to
+        // remember, the daemon refuses and the ask stays open.
+        let ask = client.next_ask().await;
+        assert!(ask.remember_rules.is_empty(), "{ask:?}");
+        client.answer_remembered(&ask, Decision::AllowAlways).await;
+        let notice = client.next_notice().await;
+        assert!(
+            notice.is_error && notice.text.contains("no rule can be written"),
+            "{notice:?}"
+        );
+        client.answer(&ask, Decision::AllowOnce, "").await;
+        client.resolved(&ask).await;
+        let ask = client.next_ask().await;
+        assert_eq!(ask.remember_rules, ["Bash(echo kept)"], "{ask:?}");
+        // Only an "always" is remembered.
+        client.answer_remembered(&ask, Decision::AllowOnce).await;
+        let notice = client.next_notice().await;
+        assert!(notice.is_error, "{notice:?}");
+        client.answer_remembered(&ask, Decision::AllowAlways).await;
+        client.resolved(&ask).await;
+    });
+    env.ctl(&["wait", &id]).expect_code(0);
+    let file = env.home().join(".config/agentd/remembered-rules.toml");
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert!(kept.contains("\"Bash(echo kept)\""), "{kept}");
+    // Listed with the other rules, and applied to another agent: it runs
+    // without an ask in default mode.
+    let rows = env.ctl(&["rules", "list", "--json"]).expect_code(0).json();
+    assert_eq!(rows[0]["rule"], "Bash(echo kept)", "{rows}");
+    assert_eq!(rows[0]["source"], "remembered-rules.toml");
+    assert_eq!(rows[0]["applies"], true);
+    let (other, got) = run(
+        &env,
+        &["echo kept".to_string()],
+        &["--permission-mode", "default"],
+    );
+    assert!(!got[0].0 && got[0].1.contains("kept"), "{got:?}");
+    let log = env.ctl(&["log", &other]).expect_code(0).stderr.clone();
+    assert!(
+        log.contains("allowed by Bash(echo kept) in remembered-rules.toml"),
+        "{log}"
+    );
+    // Nothing was written into the project.
+    assert!(!env.project().join(".claude").exists());
 }

@@ -82,20 +82,35 @@ pub async fn ask(
     subagents: Subagents,
     ask: pb::PermissionRequest,
 ) {
+    // "Always" keeps the ask's rules for every agent when it has any
+    // (DESIGN §24), else holds for this agent.
+    let remembers = !ask.remember_rules.is_empty();
     let reply = |decision: Decision, reason: String| {
         let session = session.clone();
         let request_id = ask.request_id.clone();
         async move {
             session.answered(&request_id);
+            let answer = match decision {
+                Decision::AllowAlways if remembers => {
+                    crate::permission_prompt::remembered(&request_id)
+                }
+                _ => crate::permission_prompt::answer(&request_id, decision, reason),
+            };
             let _ = session
                 .attach_sender()
                 .send(pb::AttachRequest {
-                    request: Some(pb::attach_request::Request::PermissionAnswer(
-                        crate::permission_prompt::answer(&request_id, decision, reason),
-                    )),
+                    request: Some(pb::attach_request::Request::PermissionAnswer(answer)),
                 })
                 .await;
         }
+    };
+    let always = if remembers {
+        format!(
+            "Always allow, for every agent: {}",
+            crate::permission_prompt::rules_kept(&ask)
+        )
+    } else {
+        format!("Always allow {} (this agent)", ask.tool_name)
     };
     // "Always reject" in this session: answered without asking again.
     if session.rejects_always(&ask.tool_name) {
@@ -133,7 +148,7 @@ pub async fn ask(
                 "toolCall": tool_call,
                 "options": [
                     {"optionId": ALLOW_ONCE, "name": "Allow once", "kind": "allow_once"},
-                    {"optionId": ALLOW_ALWAYS, "name": format!("Always allow {}", ask.tool_name), "kind": "allow_always"},
+                    {"optionId": ALLOW_ALWAYS, "name": always, "kind": "allow_always"},
                     {"optionId": REJECT, "name": "Reject", "kind": "reject_once"},
                     {"optionId": REJECT_ALWAYS, "name": format!("Always reject {}", ask.tool_name), "kind": "reject_always"},
                 ],

@@ -45,7 +45,7 @@ enum Input {
     /// Ctrl-C was pressed: y cancels, anything else does not.
     ConfirmCancel,
     /// n was pressed for this ask: a reason is being typed.
-    DenyReason(pb::PermissionRequest, String),
+    DenyReason(Box<pb::PermissionRequest>, String),
 }
 
 struct Session {
@@ -373,7 +373,7 @@ impl Session {
     async fn deny_reason_key(
         &mut self,
         key: Key,
-        ask: pb::PermissionRequest,
+        ask: Box<pb::PermissionRequest>,
         mut reason: String,
         client: &mut Client,
     ) -> Result<Next, Failure> {
@@ -388,7 +388,7 @@ impl Session {
             // open, and the key is handled as always.
             Key::Interrupt | Key::Detach => {
                 eprintln!(" — not answered");
-                self.asks.push(ask);
+                self.asks.push(*ask);
                 return self.command_key(key, client).await;
             }
             Key::Backspace => {
@@ -419,7 +419,7 @@ impl Session {
                 self.input = Input::ConfirmCancel;
             }
             Key::Escape => self.interrupt(client),
-            Key::Char(c @ ('y' | 'a' | 'n' | 'e')) if !self.asks.is_empty() => {
+            Key::Char(c @ ('y' | 'a' | 'n' | 'e' | 'r')) if !self.asks.is_empty() => {
                 self.answer_ask(c).await
             }
             _ => {}
@@ -464,6 +464,17 @@ impl Session {
             'y' => Decision::AllowOnce,
             'a' => Decision::AllowAlways,
             'e' if ask.tool_name == crate::permission_prompt::NETWORK => Decision::AllowEveryAgent,
+            'r' if !ask.remember_rules.is_empty() => {
+                let answer = crate::permission_prompt::remembered(&ask.request_id);
+                self.send(Request::PermissionAnswer(answer)).await;
+                self.show_next_ask();
+                return;
+            }
+            'r' => {
+                // No rule can be written for it: it stays on screen.
+                self.asks.push(ask);
+                return;
+            }
             'e' => {
                 // Not an answer to a tool's ask: it stays on screen.
                 self.asks.push(ask);
@@ -472,7 +483,7 @@ impl Session {
             _ => {
                 self.view.finish();
                 eprint!("Deny: why (Enter to skip, Esc to leave unanswered)? ");
-                self.input = Input::DenyReason(ask, String::new());
+                self.input = Input::DenyReason(Box::new(ask), String::new());
                 return;
             }
         };

@@ -77,8 +77,13 @@ pub fn keys(p: &pb::PermissionRequest) -> String {
         return "y: allow once · a: always for this agent · e: always, for every agent · n: deny"
             .to_string();
     }
+    let remember = if p.remember_rules.is_empty() {
+        String::new()
+    } else {
+        format!(" · r: always, for every agent: {}", rules_kept(p))
+    };
     format!(
-        "y: allow once · a: always allow {} for this agent · n: deny",
+        "y: allow once · a: always allow {} for this agent{remember} · n: deny",
         visible::line(&p.tool_name)
     )
 }
@@ -93,7 +98,29 @@ pub fn answer(
         request_id: request_id.to_string(),
         decision: decision as i32,
         reason,
+        remember: false,
     }
+}
+
+/// "Always", with the ask's rules kept for every agent (DESIGN §24).
+pub fn remembered(request_id: &str) -> pb::PermissionAnswer {
+    pb::PermissionAnswer {
+        remember: true,
+        ..answer(
+            request_id,
+            pb::permission_answer::Decision::AllowAlways,
+            String::new(),
+        )
+    }
+}
+
+/// The rules an answer `r` keeps, as one line: "Bash(npm test), Bash(ls)".
+pub fn rules_kept(p: &pb::PermissionRequest) -> String {
+    p.remember_rules
+        .iter()
+        .map(|r| visible::line(r).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -154,6 +181,24 @@ mod tests {
         assert_eq!(
             keys(&p),
             "y: allow once · a: always allow Bash for this agent · n: deny"
+        );
+    }
+
+    #[test]
+    fn r_is_offered_with_the_rules_it_keeps_made_visible() {
+        let mut p = ask("Bash", serde_json::json!({"command": "npm test"}));
+        p.remember_rules = vec!["Bash(npm test)".into(), "Bash(x\u{1b}[2J)".into()];
+        let shown = keys(&p);
+        assert!(
+            shown.contains("r: always, for every agent: Bash(npm test), Bash(x"),
+            "{shown}"
+        );
+        assert!(!shown.contains('\u{1b}'), "{shown:?}");
+        let answer = remembered("req");
+        assert!(answer.remember);
+        assert_eq!(
+            answer.decision,
+            pb::permission_answer::Decision::AllowAlways as i32
         );
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod paths;
 pub mod pattern;
+pub mod remember;
 pub mod settings;
 pub mod shell;
 

@@ -184,9 +184,11 @@ async fn handle_inbound(
             Some(Ok(pb::AttachRequest {
                 request: Some(Request::PermissionAnswer(a)),
             })) => {
-                match convert::answer_from_wire(&a)
-                    .and_then(|answer| sup.answer(agent, &a.request_id, answer))
-                {
+                let answered = match convert::answer_from_wire(&a) {
+                    Ok(answer) => sup.answer(agent, &a.request_id, answer, a.remember).await,
+                    Err(e) => Err(e),
+                };
+                match answered {
                     Ok(()) => None,
                     Err(e) => Some(notice(e.to_string(), true)),
                 }

@@ -484,6 +484,7 @@ pub fn permission(ask: &PermissionAsk, resolved: bool) -> pb::PermissionRequest 
         resolved,
         agent_short_id: ask.agent_short.to_string(),
         tool_use_id: ask.tool_use_id.clone(),
+        remember_rules: ask.remember.clone(),
     }
 }
 
@@ -553,6 +554,7 @@ mod tests {
             request_id: "r".into(),
             decision,
             reason: String::new(),
+            remember: false,
         };
         assert!(answer_from_wire(&answer(42)).is_err());
         assert!(answer_from_wire(&answer(0)).is_err());

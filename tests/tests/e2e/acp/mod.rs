@@ -8,6 +8,7 @@ pub(crate) mod fidelity;
 pub(crate) mod mcp;
 pub(crate) mod network;
 pub(crate) mod restart;
+pub(crate) mod rules;
 pub(crate) mod sdk;
 pub(crate) mod sessions;
 pub(crate) mod test_agent;
