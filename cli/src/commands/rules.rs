@@ -118,6 +118,13 @@ async fn list(target: &Target, json: bool, cwd: Option<PathBuf>) -> Result<u8, F
         render::print_json(&rows);
         return Ok(SUCCESS);
     }
+    if resp.default_mode != pb::PermissionMode::Unspecified as i32 {
+        let mode = render::permission_mode_name(resp.default_mode);
+        say!(
+            "default mode: {mode} (permissions.defaultMode in {}; --permission-mode overrides it)",
+            visible::line(&resp.default_mode_source)
+        );
+    }
     if resp.rules.is_empty() {
         say!("no permission rules: the permission mode decides every call");
         return Ok(SUCCESS);

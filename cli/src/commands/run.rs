@@ -33,9 +33,11 @@ pub struct Args {
     #[arg(long)]
     max_turns: Option<u32>,
     /// When tools ask first: default (Bash, Write, Edit ask), accept-edits
-    /// (only Bash asks), plan (read-only), bypass (nothing asks).
-    #[arg(long, value_enum, default_value = "bypass")]
-    permission_mode: Mode,
+    /// (only Bash asks), plan (read-only), bypass (nothing asks) [default:
+    /// permissions.defaultMode of ~/.claude/settings.json, made stricter by
+    /// the repository's; else bypass].
+    #[arg(long, value_enum)]
+    permission_mode: Option<Mode>,
     /// How its tools are confined [default: the daemon's, workspace-write].
     #[arg(long, value_enum)]
     sandbox: Option<Sandbox>,
@@ -144,7 +146,10 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             cwd: cwd.display().to_string(),
             background: args.background,
             max_turns: args.max_turns.unwrap_or(0),
-            permission_mode: args.permission_mode.wire() as i32,
+            permission_mode: args
+                .permission_mode
+                .map_or(pb::PermissionMode::Unspecified, Mode::wire)
+                as i32,
             isolation: if args.worktree {
                 pb::Isolation::Worktree
             } else {

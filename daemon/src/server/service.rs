@@ -471,9 +471,7 @@ impl AgentService for AgentApi {
             .sup
             .rules_at(&cwd)
             .map_err(crate::error::AgentdError::refused)?;
-        Ok(Response::new(pb::ListRulesResponse {
-            rules: rules.iter().map(convert::rules::listed).collect(),
-        }))
+        Ok(Response::new(convert::rules::listing(&rules)))
     }
 
     async fn approve_rules(

@@ -248,7 +248,13 @@ impl Supervisor {
             (Some(mode), Some(p)) => mode.stricter(p.permission_mode),
             (Some(mode), None) => mode,
             (None, Some(p)) => p.permission_mode,
-            (None, None) => PermissionMode::Bypass,
+            // The settings files' defaultMode (DESIGN §24); a malformed
+            // one fails the run at its start with the rules' error.
+            (None, None) => self
+                .rules_at(&record.cwd)
+                .ok()
+                .and_then(|set| set.default_mode)
+                .map_or(PermissionMode::Bypass, |(mode, _)| mode),
         };
         record.depth = parent.map_or(0, |p| p.depth + 1);
         record.sandbox = match parent {

@@ -60,6 +60,7 @@ impl Supervisor {
         })?;
         let rules = self.rules_at(&dir).map_err(AgentdError::refused)?;
         let allow = rules
+            .rules
             .into_iter()
             .filter_map(|l| l.approval.clone().map(|a| (l, a)))
             .collect();

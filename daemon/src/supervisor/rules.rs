@@ -18,7 +18,7 @@ use agentd_rules::{Kind, Rule, settings};
 use sha2::{Digest, Sha256};
 
 use super::Supervisor;
-use crate::domain::AgentRecord;
+use crate::domain::{AgentRecord, PermissionMode};
 use crate::store::Approved;
 
 /// A repository's settings files, relative to its root.
@@ -84,7 +84,7 @@ fn file_rules(
     rel: &str,
     shown: &str,
     contained: bool,
-) -> Result<Vec<Rule>, Vec<String>> {
+) -> Result<settings::FileRules, Vec<String>> {
     use agentd_sandbox::beneath::{self, ContainedRead, read_contained};
     let read = if contained {
         read_contained(dir, &dir.join(rel), MAX_SETTINGS_BYTES)
@@ -99,7 +99,7 @@ fn file_rules(
     };
     let bytes = match read {
         Ok(b) => b,
-        Err(ContainedRead::Missing) => return Ok(Vec::new()),
+        Err(ContainedRead::Missing) => return Ok(settings::FileRules::default()),
         Err(ContainedRead::Outside) => {
             return Err(vec![format!(
                 "{shown} leads out of its directory through a link; agentd does not follow it"
@@ -110,7 +110,58 @@ fn file_rules(
         }
     };
     let text = String::from_utf8_lossy(&bytes);
-    settings::from_settings_json(&text, shown, dir).map(|f| f.rules)
+    settings::from_settings_json(&text, shown, dir)
+}
+
+/// A settings file's `permissions.defaultMode`, as agentd's mode; one it
+/// has no mode for is an error naming the file (never read as a mode that
+/// lets more run).
+fn mode_of(written: &str, shown: &str) -> Result<PermissionMode, String> {
+    match written {
+        "default" => Ok(PermissionMode::Default),
+        "acceptEdits" => Ok(PermissionMode::AcceptEdits),
+        "plan" => Ok(PermissionMode::Plan),
+        "bypassPermissions" => Ok(PermissionMode::Bypass),
+        other => Err(format!(
+            "{shown}: permissions.defaultMode {:?} is not a mode agentd has (default, acceptEdits, plan, bypassPermissions)",
+            crate::error::quote(other)
+        )),
+    }
+}
+
+/// The rules an agent started somewhere is put to, and the permission
+/// mode its settings files give an agent started there without one.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    pub rules: Vec<ListedRule>,
+    /// The person's `defaultMode`, made stricter by a repository's; with
+    /// the file that decided it.
+    pub default_mode: Option<(PermissionMode, String)>,
+}
+
+impl RuleSet {
+    /// Puts `written` (a file's defaultMode) in force: the person's as
+    /// written, a repository's only where it is stricter.
+    fn take_mode(
+        &mut self,
+        written: Option<&str>,
+        shown: &str,
+        only_tighten: bool,
+    ) -> Result<(), String> {
+        let Some(written) = written else {
+            return Ok(());
+        };
+        let mode = mode_of(written, shown)?;
+        // Without a setting, an agent started without a mode bypasses.
+        let now = self
+            .default_mode
+            .as_ref()
+            .map_or(PermissionMode::Bypass, |(m, _)| *m);
+        if !only_tighten || (mode != now && mode.stricter(now) == mode) {
+            self.default_mode = Some((mode, shown.to_string()));
+        }
+        Ok(())
+    }
 }
 
 impl Supervisor {
@@ -119,6 +170,7 @@ impl Supervisor {
     pub(super) fn rules_for(&self, record: &AgentRecord) -> Result<Vec<Rule>, String> {
         let all = self.rules_at(&record.cwd)?;
         Ok(all
+            .rules
             .into_iter()
             .filter(ListedRule::applies)
             .map(|l| l.rule)
@@ -132,42 +184,44 @@ impl Supervisor {
     }
 
     /// `ListRules`: every rule an agent started in `cwd` is put to, and
-    /// whether it applies.
-    pub fn rules_at(&self, cwd: &Path) -> Result<Vec<ListedRule>, String> {
-        let mut rules = Vec::new();
+    /// whether it applies; and the mode its settings give it.
+    pub fn rules_at(&self, cwd: &Path) -> Result<RuleSet, String> {
+        let mut set = RuleSet::default();
         let mut errors = Vec::new();
-        let mut take = |got: Result<Vec<Rule>, Vec<String>>| match got {
-            Ok(r) => rules.extend(r.into_iter().map(|rule| ListedRule {
-                rule,
-                approval: None,
-            })),
-            Err(e) => errors.extend(e),
-        };
+        fn take(set: &mut RuleSet, errors: &mut Vec<String>, got: Result<Vec<Rule>, Vec<String>>) {
+            match got {
+                Ok(r) => set.rules.extend(r.into_iter().map(|rule| ListedRule {
+                    rule,
+                    approval: None,
+                })),
+                Err(e) => errors.extend(e),
+            }
+        }
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-            take(file_rules(
-                &home,
-                ".claude/settings.json",
-                "~/.claude/settings.json",
-                false,
-            ));
+            let shown = "~/.claude/settings.json";
+            match file_rules(&home, ".claude/settings.json", shown, false) {
+                Ok(f) => {
+                    if let Err(e) = set.take_mode(f.default_mode.as_deref(), shown, false) {
+                        errors.push(e);
+                    }
+                    take(&mut set, &mut errors, Ok(f.rules));
+                }
+                Err(e) => take(&mut set, &mut errors, Err(e)),
+            }
         }
         let p = &self.config().permissions;
         let config_dir = self.remembered_rules_dir();
-        take(settings::from_lists(
-            &p.allow,
-            &p.ask,
-            &p.deny,
-            "config.toml",
-            &config_dir,
-        ));
+        take(
+            &mut set,
+            &mut errors,
+            settings::from_lists(&p.allow, &p.ask, &p.deny, "config.toml", &config_dir),
+        );
         match super::remembered_rules::read(&config_dir) {
-            Ok(allow) => take(settings::from_lists(
-                &allow,
-                &[],
-                &[],
-                super::remembered_rules::FILE,
-                &config_dir,
-            )),
+            Ok(allow) => take(
+                &mut set,
+                &mut errors,
+                settings::from_lists(&allow, &[], &[], super::remembered_rules::FILE, &config_dir),
+            ),
             Err(why) => errors.push(why),
         }
         if let Some(root) = self.rules_root(cwd) {
@@ -181,30 +235,36 @@ impl Supervisor {
                 });
             for file in REPOSITORY_FILES {
                 let shown = root.join(file).display().to_string();
-                match file_rules(&root, file, &shown, true) {
-                    Ok(found) => rules.extend(found.into_iter().map(|rule| {
-                        let approval = (rule.kind == Kind::Allow).then(|| {
-                            let fingerprint = fingerprint(file, &rule.text);
-                            let mut a = RuleApproval {
-                                root: root.clone(),
-                                file,
-                                fingerprint,
-                                approved: false,
-                            };
-                            let name = a.name(&rule);
-                            a.approved = approved
-                                .iter()
-                                .any(|k| k.name == name && k.fingerprint == a.fingerprint);
-                            a
-                        });
-                        ListedRule { rule, approval }
-                    })),
-                    Err(e) => errors.extend(e),
+                let found = match file_rules(&root, file, &shown, true) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        errors.extend(e);
+                        continue;
+                    }
+                };
+                if let Err(e) = set.take_mode(found.default_mode.as_deref(), &shown, true) {
+                    errors.push(e);
                 }
+                set.rules.extend(found.rules.into_iter().map(|rule| {
+                    let approval = (rule.kind == Kind::Allow).then(|| {
+                        let mut a = RuleApproval {
+                            root: root.clone(),
+                            file,
+                            fingerprint: fingerprint(file, &rule.text),
+                            approved: false,
+                        };
+                        let name = a.name(&rule);
+                        a.approved = approved
+                            .iter()
+                            .any(|k| k.name == name && k.fingerprint == a.fingerprint);
+                        a
+                    });
+                    ListedRule { rule, approval }
+                }));
             }
         }
         if errors.is_empty() {
-            Ok(rules)
+            Ok(set)
         } else {
             Err(format!(
                 "its permission rules cannot all be read, and a rule left out could let a call through: {}; fix or remove them",

@@ -456,3 +456,57 @@ fn always_remembered_keeps_the_calls_rule_in_agentds_config_for_every_agent() {
     // Nothing was written into the project.
     assert!(!env.project().join(".claude").exists());
 }
+
+#[test]
+fn default_mode_comes_from_the_persons_settings_and_a_repository_only_tightens_it() {
+    let env = Env::new();
+    let p = env.project();
+    agentd_e2e::gitrepo::init_repo(&p);
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::fs::write(
+        env.home().join(".claude/settings.json"),
+        r#"{"permissions": {"defaultMode": "default"}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(p.join(".claude")).unwrap();
+    let repo = p.join(".claude/settings.json");
+    // A repository asking for more than the person gave is not heard.
+    std::fs::write(
+        &repo,
+        r#"{"permissions": {"defaultMode": "bypassPermissions"}}"#,
+    )
+    .unwrap();
+    let _daemon = env.start_daemon();
+    let model = env.script("ls.json", &bash_each(&["ls".to_string()]));
+    let id = env.start_model(&model, &[]);
+    assert_eq!(env.show(&id)["permission_mode"], "default");
+    env.wait_for_agent(&id, "its ask", |a| a["status"] == "waiting");
+    env.ctl(&["stop", &id]).expect_code(0);
+    // An explicit mode is the person's choice.
+    let id = env.start_model(&model, &["--permission-mode", "bypass"]);
+    assert_eq!(env.show(&id)["permission_mode"], "bypass");
+    env.ctl(&["wait", &id]).expect_code(0);
+    // A repository may make it stricter.
+    std::fs::write(&repo, r#"{"permissions": {"defaultMode": "plan"}}"#).unwrap();
+    let id = env.start_model(&model, &[]);
+    assert_eq!(env.show(&id)["permission_mode"], "plan");
+    env.ctl(&["wait", &id]).expect_code(0);
+    let listed = env.ctl(&["rules", "list"]).expect_code(0).stdout.clone();
+    assert!(
+        listed.contains("default mode: plan") && listed.contains(".claude/settings.json"),
+        "{listed}"
+    );
+    // A mode agentd does not have is refused with its file, never guessed.
+    std::fs::write(&repo, r#"{"permissions": {"defaultMode": "dontAsk"}}"#).unwrap();
+    let id = env.start_model(&model, &[]);
+    env.ctl(&["wait", &id]);
+    let shown = env.show(&id);
+    assert_eq!(shown["status"], "failed", "{shown}");
+    let error = shown["error"].as_str().unwrap();
+    assert!(
+        error.contains("defaultMode")
+            && error.contains("dontAsk")
+            && error.contains(".claude/settings.json"),
+        "{error}"
+    );
+}

@@ -111,7 +111,7 @@ pub fn status(s: Status) -> pb::AgentStatus {
     }
 }
 
-fn permission_mode(m: PermissionMode) -> pb::PermissionMode {
+pub(super) fn permission_mode(m: PermissionMode) -> pb::PermissionMode {
     match m {
         PermissionMode::Default => pb::PermissionMode::Default,
         PermissionMode::AcceptEdits => pb::PermissionMode::AcceptEdits,

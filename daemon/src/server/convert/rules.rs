@@ -4,7 +4,7 @@
 use agentd_shared::proto as pb;
 
 use crate::error::AgentdError;
-use crate::supervisor::{ApprovedRule, ListedRule, RuleSelection};
+use crate::supervisor::{ApprovedRule, ListedRule, RuleSelection, RuleSet};
 
 /// The most rules one request names.
 const MAX_SELECTED: usize = 256;
@@ -31,6 +31,18 @@ pub fn selection(rules: &[String], all: bool) -> Result<RuleSelection, AgentdErr
             }
             Ok(RuleSelection::Named(rules.to_vec()))
         }
+    }
+}
+
+pub fn listing(set: &RuleSet) -> pb::ListRulesResponse {
+    let (mode, source) = match &set.default_mode {
+        Some((m, source)) => (super::permission_mode(*m), source.clone()),
+        None => (pb::PermissionMode::Unspecified, String::new()),
+    };
+    pb::ListRulesResponse {
+        rules: set.rules.iter().map(listed).collect(),
+        default_mode: mode as i32,
+        default_mode_source: source,
     }
 }
 

@@ -64,7 +64,7 @@ pub fn release_reason_name(reason: i32) -> &'static str {
     }
 }
 
-fn permission_mode_name(mode: i32) -> &'static str {
+pub fn permission_mode_name(mode: i32) -> &'static str {
     match pb::PermissionMode::try_from(mode).unwrap_or_default() {
         pb::PermissionMode::Unspecified => "default",
         pb::PermissionMode::Default => "default",
