@@ -73,6 +73,8 @@ pub enum Command {
     Rewind(commands::rewind::Args),
     /// The permission rules (Claude Code's settings.json syntax) an agent started here is put to.
     Rules(commands::rules::Args),
+    /// Show, set, raise or remove the cap on what an agent and every descendant spend.
+    Budget(commands::budget::Args),
     /// A terminal dashboard: every agent as a tree, the selected one's live output, keys to steer them (see --help for the keys).
     Ui(ui::Args),
     /// Follow lifecycle events of all agents (created, status, notifications).

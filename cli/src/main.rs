@@ -106,6 +106,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Checkpoints(args) => commands::checkpoints::run(&target, args).await,
         Command::Rewind(args) => commands::rewind::run(&target, args).await,
         Command::Rules(args) => commands::rules::run(&target, args).await,
+        Command::Budget(args) => commands::budget::run(&target, args).await,
         Command::Events(args) => commands::events::run(&target, args).await,
         Command::Ui(args) => ui::run(&target, args).await,
         Command::Status(args) => commands::status::run(&target, args).await,

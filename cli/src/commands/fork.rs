@@ -40,6 +40,8 @@ pub struct Args {
     /// Fork the agent as it was when its user turn N began (`agentctl checkpoints` counts them): its context up to there; with --worktree, a tree holding that turn's checkpoint.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     at: Option<u32>,
+    #[command(flatten)]
+    budget: super::budget::BudgetFlags,
 }
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
@@ -56,6 +58,7 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             list.split(',').map(str::to_string).collect()
         },
     });
+    let (budget_usd, budget_tokens) = args.budget.wire()?;
     let mut client = target.client().await?;
     let agent = client
         .fork_agent(pb::ForkAgentRequest {
@@ -73,6 +76,8 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
             } as i32,
             base: args.base.unwrap_or_default(),
             at_turn: args.at.unwrap_or(0),
+            budget_usd,
+            budget_tokens,
             ..Default::default()
         })
         .await?

@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod bg;
+pub mod budget;
 pub mod checkpoints;
 pub mod compact;
 pub mod completions;

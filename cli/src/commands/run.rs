@@ -38,6 +38,8 @@ pub struct Args {
     /// the repository's; else bypass].
     #[arg(long, value_enum)]
     permission_mode: Option<Mode>,
+    #[command(flatten)]
+    budget: super::budget::BudgetFlags,
     /// How its tools are confined [default: the daemon's, workspace-write].
     #[arg(long, value_enum)]
     sandbox: Option<Sandbox>,
@@ -137,9 +139,12 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         Some(_) => None,
         None => args.model.as_deref().map(absolute_model).transpose()?,
     };
+    let (budget_usd, budget_tokens) = args.budget.wire()?;
     let mut client = target.client().await?;
     let agent = client
         .create_agent(pb::CreateAgentRequest {
+            budget_usd,
+            budget_tokens,
             prompt: args.prompt,
             model: model.unwrap_or_default(),
             name: args.name.unwrap_or_default(),

@@ -15,6 +15,10 @@ pub struct Args {
     /// Wait for the agent to finish the turn and print its new final answer.
     #[arg(long)]
     wait: bool,
+    /// Set (or raise) the agent's budget first: a family paused on a spent
+    /// budget goes on.
+    #[command(flatten)]
+    budget: super::budget::BudgetFlags,
 }
 
 pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
@@ -24,11 +28,14 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
     } else {
         args.message
     };
+    let (budget_usd, budget_tokens) = args.budget.wire()?;
     let mut client = target.client().await?;
     let resp = client
         .send_message(pb::SendMessageRequest {
             id: args.id,
             message,
+            budget_usd,
+            budget_tokens,
         })
         .await?
         .into_inner();

@@ -258,6 +258,17 @@ fn print_text(
             cost::agent_cost_line(own).unwrap_or_else(|| format!("no price for {}", one(&a.model))),
         ),
         ("family", family_line(family)),
+        (
+            "budget",
+            a.budget
+                .as_ref()
+                .map(|b| {
+                    render::budget_line(b)
+                        .trim_start_matches("budget: ")
+                        .to_string()
+                })
+                .unwrap_or_default(),
+        ),
         ("can message", a.can_message.to_string()),
         (
             "resume blocked",

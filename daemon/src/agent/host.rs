@@ -56,4 +56,12 @@ pub trait AgentHost: Send + Sync + 'static {
         let _ = (agent, seq);
         Box::pin(async {})
     }
+
+    /// Before every model request (DESIGN §24): why `agent` may not send
+    /// one — a budget of it or of an ancestor is spent by that budget's
+    /// family, or cannot be checked — or None.
+    fn budget_spent(&self, agent: &AgentRecord) -> Option<String> {
+        let _ = agent;
+        None
+    }
 }

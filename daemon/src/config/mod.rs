@@ -74,6 +74,10 @@ pub struct Config {
     pub max_running_agents: u32,
     /// How deep subagents may nest (a client's agent is depth 0).
     pub max_subagent_depth: u32,
+    /// The budget a client's agent started without one gets (DESIGN §24):
+    /// USD for it and every descendant; tokens for models without a price.
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
     /// Resume agents that were live when the daemon stopped.
     pub resume_on_start: bool,
     /// An `Agent` call without `subagent_type` forks (DESIGN §7). Off by
@@ -196,6 +200,8 @@ impl Default for Config {
             max_output_tokens: 16_384,
             max_running_agents: 16,
             max_subagent_depth: 3,
+            budget_usd: None,
+            budget_tokens: None,
             resume_on_start: true,
             implicit_fork: false,
             auto_background_secs: 120,
@@ -269,6 +275,15 @@ impl Config {
             message: e.message().to_string(),
         };
         let mut config: Config = toml::from_str(&text).map_err(invalid)?;
+        if (config.budget_usd.is_some() || config.budget_tokens.is_some())
+            && let Err(why) = crate::domain::Budget::new(config.budget_usd, config.budget_tokens)
+        {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: 0,
+                message: format!("budget_usd / budget_tokens: {why}"),
+            });
+        }
         config.env_set = entries::env_set();
         let table: toml::Table = toml::from_str(&text).map_err(invalid)?;
         for (key, value) in &table {
@@ -293,6 +308,12 @@ impl Config {
             config.file_keys.insert("network".into());
         }
         Ok(config)
+    }
+
+    /// The budget of a client's agent started without one (checked when
+    /// the file was read).
+    pub fn default_budget(&self) -> Option<crate::domain::Budget> {
+        crate::domain::Budget::new(self.budget_usd, self.budget_tokens).ok()
     }
 
     /// Keys and endpoints for the real providers, the environment first.

@@ -48,7 +48,10 @@ impl AgentApi {
             }
             _ => None,
         };
-        Extras { waiting_for }
+        Extras {
+            waiting_for,
+            budget: self.sup.budget_view(id),
+        }
     }
 }
 
@@ -157,6 +160,9 @@ impl AgentService for AgentApi {
         req: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
         let r = req.into_inner();
+        if let Some(budget) = convert::budget_from_wire(r.budget_usd, r.budget_tokens)? {
+            self.sup.set_budget(&r.id, Some(budget)).await?;
+        }
         let (record, revived) = self.sup.send(&r.id, &r.message, None).await?;
         Ok(Response::new(pb::SendMessageResponse {
             agent: Some(self.wire(&record)),
@@ -217,6 +223,16 @@ impl AgentService for AgentApi {
         let mode = convert::permission_mode_from_wire(r.permission_mode)?;
         let model = Some(r.model.trim().to_string()).filter(|m| !m.is_empty());
         let record = self.sup.update(&r.id, mode, model).await?;
+        Ok(Response::new(self.wire(&record)))
+    }
+
+    async fn set_budget(
+        &self,
+        req: Request<pb::SetBudgetRequest>,
+    ) -> Result<Response<pb::Agent>, Status> {
+        let r = req.into_inner();
+        let budget = convert::budget_from_wire(r.budget_usd, r.budget_tokens)?;
+        let record = self.sup.set_budget(&r.id, budget).await?;
         Ok(Response::new(self.wire(&record)))
     }
 

@@ -15,7 +15,7 @@ use agentd_shared::proto as pb;
 use bytes::Bytes;
 use prost::Message;
 
-use crate::domain::{AgentId, AgentRecord};
+use crate::domain::{AgentId, AgentRecord, Budget, Spent};
 use agentd_shared::sync::Unpoisoned as _;
 
 /// What an agent's wire form holds besides its record.
@@ -23,11 +23,16 @@ use agentd_shared::sync::Unpoisoned as _;
 pub struct Extras {
     /// What a waiting agent waits for.
     pub waiting_for: Option<String>,
+    /// Its own budget and what its family spent (or why that cannot be
+    /// measured).
+    pub budget: Option<(Budget, Result<Spent, String>)>,
 }
 
 /// The wire form of `record` with `extras`.
 pub fn agent(record: &AgentRecord, extras: &Extras) -> pb::Agent {
-    super::convert::agent(record, extras.waiting_for.clone())
+    let mut wire = super::convert::agent(record, extras.waiting_for.clone());
+    wire.budget = extras.budget.as_ref().map(super::convert::budget);
+    wire
 }
 
 struct Cached {
@@ -113,7 +118,10 @@ mod tests {
     }
 
     fn plain(_: &AgentRecord) -> Extras {
-        Extras { waiting_for: None }
+        Extras {
+            waiting_for: None,
+            budget: None,
+        }
     }
 
     #[test]
@@ -148,6 +156,7 @@ mod tests {
         // What is not in the record counts too.
         let waiting = |_: &AgentRecord| Extras {
             waiting_for: Some("disk space".into()),
+            budget: None,
         };
         let fourth = cache.encode(std::slice::from_ref(&a2), waiting, wire, false);
         assert_eq!(made.get(), 4);

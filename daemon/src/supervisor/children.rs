@@ -297,6 +297,7 @@ impl Supervisor {
             background: true,
             base: None,
             at_turn: None,
+            budget: None,
         };
         let origin = Origin::Call {
             tool_use_id: call.tool_use_id,

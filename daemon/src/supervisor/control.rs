@@ -40,6 +40,17 @@ impl Supervisor {
                 s = short(&record),
             )));
         }
+        if let Some(blocked) = record
+            .resume_blocked
+            .as_ref()
+            .filter(|b| b.reason == crate::domain::ResumeBlockedReason::BudgetExhausted)
+        {
+            return Err(AgentdError::refused(format!(
+                "agent {} is paused: {} (or send with --budget to the agent whose budget it is)",
+                short(&record),
+                blocked.detail
+            )));
+        }
         if let Some(blocked) = &record.resume_blocked {
             return Err(AgentdError::refused(format!(
                 "agent {} cannot be resumed ({}: {}); start a new one instead",

@@ -73,6 +73,9 @@ pub struct NewAgent {
     pub mcp_servers: Vec<ServerDef>,
     /// Run by this external agent over ACP (DESIGN §19), not a model.
     pub executor: Option<crate::domain::ExternalAgentName>,
+    /// A cap on what it and its descendants spend (DESIGN §24); None: the
+    /// config's default for a client's agent, none of its own for a child.
+    pub budget: Option<crate::domain::Budget>,
 }
 
 /// A validated new agent, not yet stored.
@@ -93,6 +96,8 @@ pub(super) struct Prepared {
     pub(super) mcp_pending: Option<McpPending>,
     /// The files its new tree gets once made: a checkpoint's (fork `--at`).
     pub(super) tree_files: Option<super::checkpoints::TreeFiles>,
+    /// Its own budget, kept before it is stored (`budgets`).
+    pub(super) budget: Option<crate::domain::Budget>,
 }
 
 /// Where a new agent works, before its worktree (if any) is planned.
@@ -184,6 +189,13 @@ impl Supervisor {
             fan_out: FanOutRole::Alone,
             worktree: plan,
             tree_files: None,
+            budget: req.budget.or_else(|| {
+                // A client's agent without one gets config.toml's default.
+                parent
+                    .is_none()
+                    .then(|| self.config().default_budget())
+                    .flatten()
+            }),
             mcp_pending: Some(McpPending {
                 requested: req.mcp_servers.clone(),
                 of_type: agent_type.and_then(TypeServers::of),
@@ -319,10 +331,14 @@ impl Supervisor {
             mut record,
             mut prompt,
             mcp_pending,
+            budget,
             ..
         } = prepared;
         if let Some(pending) = mcp_pending {
             self.freeze_mcp(&mut record, &mut prompt, &pending).await;
+        }
+        if budget.is_some() {
+            self.store.set_budget_durable(record.id, budget).await?;
         }
         self.store
             .append_durable(
@@ -360,8 +376,13 @@ impl Supervisor {
             worktree,
             mcp_pending,
             tree_files,
+            budget,
         } = prepared;
         let id = record.id;
+        // On disk before its first request can be sent.
+        if budget.is_some() {
+            self.store.set_budget_durable(id, budget).await?;
+        }
         record.transcript_len = entries.len() as u64;
         let tree_guard = match &worktree {
             Some(plan) => Some(self.make_worktree(plan, &record).await?),

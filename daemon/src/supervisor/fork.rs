@@ -42,6 +42,8 @@ pub struct ForkRequest {
     /// context up to there and, with a worktree, that checkpoint's files.
     /// A client's fork only.
     pub at_turn: Option<u32>,
+    /// A cap on what the fork and its descendants spend (DESIGN §24).
+    pub budget: Option<crate::domain::Budget>,
 }
 
 /// Who asks for a fork.
@@ -199,6 +201,7 @@ impl Supervisor {
             fan_out: self.fan_outs.join(parent.id, last_seq, req.fork_turns),
             worktree: plan,
             tree_files,
+            budget: req.budget,
         })
     }
 

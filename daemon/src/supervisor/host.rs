@@ -32,6 +32,10 @@ impl AgentHost for SupervisorHost {
         Box::pin(self.0.run_orchestration_tool(call))
     }
 
+    fn budget_spent(&self, agent: &AgentRecord) -> Option<String> {
+        self.0.budget_spent(agent)
+    }
+
     fn turn_begins<'a>(&'a self, agent: &'a AgentRecord, seq: u64) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             // A turn boundary: what the agent committed in the turn before

@@ -29,6 +29,7 @@
 
 mod admission;
 mod asks;
+mod budgets;
 mod checkpoints;
 mod children;
 mod compact_once;

@@ -62,6 +62,9 @@ pub(super) fn task_notice(child: &AgentRecord, outcome: &RunEnd) -> Notice {
         RunEnd::Completed(text) => text.clone(),
         RunEnd::Failed(error) => format!("Error: {error}"),
         RunEnd::Cancelled => "Error: the agent was cancelled".to_string(),
+        RunEnd::BudgetExhausted(why) => {
+            format!("Error: paused before its next model request: {why}")
+        }
         RunEnd::Interrupted | RunEnd::Paused | RunEnd::Halted | RunEnd::Unchanged(_) => {
             String::new()
         }

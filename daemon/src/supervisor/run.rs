@@ -237,7 +237,8 @@ impl Supervisor {
         };
         let notice = match (&route, record.parent) {
             (EndRoute::Notify, Some(parent))
-                if record.status.is_terminal()
+                if (record.status.is_terminal()
+                    || matches!(outcome, RunEnd::BudgetExhausted(_)))
                     && record.reports_to_parent()
                     && !matches!(outcome, RunEnd::Unchanged(_)) =>
             {
@@ -332,6 +333,9 @@ impl Supervisor {
                 ResumeBlockedReason::CwdMissing,
                 format!("its working directory {} is gone", record.cwd.display()),
             ));
+        }
+        if let Some(why) = self.budget_spent(record) {
+            return Err(blocked(ResumeBlockedReason::BudgetExhausted, why));
         }
         if let Some(ext) = &record.external {
             self.external_resumable(record, ext).map_err(|detail| {

@@ -503,6 +503,7 @@ impl Cycle {
             .send_message(pb::SendMessageRequest {
                 id: agent.id.clone(),
                 message: format!("{nonce}: how is it going?"),
+                ..Default::default()
             })
             .await;
         self.ledger.lock().sent.push(Sent {

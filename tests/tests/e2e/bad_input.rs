@@ -379,6 +379,7 @@ fn a_huge_or_malformed_id_is_an_invalid_argument_with_a_short_message() {
                     .send_message(pb::SendMessageRequest {
                         id: id.clone(),
                         message: "hi".into(),
+                        ..Default::default()
                     })
                     .await
                     .unwrap_err(),

@@ -171,6 +171,10 @@ fn random_calls_with_malformed_fields_get_documented_errors_and_leave_a_sound_st
                         .send_message(pb::SendMessageRequest {
                             id,
                             message: random_string(&mut rng),
+                            // Garbage amounts too: refused, never a cap of nothing.
+                            budget_usd: [0.0, -1.0, f64::NAN, f64::INFINITY, 1e9, 0.5]
+                                [rng.random_range(0..6)],
+                            budget_tokens: rng.random_range(0..3),
                         })
                         .await
                         .map(drop),

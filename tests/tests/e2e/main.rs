@@ -15,6 +15,7 @@ mod agent_messages;
 mod attach;
 mod attach_half_close;
 mod bad_input;
+mod budgets;
 mod checkpoints;
 mod claude_code_probe;
 mod cli_extras;

@@ -268,6 +268,7 @@ impl Session {
         let request = pb::SendMessageRequest {
             id: self.id.clone(),
             message: text,
+            ..Default::default()
         };
         let generation = self.link.generation();
         let sent = self.link.client().send_message(request.clone()).await;

@@ -89,7 +89,11 @@ async fn run(c: &mut Client, request: Request) -> Result<Done, tonic::Status> {
     Ok(match request {
         Request::Send { id, message } => {
             let resp = c
-                .send_message(pb::SendMessageRequest { id, message })
+                .send_message(pb::SendMessageRequest {
+                    id,
+                    message,
+                    ..Default::default()
+                })
                 .await?
                 .into_inner();
             let a = resp.agent.unwrap_or_default();

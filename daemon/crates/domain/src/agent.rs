@@ -151,6 +151,9 @@ pub enum ResumeBlockedReason {
     /// neither `session/load` nor `session/resume`), or whose entry is
     /// gone from config.toml.
     ExternalAgentCannotResume,
+    /// Its family's budget is spent (DESIGN §24): it sends no more model
+    /// requests until the budget is raised, which clears this.
+    BudgetExhausted,
 }
 
 impl ResumeBlockedReason {
@@ -164,6 +167,7 @@ impl ResumeBlockedReason {
             ResumeBlockedReason::ForkContextMissing => "fork_context_missing",
             ResumeBlockedReason::AgentTypeUnknown => "agent_type_unknown",
             ResumeBlockedReason::ExternalAgentCannotResume => "external_agent_cannot_resume",
+            ResumeBlockedReason::BudgetExhausted => "budget_exhausted",
         }
     }
 
@@ -177,6 +181,7 @@ impl ResumeBlockedReason {
             ResumeBlockedReason::ForkContextMissing,
             ResumeBlockedReason::AgentTypeUnknown,
             ResumeBlockedReason::ExternalAgentCannotResume,
+            ResumeBlockedReason::BudgetExhausted,
         ]
         .into_iter()
         .find(|r| r.as_str() == text)

@@ -7,6 +7,7 @@
 
 mod agent;
 mod allowlist;
+mod budget;
 mod confinement;
 mod external_run;
 mod file_change;
@@ -32,6 +33,7 @@ pub use agent::{
     ResumeBlockedReason, Status, Usage,
 };
 pub use allowlist::{McpPattern, ToolAllowlist};
+pub use budget::{Budget, MICROS_PER_USD, Spent};
 pub use confinement::Confinement;
 pub use external_run::{
     ContextFill, ExternalAgentName, ExternalRun, ExternalToolKind, ReportedCost,

@@ -58,6 +58,10 @@ pub enum StoreError {
     NoSpace(sled::Error),
     #[error("the store is being reopened after a disk-full error; try again in a moment")]
     Reopening,
+    /// An item that must be read to act safely cannot be decoded (a
+    /// budget): the action is refused rather than taken without it.
+    #[error("{0}; agentd's log says which item")]
+    Corrupt(String),
     /// An append meant to deliver inbox items, and one of them was no
     /// longer in the inbox: it was withdrawn, or it had never reached the
     /// disk and a reopen dropped it. Nothing was written; the deliverer

@@ -22,6 +22,8 @@
 //! - `v1/rule_approvals`: repository root ++ 0x00 ++ settings file and rule
 //!   → the fingerprint of the allow rule the person approved there
 //!   (`approvals`)
+//! - `v1/budgets`: agent id → the cap on what it and its descendants
+//!   spend (`budgets`)
 //! - `meta`: `schema_version` → u32 big-endian (`migrate`)
 //!
 //! Durability (DESIGN §3): "acknowledged means durable". Every method named
@@ -40,6 +42,7 @@ use agentd_domain as domain;
 
 mod agents;
 mod approvals;
+mod budgets;
 mod codec;
 mod error;
 mod full_disk;
@@ -133,6 +136,8 @@ pub(crate) struct Trees {
     connections: sled::Tree,
     /// Hosts answered "always" (`network`).
     network_allow: sled::Tree,
+    /// Agents' budgets (`budgets`).
+    budgets: sled::Tree,
 }
 
 /// Removes the snapshot files sled did not finish writing
@@ -238,6 +243,7 @@ impl Trees {
             rule_approvals: db.open_tree("v1/rule_approvals")?,
             connections: db.open_tree("v1/connections")?,
             network_allow: db.open_tree("v1/network_allow")?,
+            budgets: db.open_tree("v1/budgets")?,
             db,
         })
     }

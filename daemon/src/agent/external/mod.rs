@@ -110,6 +110,11 @@ impl ExternalDriver {
         let mut answer: Option<String> = None;
         let end = loop {
             let name = &setup.def.name;
+            // The agent's own requests are its to send: a budget stops the
+            // next turn (its message stays in the inbox).
+            if let Some(why) = self.core.host.budget_spent(&self.core.record) {
+                break RunEnd::BudgetExhausted(why);
+            }
             let prompt = match self.next_prompt(name).await {
                 Ok(Some(p)) => p,
                 Ok(None) => {
@@ -156,9 +161,11 @@ impl ExternalDriver {
             }
         };
         match end {
-            RunEnd::Completed(_) | RunEnd::Paused | RunEnd::Halted | RunEnd::Unchanged(_) => {
-                setup.slot.put(live).await
-            }
+            RunEnd::Completed(_)
+            | RunEnd::Paused
+            | RunEnd::Halted
+            | RunEnd::Unchanged(_)
+            | RunEnd::BudgetExhausted(_) => setup.slot.put(live).await,
             _ => live.end().await,
         }
         Ok(end)

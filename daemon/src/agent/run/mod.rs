@@ -125,6 +125,15 @@ impl RunCore {
         match &outcome {
             RunEnd::Completed(text) => self.record.outcome = Some(Outcome::Completed(text.clone())),
             RunEnd::Failed(error) => self.record.outcome = Some(Outcome::Failed(error.clone())),
+            // Resumable once the budget is raised (`Supervisor::set_budget`
+            // clears it; `resumable` checks the budget again).
+            RunEnd::BudgetExhausted(why) => {
+                tracing::info!(agent = %self.record.id, reason = %why, "paused: its family's budget is spent");
+                self.record.resume_blocked = Some(crate::domain::ResumeBlocked {
+                    reason: crate::domain::ResumeBlockedReason::BudgetExhausted,
+                    detail: why.clone(),
+                });
+            }
             _ => {}
         }
         self.record.status = outcome.status();

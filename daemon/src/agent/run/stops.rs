@@ -23,6 +23,10 @@ pub enum RunEnd {
     /// or found nothing to send — and goes back to this status: its
     /// outcome stays the one an earlier run produced, nobody is notified.
     Unchanged(Status),
+    /// Stopped before a model request because its family's budget is
+    /// spent (DESIGN §24): paused, and resumable only once the budget is
+    /// raised. The reason says which budget.
+    BudgetExhausted(String),
 }
 
 impl RunEnd {
@@ -32,7 +36,7 @@ impl RunEnd {
             RunEnd::Failed(_) => Status::Failed,
             RunEnd::Cancelled => Status::Cancelled,
             RunEnd::Interrupted => Status::Interrupted,
-            RunEnd::Paused | RunEnd::Halted => Status::Paused,
+            RunEnd::Paused | RunEnd::Halted | RunEnd::BudgetExhausted(_) => Status::Paused,
             RunEnd::Unchanged(status) => *status,
         }
     }

@@ -14,6 +14,7 @@ pub fn not_run(tool: impl std::fmt::Display, stop: &RunEnd, while_asking: bool) 
         RunEnd::Interrupted => "agentd was shutting down",
         RunEnd::Cancelled => "the agent was cancelled",
         RunEnd::Halted => "the agent was interrupted",
+        RunEnd::BudgetExhausted(_) => "its family's budget is spent",
         RunEnd::Completed(_) | RunEnd::Failed(_) | RunEnd::Unchanged(_) => "the agent stopped",
     };
     let when = if while_asking {

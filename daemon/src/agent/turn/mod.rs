@@ -163,7 +163,14 @@ impl ModelDriver {
                 )));
             }
             self.checkpoint_if_a_turn_begins().await;
+            if let Some(why) = self.core.host.budget_spent(&self.core.record) {
+                return Ok(RunEnd::BudgetExhausted(why));
+            }
             self.compact_if_due().await?;
+            // A compaction's summary request was billed too.
+            if let Some(why) = self.core.host.budget_spent(&self.core.record) {
+                return Ok(RunEnd::BudgetExhausted(why));
+            }
             let response = match self.call_model().await {
                 Err(Halt::Overflow(why)) => {
                     tracing::info!(agent = %self.core.record.id, reason = %why, "the provider says the request is too long");

@@ -14,7 +14,7 @@ pub mod rules;
 pub use checkpoints::{checkpoints, rewind_scope_from_wire};
 pub use compact::boundary;
 pub use plan::plan_update;
-pub use requests::{fork_request, new_agent};
+pub use requests::{budget_from_wire, fork_request, new_agent};
 
 use agentd_shared::proto as pb;
 
@@ -132,6 +132,7 @@ fn resume_blocked_reason(r: ResumeBlockedReason) -> pb::ResumeBlockedReason {
         ResumeBlockedReason::ExternalAgentCannotResume => {
             pb::ResumeBlockedReason::ExternalAgentCannotResume
         }
+        ResumeBlockedReason::BudgetExhausted => pb::ResumeBlockedReason::BudgetExhausted,
     }
 }
 
@@ -259,6 +260,8 @@ pub fn agent(r: &AgentRecord, waiting_for: Option<String>) -> pb::Agent {
         mcp_servers: r.mcp_servers.iter().map(mcp::agent_server).collect(),
         mcp_notes: r.mcp_notes.clone(),
         parent_tool_use_id: r.parent_tool_use_id.clone(),
+        // Filled in beside the record (`wire_cache::Extras`).
+        budget: None,
         executor: r
             .external
             .as_ref()
@@ -519,6 +522,28 @@ pub fn config_entry(e: crate::config::entries::Entry) -> pb::ConfigEntry {
         source: source as i32,
         env_var,
         reloadable: e.reloadable,
+    }
+}
+
+/// An agent's budget and its family's spend, as `Agent.budget` carries it.
+pub fn budget(
+    (b, spent): &(crate::domain::Budget, Result<crate::domain::Spent, String>),
+) -> pb::AgentBudget {
+    use crate::domain::MICROS_PER_USD;
+    let (spent_usd, spent_tokens, unmeasured) = match spent {
+        Ok(s) => (
+            s.usd_micros as f64 / MICROS_PER_USD,
+            s.tokens,
+            String::new(),
+        ),
+        Err(why) => (0.0, 0, why.clone()),
+    };
+    pb::AgentBudget {
+        usd: b.usd().unwrap_or(0.0),
+        tokens: b.tokens.unwrap_or(0),
+        spent_usd,
+        spent_tokens,
+        unmeasured,
     }
 }
 

@@ -75,6 +75,7 @@ pub fn new_agent(r: pb::CreateAgentRequest) -> Result<NewAgent, AgentdError> {
         no_instructions: r.no_instructions,
         mcp_servers,
         executor,
+        budget: budget_from_wire(r.budget_usd, r.budget_tokens)?,
     })
 }
 
@@ -106,6 +107,7 @@ pub fn fork_request(r: pb::ForkAgentRequest) -> Result<(String, ForkRequest), Ag
         isolation,
         background: r.background,
         at_turn: (r.at_turn > 0).then_some(r.at_turn),
+        budget: budget_from_wire(r.budget_usd, r.budget_tokens)?,
     };
     Ok((r.parent_id, fork))
 }
@@ -158,6 +160,24 @@ fn model(model: &str) -> Result<Option<ModelSpec>, AgentdError> {
         "" => Ok(None),
         spec => Ok(Some(ModelSpec::parse(spec)?)),
     }
+}
+
+/// A budget as the wire gives it: both amounts 0 is none.
+pub fn budget_from_wire(
+    usd: f64,
+    tokens: u64,
+) -> Result<Option<crate::domain::Budget>, AgentdError> {
+    if usd == 0.0 && tokens == 0 {
+        return Ok(None);
+    }
+    if !usd.is_finite() || usd < 0.0 {
+        return Err(AgentdError::invalid(format!(
+            "budget_usd must be a positive number of dollars (or 0 for none), not {usd}"
+        )));
+    }
+    crate::domain::Budget::new((usd > 0.0).then_some(usd), (tokens > 0).then_some(tokens))
+        .map(Some)
+        .map_err(AgentdError::invalid)
 }
 
 #[cfg(test)]
@@ -244,5 +264,17 @@ mod tests {
         ));
         assert!(fork(Some(vec!["Read"]), "review").is_err());
         assert!(fork(Some(vec!["*"]), "").is_err());
+    }
+
+    #[test]
+    fn a_budget_from_the_wire_is_positive_or_none() {
+        assert_eq!(budget_from_wire(0.0, 0).unwrap(), None);
+        for usd in [-1.0, f64::NAN, f64::INFINITY, 2e6] {
+            assert!(budget_from_wire(usd, 0).is_err(), "{usd}");
+        }
+        let b = budget_from_wire(0.5, 0).unwrap().unwrap();
+        assert_eq!((b.usd_micros, b.tokens), (Some(500_000), None));
+        let b = budget_from_wire(0.0, 7).unwrap().unwrap();
+        assert_eq!((b.usd_micros, b.tokens), (None, Some(7)));
     }
 }

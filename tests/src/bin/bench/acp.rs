@@ -128,6 +128,7 @@ pub fn bench_acp(args: &[String]) {
                 .send_message(pb::SendMessageRequest {
                     id: grpc_agent.clone(),
                     message: format!("q{i}"),
+                    ..Default::default()
                 })
                 .await
                 .unwrap();

@@ -499,6 +499,7 @@ impl Supervised {
             .send_message(pb::SendMessageRequest {
                 id: self.id.clone(),
                 message: text.into(),
+                ..Default::default()
             })
             .await
             .unwrap_or_else(|e| panic!("SendMessage to {}: {e}", self.id));

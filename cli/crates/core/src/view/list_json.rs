@@ -61,6 +61,7 @@ fn agent(out: &mut Vec<u8>, a: &AgentJson<'_>) {
         no_network,
         network,
         plan: items,
+        budget,
     } = a;
     let mut o = Object::open(out);
     o.str("id", id);
@@ -97,6 +98,11 @@ fn agent(out: &mut Vec<u8>, a: &AgentJson<'_>) {
     o.str("network", network);
     o.key("plan");
     plan(o.out, items);
+    if let Some(b) = budget {
+        // Rare (an agent with a budget of its own): serde writes it.
+        o.key("budget");
+        serde_json::to_writer(&mut *o.out, b).unwrap_or_default();
+    }
     o.close();
 }
 
@@ -402,6 +408,13 @@ mod tests {
                         active_form: self.text(),
                     })
                     .collect(),
+                budget: (self.below(3) == 0).then(|| pb::AgentBudget {
+                    usd: self.below(1000) as f64 / 7.0,
+                    tokens: self.below(100_000),
+                    spent_usd: self.below(1000) as f64 / 3.0,
+                    spent_tokens: self.below(100_000),
+                    unmeasured: maybe(self),
+                }),
                 ..Default::default()
             }
         }

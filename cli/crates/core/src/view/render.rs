@@ -37,6 +37,7 @@ pub fn resume_blocked_name(reason: i32) -> Option<&'static str> {
         R::ForkContextMissing => Some("fork_context_missing"),
         R::AgentTypeUnknown => Some("agent_type_unknown"),
         R::ExternalAgentCannotResume => Some("external_agent_cannot_resume"),
+        R::BudgetExhausted => Some("budget_exhausted"),
     }
 }
 
@@ -150,6 +151,32 @@ pub struct AgentJson<'a> {
     pub network: &'static str,
     /// The agent's plan; empty without one.
     pub plan: Vec<super::plan::PlanItemJson<'a>>,
+    /// Its own budget and its family's spend; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetJson<'a>>,
+}
+
+/// `Agent.budget` as JSON: 0 is no cap of the kind.
+#[derive(Debug, Serialize)]
+pub struct BudgetJson<'a> {
+    pub usd: f64,
+    pub tokens: u64,
+    pub spent_usd: f64,
+    pub spent_tokens: u64,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub unmeasured: &'a str,
+}
+
+impl<'a> BudgetJson<'a> {
+    pub fn of(b: &'a pb::AgentBudget) -> Self {
+        BudgetJson {
+            usd: b.usd,
+            tokens: b.tokens,
+            spent_usd: b.spent_usd,
+            spent_tokens: b.spent_tokens,
+            unmeasured: &b.unmeasured,
+        }
+    }
 }
 
 impl<'a> AgentJson<'a> {
@@ -192,6 +219,7 @@ impl<'a> AgentJson<'a> {
             no_network: a.no_network,
             network: super::network::mode_name(a.network),
             plan: super::plan::PlanItemJson::all(&a.plan),
+            budget: a.budget.as_ref().map(BudgetJson::of),
         }
     }
 }
@@ -351,6 +379,26 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// An agent's budget against its family's spend: "$0.0123 of $0.50 spent
+/// (and 1200 of 5000 tokens)", or why the spend cannot be measured.
+pub fn budget_line(b: &pb::AgentBudget) -> String {
+    let mut parts = Vec::new();
+    if b.usd > 0.0 {
+        parts.push(format!("${:.4} of ${:.2} spent", b.spent_usd, b.usd));
+    }
+    if b.tokens > 0 {
+        parts.push(format!("{} of {} tokens", b.spent_tokens, b.tokens));
+    }
+    let mut line = format!("budget: {}", parts.join(", "));
+    if !b.unmeasured.is_empty() {
+        line.push_str(&format!(
+            " — not measured: {}",
+            agentd_shared::visible::line(&b.unmeasured)
+        ));
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,5 +431,27 @@ mod tests {
         assert!(v["parent_id"].is_null());
         assert_eq!(v["usage"]["cache_read_input_tokens"], 0);
         assert_eq!(v["created_at"], "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_budget_line_says_spend_against_each_cap() {
+        let b = pb::AgentBudget {
+            usd: 0.5,
+            tokens: 0,
+            spent_usd: 0.0123,
+            spent_tokens: 99,
+            unmeasured: String::new(),
+        };
+        assert_eq!(budget_line(&b), "budget: $0.0123 of $0.50 spent");
+        let b = pb::AgentBudget {
+            tokens: 5000,
+            unmeasured: "no price for x\u{1b}".into(),
+            ..b
+        };
+        let line = budget_line(&b);
+        assert!(
+            line.contains("99 of 5000 tokens") && !line.contains('\u{1b}'),
+            "{line}"
+        );
     }
 }
