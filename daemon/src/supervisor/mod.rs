@@ -93,7 +93,7 @@ pub use mcp_sources::McpOrigin;
 pub use registry::AgentHandle;
 pub use reload::ReloadReport;
 pub use rule_approvals::{ApprovedRule, RuleSelection};
-pub use rules::{ListedRule, RuleApproval, RuleSet};
+pub use rules::{ListedHook, ListedRule, RuleApproval, RuleSet};
 pub use usage::{AgentUsage, UsageReport};
 pub use worktree_admin::{RemovedTree, WorktreeReport};
 

@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use agentd_rules::hooks::Hook;
 use agentd_rules::{Kind, Rule, settings};
 use sha2::{Digest, Sha256};
 
@@ -46,9 +47,34 @@ pub struct RuleApproval {
 }
 
 impl RuleApproval {
-    /// The name it is kept under: the file and the rule as written.
-    pub fn name(&self, rule: &Rule) -> String {
-        format!("{}\0{}", self.file, rule.text)
+    /// The name it is kept under: the file and the rule as written (a
+    /// hook's: `Hook::approval_name`).
+    pub fn name(&self, text: &str) -> String {
+        format!("{}\0{}", self.file, text)
+    }
+}
+
+/// A hook as listed: with, for a repository's, whether the person approved
+/// it (a repository's hooks run nothing until then).
+#[derive(Debug, Clone)]
+pub struct ListedHook {
+    pub hook: Hook,
+    pub approval: Option<RuleApproval>,
+}
+
+impl ListedHook {
+    pub fn applies(&self) -> bool {
+        self.approval.as_ref().is_none_or(|a| a.approved)
+    }
+
+    /// How `rules list` shows it: "PreToolUse[Bash] ./check.sh".
+    pub fn shown(&self) -> String {
+        let m = &self.hook.matcher_text;
+        if m.is_empty() || m == "*" {
+            format!("{} {}", self.hook.event.as_str(), self.hook.command)
+        } else {
+            format!("{}[{m}] {}", self.hook.event.as_str(), self.hook.command)
+        }
     }
 }
 
@@ -134,6 +160,7 @@ fn mode_of(written: &str, shown: &str) -> Result<PermissionMode, String> {
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     pub rules: Vec<ListedRule>,
+    pub hooks: Vec<ListedHook>,
     /// The person's `defaultMode`, made stricter by a repository's; with
     /// the file that decided it.
     pub default_mode: Option<(PermissionMode, String)>,
@@ -167,14 +194,21 @@ impl RuleSet {
 impl Supervisor {
     /// The rules for `record`'s run; the error says which rules are
     /// malformed and where.
-    pub(super) fn rules_for(&self, record: &AgentRecord) -> Result<Vec<Rule>, String> {
+    pub(super) fn rules_for(&self, record: &AgentRecord) -> Result<(Vec<Rule>, Vec<Hook>), String> {
         let all = self.rules_at(&record.cwd)?;
-        Ok(all
+        let rules = all
             .rules
             .into_iter()
             .filter(ListedRule::applies)
             .map(|l| l.rule)
-            .collect())
+            .collect();
+        let hooks = all
+            .hooks
+            .into_iter()
+            .filter(ListedHook::applies)
+            .map(|l| l.hook)
+            .collect();
+        Ok((rules, hooks))
     }
 
     /// The root of the repository whose settings files speak for `cwd`
@@ -204,6 +238,10 @@ impl Supervisor {
                     if let Err(e) = set.take_mode(f.default_mode.as_deref(), shown, false) {
                         errors.push(e);
                     }
+                    set.hooks.extend(f.hooks.into_iter().map(|hook| ListedHook {
+                        hook,
+                        approval: None,
+                    }));
                     take(&mut set, &mut errors, Ok(f.rules));
                 }
                 Err(e) => take(&mut set, &mut errors, Err(e)),
@@ -245,22 +283,28 @@ impl Supervisor {
                 if let Err(e) = set.take_mode(found.default_mode.as_deref(), &shown, true) {
                     errors.push(e);
                 }
+                let approval_of = |text: &str| {
+                    let mut a = RuleApproval {
+                        root: root.clone(),
+                        file,
+                        fingerprint: fingerprint(file, text),
+                        approved: false,
+                    };
+                    let name = a.name(text);
+                    a.approved = approved
+                        .iter()
+                        .any(|k| k.name == name && k.fingerprint == a.fingerprint);
+                    a
+                };
                 set.rules.extend(found.rules.into_iter().map(|rule| {
-                    let approval = (rule.kind == Kind::Allow).then(|| {
-                        let mut a = RuleApproval {
-                            root: root.clone(),
-                            file,
-                            fingerprint: fingerprint(file, &rule.text),
-                            approved: false,
-                        };
-                        let name = a.name(&rule);
-                        a.approved = approved
-                            .iter()
-                            .any(|k| k.name == name && k.fingerprint == a.fingerprint);
-                        a
-                    });
+                    let approval = (rule.kind == Kind::Allow).then(|| approval_of(&rule.text));
                     ListedRule { rule, approval }
                 }));
+                set.hooks
+                    .extend(found.hooks.into_iter().map(|hook| ListedHook {
+                        approval: Some(approval_of(&hook.approval_name())),
+                        hook,
+                    }));
             }
         }
         if errors.is_empty() {

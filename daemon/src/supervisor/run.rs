@@ -103,6 +103,7 @@ impl Supervisor {
                     egress,
                     git: None,
                     rules: Arc::from(Vec::new()),
+                    hooks: Arc::from(Vec::new()),
                 },
                 runner,
             };
@@ -191,8 +192,9 @@ impl Supervisor {
     /// run's failure, saying why, when it cannot be.
     async fn with_quarantine(&self, mut setup: RunSetup) -> Result<RunSetup, Box<Finished>> {
         let readied = match self.rules_for(&setup.core.record) {
-            Ok(rules) => {
+            Ok((rules, hooks)) => {
                 setup.core.rules = rules.into();
+                setup.core.hooks = hooks.into();
                 self.ready_quarantine(&setup.core.record).await
             }
             Err(why) => Err(why),

@@ -32,6 +32,7 @@ mod fuzz_api;
 mod git_quarantine;
 mod grpc_wire;
 mod guardrails;
+mod hooks;
 mod hostile_repo;
 mod hostile_text;
 mod instructions;

@@ -12,6 +12,8 @@
 //! which for a compound command needs every part allowed. A bare tool name
 //! matches every use of the tool.
 
+pub mod hook_output;
+pub mod hooks;
 pub mod paths;
 pub mod pattern;
 pub mod remember;

@@ -11,12 +11,14 @@ use serde_json::Value;
 
 use super::{Kind, Rule};
 
-/// The rules of one file, and what it says of the default mode.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// The rules of one file, what it says of the default mode, and its hooks.
+#[derive(Debug, Default, Clone)]
 pub struct FileRules {
     pub rules: Vec<Rule>,
     /// `permissions.defaultMode`, as written.
     pub default_mode: Option<String>,
+    /// Its `hooks` (DESIGN §24).
+    pub hooks: Vec<crate::hooks::Hook>,
 }
 
 /// The rules of a `settings.json`'s text. `source` names the file in
@@ -24,14 +26,23 @@ pub struct FileRules {
 pub fn from_settings_json(text: &str, source: &str, root: &Path) -> Result<FileRules, Vec<String>> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| vec![format!("{source} is not JSON: {e}")])?;
-    let Some(permissions) = value.get("permissions") else {
-        return Ok(FileRules::default());
-    };
-    if !permissions.is_object() {
-        return Err(vec![format!("{source}: permissions is not an object")]);
-    }
     let mut out = FileRules::default();
     let mut errors = Vec::new();
+    match crate::hooks::from_settings(&value, source, root) {
+        Ok(h) => out.hooks = h,
+        Err(e) => errors.extend(e),
+    }
+    let Some(permissions) = value.get("permissions") else {
+        return if errors.is_empty() {
+            Ok(out)
+        } else {
+            Err(errors)
+        };
+    };
+    if !permissions.is_object() {
+        errors.push(format!("{source}: permissions is not an object"));
+        return Err(errors);
+    }
     for kind in [Kind::Allow, Kind::Ask, Kind::Deny] {
         let Some(list) = permissions.get(kind.as_str()) else {
             continue;
@@ -131,10 +142,8 @@ mod tests {
         );
         assert_eq!(got.default_mode.as_deref(), Some("acceptEdits"));
         assert_eq!(got.rules[0].source, "~/.claude/settings.json");
-        assert_eq!(
-            from_settings_json("{}", "f", Path::new("/")),
-            Ok(FileRules::default())
-        );
+        let empty = from_settings_json("{}", "f", Path::new("/")).unwrap();
+        assert!(empty.rules.is_empty() && empty.hooks.is_empty() && empty.default_mode.is_none());
     }
 
     #[test]

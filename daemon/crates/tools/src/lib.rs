@@ -13,6 +13,7 @@ mod context;
 mod edit;
 mod glob;
 mod grep;
+pub mod hook_process;
 mod input;
 pub mod paths;
 mod read;

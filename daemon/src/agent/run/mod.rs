@@ -9,6 +9,7 @@
 //! The core is the only writer of its agent's transcript and, while the
 //! run lasts, of its record.
 
+mod hooks;
 mod permit;
 pub(in crate::agent) mod recording;
 pub mod stops;
@@ -46,6 +47,8 @@ pub struct CoreSetup {
     pub git: Option<crate::sandbox::GitQuarantine>,
     /// The permission rules its calls are put to (DESIGN §24).
     pub rules: Arc<[agentd_rules::Rule]>,
+    /// The hooks its events run (DESIGN §24).
+    pub hooks: Arc<[agentd_rules::hooks::Hook]>,
 }
 
 /// One run's shared state; see the module header.
@@ -67,6 +70,7 @@ pub struct RunCore {
     checkpointed: Option<u64>,
     /// The permission rules its calls are put to before its mode.
     pub(in crate::agent) rules: Arc<[agentd_rules::Rule]>,
+    pub(in crate::agent) hooks: Arc<[agentd_rules::hooks::Hook]>,
     /// What rules decided of calls whose results are not written yet: the
     /// next entry of results carries them.
     decisions: Vec<crate::domain::RuleDecision>,
@@ -95,6 +99,7 @@ impl RunCore {
             next_seq,
             checkpointed: None,
             rules: setup.rules,
+            hooks: setup.hooks,
             decisions: Vec::new(),
         }
     }

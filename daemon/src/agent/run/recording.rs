@@ -25,16 +25,36 @@ impl RunCore {
         blocks: Vec<Value>,
         changes: Vec<ToolFileChange>,
     ) -> Result<Option<Arc<TranscriptEntry>>, Halt> {
+        // What UserPromptSubmit hooks said of each message, once each.
+        let mut heard: std::collections::HashMap<InboxKey, super::hooks::PromptHeard> =
+            std::collections::HashMap::new();
         loop {
             let waiting = self.store.inbox(self.record.id)?;
             let keys: Vec<InboxKey> = waiting.iter().map(|(k, _)| *k).collect();
             let mut content = blocks.clone();
-            for (_, item) in &waiting {
-                content.push(json!({"type": "text", "text": item.text}));
+            for (key, item) in &waiting {
+                if item.kind != crate::domain::InboxKind::Message {
+                    content.push(json!({"type": "text", "text": item.text}));
+                    continue;
+                }
+                if !heard.contains_key(key) {
+                    let h = self.prompt_hooks(&item.text).await?;
+                    heard.insert(*key, h);
+                }
+                let h = &heard[key];
+                if h.refused.is_none() {
+                    content.push(json!({"type": "text", "text": item.text}));
+                }
+                content.extend(h.context.iter().map(|c| json!({"type": "text", "text": c})));
             }
             if content.is_empty() {
+                // Only refused messages: taken out, with the notes saying so.
+                if !keys.is_empty() {
+                    self.note_refused_prompts(&mut heard, &keys).await?;
+                }
                 return Ok(None);
             }
+            self.note_refused_prompts(&mut heard, &[]).await?;
             let content = json_bytes(&Value::Array(content));
             match self.write_results(content, changes.clone(), &keys).await {
                 Ok(entry) => return Ok(Some(entry)),

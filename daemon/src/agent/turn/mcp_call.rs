@@ -32,24 +32,23 @@ impl ModelDriver {
             let out = self.not_allowed(tool);
             return Ok(McpRoundEnd::Answered(tool_result(call, &out), true));
         }
-        match self.permit(ToolRef::Mcp(tool.clone()), call).await? {
+        let input = match self.permit(ToolRef::Mcp(tool.clone()), call).await? {
             Err(stop) => {
                 let out = interrupted::not_run(tool, &stop, true);
                 return Ok(McpRoundEnd::Stopped(tool_result(call, &out), stop));
             }
-            Ok(Some(refusal)) => {
+            Ok(super::round::Permitted {
+                refusal: Some(refusal),
+                ..
+            }) => {
                 return Ok(McpRoundEnd::Answered(tool_result(call, &refusal), true));
             }
-            Ok(None) => {}
-        }
+            Ok(permitted) => permitted.input,
+        };
         let ctx = self.core.tool_context(self.core.spool.path(seq, index));
         let full_text = self.full_output_path(&call.id);
         let cancel = self.core.stops.interrupt.child_token();
-        match self
-            .mcp
-            .call(tool, &call.input, &ctx, cancel, &full_text)
-            .await
-        {
+        match self.mcp.call(tool, &input, &ctx, cancel, &full_text).await {
             McpCallEnd::Done { content, is_error } => {
                 let mut result =
                     json!({"type": "tool_result", "tool_use_id": call.id, "content": content});

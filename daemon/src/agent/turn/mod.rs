@@ -93,6 +93,9 @@ pub struct ModelDriver {
     /// The newest assistant entry's seq, and the tokens its request and
     /// answer came to (as reported): the base of the next estimate.
     usage_at: Option<(u64, u64)>,
+    /// The turn goes on because a Stop hook said so (its hooks are told,
+    /// to keep from holding the agent for ever).
+    stop_hook_active: bool,
 }
 
 impl ModelDriver {
@@ -116,6 +119,7 @@ impl ModelDriver {
             limits: setup.limits,
             compaction: setup.compaction,
             usage_at: None,
+            stop_hook_active: false,
         }
     }
 
@@ -302,7 +306,15 @@ impl ModelDriver {
                 // A message that arrived during the turn starts the next one.
                 if self.deliver_inbox(Vec::new()).await? {
                     AfterAnswer::Continue
+                } else if let Some(go_on) = self.stop_hooks().await? {
+                    // A Stop hook blocked the end: its reason is the next
+                    // user text.
+                    self.stop_hook_active = true;
+                    self.deliver_inbox(vec![json!({"type": "text", "text": go_on})])
+                        .await?;
+                    AfterAnswer::Continue
                 } else {
+                    self.stop_hook_active = false;
                     AfterAnswer::End(RunEnd::Completed(final_text(&response.content)))
                 }
             }
@@ -337,6 +349,21 @@ impl ModelDriver {
                 AfterAnswer::End(RunEnd::Completed(final_text(&response.content)))
             }
         })
+    }
+
+    /// Runs the Stop hooks (SubagentStop for an agent with a parent) as
+    /// the turn ends: the reasons of those that block it, if any do.
+    async fn stop_hooks(&mut self) -> Result<Option<String>, Halt> {
+        use agentd_rules::hooks::HookEvent;
+        let event = if self.core.record.parent.is_some() {
+            HookEvent::SubagentStop
+        } else {
+            HookEvent::Stop
+        };
+        let fields = json!({"stop_hook_active": self.stop_hook_active});
+        let ran = self.core.run_hooks(event, "", fields).await?;
+        let reasons: Vec<String> = ran.iter().filter_map(|r| r.said.block.clone()).collect();
+        Ok((!reasons.is_empty()).then(|| reasons.join("\n")))
     }
 
     /// The text of the newest assistant message.

@@ -19,7 +19,28 @@ use crate::domain::{AgentRecord, Role, ToolFileChange, ToolName, ToolRef, json_b
 use crate::store::StoreError;
 use crate::tools::{self, ToolOutput};
 
+/// A call put to its hooks, rules and mode.
+pub(super) struct Permitted {
+    /// Why it may not run; None: it runs.
+    pub(super) refusal: Option<ToolOutput>,
+    /// What it runs with (a hook may have changed the model's input).
+    pub(super) input: Value,
+    /// What hooks said for the model, put after its result.
+    pub(super) context: Vec<String>,
+}
+
+impl Permitted {
+    /// `output` with the hooks' context after it.
+    pub(super) fn with_context(&self, mut output: ToolOutput) -> ToolOutput {
+        for c in &self.context {
+            output.content.push_str(&format!("\n\n{c}"));
+        }
+        output
+    }
+}
+
 /// One tool call of an assistant message.
+#[derive(Clone)]
 pub(super) struct Call {
     pub(super) id: String,
     pub(super) name: String,
@@ -126,25 +147,40 @@ impl ModelDriver {
                             .close_round(seq, &calls[index + 1..], results, stop)
                             .await);
                     }
-                    Ok(Some(refusal)) => refusal,
-                    Ok(None) if tool == ToolName::TodoWrite => self.write_plan(&call.input).await?,
-                    Ok(None) => {
-                        let abort = self.core.stops.interrupt.clone();
-                        let ran = tokio::select! {
-                            biased;
-                            _ = abort.cancelled() => None,
-                            out = self.run_tool(tool, call, self.core.spool.path(seq, index)) => Some(out),
+                    Ok(Permitted {
+                        refusal: Some(refusal),
+                        ..
+                    }) => refusal,
+                    Ok(permitted) => {
+                        let call = &Call {
+                            input: permitted.input.clone(),
+                            ..call.clone()
                         };
-                        match ran {
-                            Some(out) => out,
-                            None => {
-                                let stop = self.core.stops.aborted();
-                                let cut = interrupted::cut_short(tool, &stop);
-                                results.answer(call, cut);
-                                let rest = &calls[index + 1..];
-                                return Err(self.close_round(seq, rest, results, stop).await);
+                        let out = if tool == ToolName::TodoWrite {
+                            self.write_plan(&call.input).await?
+                        } else {
+                            let abort = self.core.stops.interrupt.clone();
+                            let ran = tokio::select! {
+                                biased;
+                                _ = abort.cancelled() => None,
+                                out = self.run_tool(tool, call, self.core.spool.path(seq, index)) => Some(out),
+                            };
+                            match ran {
+                                Some(out) => out,
+                                None => {
+                                    let stop = self.core.stops.aborted();
+                                    let cut = interrupted::cut_short(tool, &stop);
+                                    results.answer(call, cut);
+                                    let rest = &calls[index + 1..];
+                                    return Err(self.close_round(seq, rest, results, stop).await);
+                                }
                             }
-                        }
+                        };
+                        let out = self
+                            .core
+                            .post_tool_hooks(tool.as_str(), &call.id, &call.input, out)
+                            .await?;
+                        permitted.with_context(out)
                     }
                 },
             };
@@ -269,17 +305,40 @@ impl ModelDriver {
         Ok(None)
     }
 
-    /// Applies the permission mode to a tool call: Ok(None) to run it,
-    /// Ok(Some(error)) when refused or denied, Err(outcome) when the agent
-    /// was stopped while it waited for an answer.
+    /// Puts a tool call to its PreToolUse hooks, the permission rules and
+    /// the mode: `Permitted` with the input to run (a hook's `updatedInput`
+    /// is checked like the model's: by the rules here, by the tool when it
+    /// runs) or the refusal; Err(outcome) when the agent was stopped while
+    /// it waited for an answer, or a hook stopped it.
     pub(super) async fn permit(
         &mut self,
         tool: ToolRef,
         call: &Call,
-    ) -> Result<Result<Option<ToolOutput>, RunEnd>, Halt> {
+    ) -> Result<Result<Permitted, RunEnd>, Halt> {
         let read_only = matches!(&tool, ToolRef::Mcp(m) if self.mcp.is_read_only(m));
-        let gate = self.core.gate(&tool, read_only, &call.input, &call.id);
-        self.core.permit(gate, tool, &call.input, &call.id).await
+        let hooks = self
+            .core
+            .pre_tool_hooks(tool.as_str(), &call.id, &call.input)
+            .await?;
+        if let Some(why) = &hooks.stop {
+            let note = json!([{"type": "text", "text": format!("a PreToolUse hook stopped the agent: {why}")}]);
+            self.write_entry(Role::System, json_bytes(&note), None, None, &[])
+                .await?;
+            return Ok(Err(RunEnd::Paused));
+        }
+        let input = hooks.input.unwrap_or_else(|| call.input.clone());
+        let gate =
+            self.core
+                .gate_with_hook(&tool, read_only, &input, &call.id, hooks.verdict.as_ref());
+        let refusal = match self.core.permit(gate, tool, &input, &call.id).await? {
+            Err(stop) => return Ok(Err(stop)),
+            Ok(r) => r,
+        };
+        Ok(Ok(Permitted {
+            refusal,
+            input,
+            context: hooks.context,
+        }))
     }
 
     pub(super) fn may_run(&self, tool: ToolName) -> bool {

@@ -4,7 +4,7 @@
 use agentd_shared::proto as pb;
 
 use crate::error::AgentdError;
-use crate::supervisor::{ApprovedRule, ListedRule, RuleSelection, RuleSet};
+use crate::supervisor::{ApprovedRule, ListedHook, ListedRule, RuleSelection, RuleSet};
 
 /// The most rules one request names.
 const MAX_SELECTED: usize = 256;
@@ -40,7 +40,12 @@ pub fn listing(set: &RuleSet) -> pb::ListRulesResponse {
         None => (pb::PermissionMode::Unspecified, String::new()),
     };
     pb::ListRulesResponse {
-        rules: set.rules.iter().map(listed).collect(),
+        rules: set
+            .rules
+            .iter()
+            .map(listed)
+            .chain(set.hooks.iter().map(listed_hook))
+            .collect(),
         default_mode: mode as i32,
         default_mode_source: source,
     }
@@ -62,8 +67,29 @@ pub fn listed(l: &ListedRule) -> pb::PermissionRule {
 
 pub fn approved(a: &ApprovedRule) -> pb::ApprovedRule {
     pb::ApprovedRule {
-        rule: Some(listed(&a.listed)),
+        rule: Some(pb::PermissionRule {
+            kind: a.kind.to_string(),
+            rule: a.text.clone(),
+            source: a.source.clone(),
+            applies: true,
+            fingerprint: a.fingerprint.clone(),
+        }),
         already: a.already,
+    }
+}
+
+/// A hook as `ListRules` lists it: kind "hook".
+pub fn listed_hook(h: &ListedHook) -> pb::PermissionRule {
+    pb::PermissionRule {
+        kind: "hook".into(),
+        rule: h.shown(),
+        source: h.hook.source.clone(),
+        applies: h.applies(),
+        fingerprint: h
+            .approval
+            .as_ref()
+            .map(|a| a.fingerprint.clone())
+            .unwrap_or_default(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! `Bash`: runs a shell command in the agent's working directory.
 
 mod capture;
-mod process;
+pub(crate) mod process;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;

@@ -19,12 +19,26 @@ use super::capture::Pipes;
 /// in a process group of its own and marked so that whatever it leaves
 /// behind can be reaped (`process::reap`).
 pub(super) async fn spawn(command: &str, ctx: &ToolContext) -> std::io::Result<ToolProcess> {
+    spawn_with_stdin(command, ctx, false).await
+}
+
+/// `spawn`, with a pipe to the command's stdin when `piped_stdin` (a hook
+/// reads its input there).
+pub(crate) async fn spawn_with_stdin(
+    command: &str,
+    ctx: &ToolContext,
+    piped_stdin: bool,
+) -> std::io::Result<ToolProcess> {
     let build = |shell: &str| {
         let mut cmd = Command::new(shell);
         cmd.arg("-c")
             .arg(command)
             .current_dir(&ctx.cwd)
-            .stdin(Stdio::null())
+            .stdin(if piped_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for name in &ctx.env.secrets {
