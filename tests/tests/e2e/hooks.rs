@@ -347,3 +347,95 @@ fn a_repositorys_hook_runs_nothing_until_approved() {
     env.ctl(&["wait", &id]).expect_code(0);
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
 }
+
+/// The calls a logging hook saw, by the path they read.
+fn hooked_reads(log: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["tool_input"]["file_path"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn after_a_sigkill_a_call_its_hook_allowed_is_not_asked_again_and_one_never_asked_is() {
+    use agentd_e2e::script::tool;
+    let env = Env::new();
+    let p = env.project();
+    std::fs::write(p.join("a.txt"), "AAA").unwrap();
+    std::fs::write(p.join("b.txt"), "BBB").unwrap();
+    let log = p.join("read-hook.jsonl");
+    let hook = hook_script(
+        &env,
+        "read.sh",
+        &format!(
+            r#"cat >> {log}; echo >> {log}
+echo '{{"hookSpecificOutput": {{"hookEventName": "PreToolUse", "permissionDecision": "allow"}}}}'"#,
+            log = log.display()
+        ),
+    );
+    user_settings(
+        &env,
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [command_hook(&hook)]}]}}),
+    );
+    let a = p.join("a.txt").display().to_string();
+    let b = p.join("b.txt").display().to_string();
+    let started = p.join("started");
+    let sleep = format!("touch {}; sleep 60", started.display());
+    // 1: Read a (its hook allows, kept), then a long Bash: killed there.
+    let model = env.script(
+        "first.json",
+        &script(vec![
+            turn(vec![
+                tool("Read", json!({"file_path": a})),
+                tool("Bash", json!({"command": sleep})),
+            ]),
+            turn(vec![text("done")]),
+        ]),
+    );
+    let daemon = env.start_daemon();
+    let first = env.start_model(&model, &[]);
+    agentd_e2e::wait_until("Bash start", std::time::Duration::from_secs(60), || {
+        started.exists()
+    });
+    assert_eq!(hooked_reads(&log), std::slice::from_ref(&a));
+    daemon.kill9();
+    let daemon = env.start_daemon();
+    env.ctl(&["wait", &first]).expect_code(0);
+    assert_eq!(hooked_reads(&log), std::slice::from_ref(&a), "not asked again");
+    let got = tool_results(&env.transcript(&first));
+    assert!(got[0].1.contains("AAA"), "the read ran again: {got:?}");
+    assert!(
+        got[1].0,
+        "the Bash call is answered as interrupted: {got:?}"
+    );
+
+    // 2: a long Bash first, the Read after it: the crash comes before its
+    // hook was asked, so it is asked at the restart.
+    std::fs::remove_file(&started).unwrap();
+    let model = env.script(
+        "second.json",
+        &script(vec![
+            turn(vec![
+                tool(
+                    "Bash",
+                    json!({"command": format!("touch {}; sleep 60", started.display())}),
+                ),
+                tool("Read", json!({"file_path": b})),
+            ]),
+            turn(vec![text("done")]),
+        ]),
+    );
+    let second = env.start_model(&model, &[]);
+    agentd_e2e::wait_until("Bash start", std::time::Duration::from_secs(60), || {
+        started.exists()
+    });
+    assert_eq!(hooked_reads(&log), std::slice::from_ref(&a));
+    daemon.kill9();
+    let _daemon = env.start_daemon();
+    env.ctl(&["wait", &second]).expect_code(0);
+    assert_eq!(hooked_reads(&log), [a, b], "asked once, at the restart");
+}

@@ -24,6 +24,8 @@
 //!   (`approvals`)
 //! - `v1/budgets`: agent id → the cap on what it and its descendants
 //!   spend (`budgets`)
+//! - `v1/call_decisions`: agent id ++ tool_use_id → what a PreToolUse hook
+//!   decided of a call not yet answered (`call_decisions`)
 //! - `meta`: `schema_version` → u32 big-endian (`migrate`)
 //!
 //! Durability (DESIGN §3): "acknowledged means durable". Every method named
@@ -43,6 +45,7 @@ use agentd_domain as domain;
 mod agents;
 mod approvals;
 mod budgets;
+mod call_decisions;
 mod codec;
 mod error;
 mod full_disk;
@@ -63,6 +66,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use approvals::{Approval, Approved};
+pub use call_decisions::CallDecision;
 pub use error::StoreError;
 use full_disk::{health, reserve, unconfirmed};
 pub use health::StoreOptions;
@@ -138,6 +142,8 @@ pub(crate) struct Trees {
     network_allow: sled::Tree,
     /// Agents' budgets (`budgets`).
     budgets: sled::Tree,
+    /// PreToolUse hooks' decisions of calls not yet answered.
+    call_decisions: sled::Tree,
 }
 
 /// Removes the snapshot files sled did not finish writing
@@ -244,6 +250,7 @@ impl Trees {
             connections: db.open_tree("v1/connections")?,
             network_allow: db.open_tree("v1/network_allow")?,
             budgets: db.open_tree("v1/budgets")?,
+            call_decisions: db.open_tree("v1/call_decisions")?,
             db,
         })
     }

@@ -341,3 +341,37 @@ impl RunCore {
         Ok(())
     }
 }
+
+impl HookVerdict {
+    /// As the store keeps it (`call_decisions`).
+    pub fn kept(&self) -> crate::store::CallDecision {
+        use hook_output::PermissionDecision as D;
+        crate::store::CallDecision {
+            decision: match self.decision {
+                D::Allow => 1,
+                D::Ask => 2,
+                D::Deny => 3,
+            },
+            why: self.why.clone(),
+            named: self.named.clone(),
+            command: self.command.clone(),
+            source: self.source.clone(),
+        }
+    }
+
+    /// As it was kept.
+    pub fn from_kept(d: crate::store::CallDecision) -> HookVerdict {
+        use hook_output::PermissionDecision as D;
+        HookVerdict {
+            decision: match d.decision {
+                1 => D::Allow,
+                2 => D::Ask,
+                _ => D::Deny,
+            },
+            why: d.why,
+            named: d.named,
+            command: d.command,
+            source: d.source,
+        }
+    }
+}

@@ -9,7 +9,7 @@
 //! The core is the only writer of its agent's transcript and, while the
 //! run lasts, of its record.
 
-mod hooks;
+pub(in crate::agent) mod hooks;
 mod permit;
 pub(in crate::agent) mod recording;
 pub mod stops;

@@ -196,7 +196,15 @@ impl ModelDriver {
         // Turn boundary: results, then whatever arrived meanwhile.
         self.deliver_answers(results).await?;
         self.core.spool.clear(seq);
+        self.forget_hook_decisions();
         Ok(())
+    }
+
+    /// The round is answered: its hooks' kept decisions are not needed.
+    pub(super) fn forget_hook_decisions(&self) {
+        if let Err(e) = self.core.store.forget_call_decisions(self.core.record.id) {
+            tracing::warn!(agent = %self.core.record.id, error = %e, "cannot forget the hooks' decisions of a round");
+        }
     }
 
     /// Records the results so far and `rest` as not run, then ends the run
@@ -261,9 +269,23 @@ impl ModelDriver {
                 Some(ToolName::TodoWrite) if self.may_run(ToolName::TodoWrite) => {
                     self.write_plan(&call.input).await?
                 }
+                // Put to the rules (and hooks) again: a deny still holds.
                 Some(tool) if tool.is_read_only() && self.may_run(tool) => {
-                    self.run_tool(tool, call, self.core.spool.path(seq, index))
-                        .await
+                    match self.permit_again(tool, call).await? {
+                        Err(stop) => interrupted::not_run(tool, &stop, true),
+                        Ok(Permitted {
+                            refusal: Some(refusal),
+                            ..
+                        }) => refusal,
+                        Ok(permitted) => {
+                            let call = &Call {
+                                input: permitted.input.clone(),
+                                ..call.clone()
+                            };
+                            self.run_tool(tool, call, self.core.spool.path(seq, index))
+                                .await
+                        }
+                    }
                 }
                 Some(tool) => {
                     let started = if tool == ToolName::Agent {
@@ -285,6 +307,7 @@ impl ModelDriver {
             results.answer(call, output);
         }
         self.deliver_answers(results).await?;
+        self.forget_hook_decisions();
         self.core.spool.clear(seq);
         Ok(())
     }
@@ -326,6 +349,15 @@ impl ModelDriver {
                 .await?;
             return Ok(Err(RunEnd::Paused));
         }
+        // On disk before the call runs: after a crash it is not asked again.
+        if let Some(v) = &hooks.verdict {
+            let id = self.core.record.id;
+            self.core
+                .store
+                .record_call_decision_durable(id, &call.id, &v.kept())
+                .await
+                .map_err(Halt::Store)?;
+        }
         let input = hooks.input.unwrap_or_else(|| call.input.clone());
         let gate =
             self.core
@@ -338,6 +370,35 @@ impl ModelDriver {
             refusal,
             input,
             context: hooks.context,
+        }))
+    }
+
+    /// `permit` for a call a crash interrupted that runs again (a
+    /// read-only one): its PreToolUse hooks' decision, if it was kept
+    /// before the crash, stands and they are not asked again; if not,
+    /// they are. The rules and the mode decide again either way.
+    async fn permit_again(
+        &mut self,
+        tool: ToolName,
+        call: &Call,
+    ) -> Result<Result<Permitted, RunEnd>, Halt> {
+        let id = self.core.record.id;
+        let Some(kept) = self.core.store.call_decision(id, &call.id)? else {
+            return self.permit(tool.into(), call).await;
+        };
+        let verdict = crate::agent::run::hooks::HookVerdict::from_kept(kept);
+        let tool = ToolRef::from(tool);
+        let gate = self
+            .core
+            .gate_with_hook(&tool, false, &call.input, &call.id, Some(&verdict));
+        let refusal = match self.core.permit(gate, tool, &call.input, &call.id).await? {
+            Err(stop) => return Ok(Err(stop)),
+            Ok(r) => r,
+        };
+        Ok(Ok(Permitted {
+            refusal,
+            input: call.input.clone(),
+            context: Vec::new(),
         }))
     }
 
