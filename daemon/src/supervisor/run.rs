@@ -194,7 +194,11 @@ impl Supervisor {
         let readied = match self.rules_for(&setup.core.record) {
             Ok((rules, hooks)) => {
                 setup.core.rules = rules.into();
-                setup.core.hooks = hooks.into();
+                // An external agent (Claude Code) runs its own hooks from
+                // the same files: agentd does not run them twice.
+                if setup.core.record.external.is_none() {
+                    setup.core.hooks = hooks.into();
+                }
                 self.ready_quarantine(&setup.core.record).await
             }
             Err(why) => Err(why),

@@ -405,7 +405,11 @@ echo '{{"hookSpecificOutput": {{"hookEventName": "PreToolUse", "permissionDecisi
     daemon.kill9();
     let daemon = env.start_daemon();
     env.ctl(&["wait", &first]).expect_code(0);
-    assert_eq!(hooked_reads(&log), std::slice::from_ref(&a), "not asked again");
+    assert_eq!(
+        hooked_reads(&log),
+        std::slice::from_ref(&a),
+        "not asked again"
+    );
     let got = tool_results(&env.transcript(&first));
     assert!(got[0].1.contains("AAA"), "the read ran again: {got:?}");
     assert!(
@@ -438,4 +442,80 @@ echo '{{"hookSpecificOutput": {{"hookEventName": "PreToolUse", "permissionDecisi
     let _daemon = env.start_daemon();
     env.ctl(&["wait", &second]).expect_code(0);
     assert_eq!(hooked_reads(&log), [a, b], "asked once, at the restart");
+}
+
+#[test]
+fn session_start_session_end_pre_compact_and_notification_hooks_run_with_their_fields() {
+    use agentd_e2e::mock::{MockServer, Reply};
+    let mock = MockServer::start();
+    let env = Env::with_mock(&mock);
+    let p = env.project();
+    let log = p.join("events.jsonl");
+    let logger = hook_script(
+        &env,
+        "log.sh",
+        &format!("cat >> {log}; echo >> {log}", log = log.display()),
+    );
+    let start = hook_script(&env, "start.sh", "cat >/dev/null; echo SESSION-CONTEXT");
+    let logged = |event: &str| -> Vec<Value> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["hook_event_name"] == event)
+            .collect()
+    };
+    user_settings(
+        &env,
+        &json!({"hooks": {
+            "SessionStart": [{"matcher": "startup", "hooks": [command_hook(&start), command_hook(&logger)]}],
+            "SessionEnd": [{"hooks": [command_hook(&logger)]}],
+            "PreCompact": [{"matcher": "manual", "hooks": [command_hook(&logger)]}],
+            "Notification": [{"matcher": "permission_prompt", "hooks": [command_hook(&logger)]}]
+        }}),
+    );
+    let _daemon = env.start_daemon();
+    mock.enqueue(Reply::text("hello"));
+    let id = env.run_background(agentd_e2e::mock::MODEL, "events", "START-PROMPT");
+    env.ctl(&["wait", &id]).expect_code(0);
+    // SessionStart's output is context the model was sent with the prompt.
+    let first = &mock.requests()[0];
+    assert!(
+        first.body_contains("SESSION-CONTEXT"),
+        "{}",
+        first.body_text()
+    );
+    assert_eq!(logged("SessionStart")[0]["source"], "startup");
+    let ends = logged("SessionEnd");
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0]["reason"], "completed");
+    // PreCompact, matched against "manual".
+    mock.when(
+        agentd_e2e::compacting::is_summary_request,
+        Reply::text("SUMMARY"),
+    );
+    env.ctl(&["compact", &id]).expect_code(0);
+    let compacts = logged("PreCompact");
+    assert_eq!(compacts.len(), 1, "{compacts:?}");
+    assert_eq!(compacts[0]["trigger"], "manual");
+    // Notification, when the agent asks for permission.
+    mock.enqueue(Reply::tool("", "Bash", json!({"command": "echo x"})));
+    let asker = env.start_agent(&[
+        "--model",
+        agentd_e2e::mock::MODEL,
+        "--permission-mode",
+        "default",
+        "ASK",
+    ]);
+    env.wait_for_agent(&asker, "its ask", |a| a["status"] == "waiting");
+    agentd_e2e::wait_until(
+        "the Notification hook",
+        std::time::Duration::from_secs(60),
+        || !logged("Notification").is_empty(),
+    );
+    let n = &logged("Notification")[0];
+    assert_eq!(n["notification_type"], "permission_prompt");
+    assert!(n["message"].as_str().unwrap().contains("Bash"), "{n}");
+    assert_eq!(n["agent_id"], asker);
+    env.ctl(&["stop", &asker]).expect_code(0);
 }

@@ -93,8 +93,22 @@ impl RunCore {
         ctx.spool = None;
         let mut ran = Vec::with_capacity(matching.len());
         for hook in matching {
-            let run =
-                crate::tools::hook_process::run(&hook.command, &bytes, hook.timeout, &ctx).await;
+            // Killed at an interrupt (the context's token) and at a
+            // shutdown: a hook never holds either.
+            let cancel = ctx.cancel.clone();
+            let shutdown = self.stops.shutdown.clone();
+            let run = {
+                let running =
+                    crate::tools::hook_process::run(&hook.command, &bytes, hook.timeout, &ctx);
+                tokio::pin!(running);
+                tokio::select! {
+                    run = &mut running => run,
+                    () = shutdown.cancelled() => {
+                        cancel.cancel();
+                        (&mut running).await
+                    }
+                }
+            };
             let said = hook_output::read(event, &run);
             let r = Ran { hook, said };
             if let Some(why) = &r.said.error {
@@ -373,5 +387,48 @@ impl HookVerdict {
             command: d.command,
             source: d.source,
         }
+    }
+}
+
+impl RunCore {
+    /// Runs the Notification hooks (matched against `notification_type`)
+    /// in the background: what they say changes nothing, and a slow one
+    /// never holds the ask it is about.
+    pub(in crate::agent) fn notification_hooks(&self, kind: &str, message: String) {
+        let matching: Vec<Hook> = self
+            .hooks
+            .iter()
+            .filter(|h| h.event == HookEvent::Notification && h.matcher.matches(kind))
+            .cloned()
+            .collect();
+        if matching.is_empty() {
+            return;
+        }
+        let input = json!({
+            "session_id": self.record.id.to_string(),
+            "agent_id": self.record.id.to_string(),
+            "parent_id": self.record.parent.map(|p| p.to_string()),
+            "agent_type": self.record.subagent_type,
+            "transcript_path": null,
+            "cwd": self.record.cwd.display().to_string(),
+            "permission_mode": claude_mode(self.record.permission_mode),
+            "hook_event_name": "Notification",
+            "message": message,
+            "notification_type": kind,
+        });
+        let bytes = json_bytes(&input);
+        let mut ctx = self.tool_context(std::path::PathBuf::new());
+        ctx.spool = None;
+        let agent = self.record.id;
+        tokio::spawn(async move {
+            for hook in matching {
+                let run =
+                    crate::tools::hook_process::run(&hook.command, &bytes, hook.timeout, &ctx)
+                        .await;
+                if let Some(why) = hook_output::read(HookEvent::Notification, &run).error {
+                    tracing::warn!(agent = %agent, hook = %hook.command, source = %hook.source, "a Notification hook failed: {why}");
+                }
+            }
+        });
     }
 }

@@ -141,6 +141,16 @@ impl RunCore {
             }
             _ => {}
         }
+        // SessionEnd hooks are told how the run ended (at a shutdown they
+        // are cut short: `run_hooks`).
+        let reason = outcome.status().to_string();
+        let fields = json!({"reason": reason});
+        if let Err(e) = self
+            .run_hooks(agentd_rules::hooks::HookEvent::SessionEnd, &reason, fields)
+            .await
+        {
+            tracing::warn!(agent = %self.record.id, "could not note a SessionEnd hook: {}", stops::halt_text(&e));
+        }
         self.record.status = outcome.status();
         self.record.updated_at_ms = now_ms();
         self.record.background = self.foreground.is_background();

@@ -98,6 +98,10 @@ impl RunCore {
             Gate::Ask => {}
         }
         let (ask, rx) = self.host.ask(&self.record, tool.clone(), input, call_id);
+        self.notification_hooks(
+            "permission_prompt",
+            format!("agentd needs your permission to use {tool}"),
+        );
         if let Err(halt) = self.set_status(Status::Waiting).await {
             self.host.withdraw_ask(&ask.request_id);
             return Err(halt);

@@ -162,6 +162,16 @@ impl ModelDriver {
             )));
         }
         let covers_through_seq = self.messages.last().map_or(0, |(s, _)| *s);
+        // PreCompact hooks are told; they cannot stop a compaction.
+        let what = match trigger {
+            CompactTrigger::Manual => "manual",
+            CompactTrigger::Auto | CompactTrigger::Overflow => "auto",
+        };
+        let fields =
+            serde_json::json!({"trigger": what, "custom_instructions": instructions.unwrap_or("")});
+        self.core
+            .run_hooks(agentd_rules::hooks::HookEvent::PreCompact, what, fields)
+            .await?;
         tracing::info!(agent = %self.core.record.id, trigger = trigger.as_str(), covers_through_seq, "compacting the conversation");
         let mut messages: Vec<MessageBytes> =
             self.messages.iter().map(|(_, m)| m.clone()).collect();

@@ -137,8 +137,11 @@ impl ModelDriver {
             return end;
         }
         // Turn boundary: messages and notifications that arrived while the
-        // agent was idle (or before it started) are delivered first.
-        self.deliver_inbox(Vec::new()).await?;
+        // agent was idle (or before it started) are delivered first, with
+        // what SessionStart (a subagent's first run: SubagentStart) hooks
+        // add.
+        let context = self.start_hooks().await?;
+        self.deliver_inbox(context).await?;
         let mut max_tokens_recoveries = 0;
         // max_turns bounds one run (a task, or one message's worth of
         // work after a revival), not the agent's whole life: a long-lived
@@ -349,6 +352,43 @@ impl ModelDriver {
                 AfterAnswer::End(RunEnd::Completed(final_text(&response.content)))
             }
         })
+    }
+
+    /// Runs the SessionStart hooks (matched against `startup` or `resume`;
+    /// for a subagent's first run, SubagentStart, matched against its
+    /// type): the context they add, as text blocks — only when the agent
+    /// has something to answer, so a hook never makes a turn of its own.
+    async fn start_hooks(&mut self) -> Result<Vec<Value>, Halt> {
+        use agentd_rules::hooks::HookEvent;
+        let first = self.core.record.turns == 0;
+        let (event, target, fields) = if first && self.core.record.parent.is_some() {
+            let t = self.core.record.subagent_type.clone();
+            (HookEvent::SubagentStart, t, json!({}))
+        } else {
+            let source = if first { "startup" } else { "resume" };
+            (
+                HookEvent::SessionStart,
+                source.to_string(),
+                json!({"source": source}),
+            )
+        };
+        if !self.core.has_hooks(event, &target) {
+            return Ok(Vec::new());
+        }
+        let pending = self
+            .messages
+            .last()
+            .is_some_and(|(_, m)| m.role == Role::User)
+            || self.core.store.has_inbox(self.core.record.id)?;
+        let ran = self.core.run_hooks(event, &target, fields).await?;
+        if !pending {
+            return Ok(Vec::new());
+        }
+        Ok(ran
+            .into_iter()
+            .filter_map(|r| r.said.context)
+            .map(|c| json!({"type": "text", "text": c}))
+            .collect())
     }
 
     /// Runs the Stop hooks (SubagentStop for an agent with a parent) as
