@@ -155,30 +155,7 @@ pub async fn ask(
             }),
         )
         .await;
-    let (decision, reason) = match &answer {
-        Ok(result) if result["outcome"]["outcome"] == "selected" => {
-            match result["outcome"]["optionId"].as_str() {
-                Some(ALLOW_ONCE) => (Decision::AllowOnce, String::new()),
-                Some(ALLOW_ALWAYS) => (Decision::AllowAlways, String::new()),
-                Some(REJECT_ALWAYS) => {
-                    session.reject_always(&ask.tool_name);
-                    (
-                        Decision::Deny,
-                        "the person rejected it in the editor".to_string(),
-                    )
-                }
-                _ => (
-                    Decision::Deny,
-                    "the person rejected it in the editor".to_string(),
-                ),
-            }
-        }
-        // Cancelled (the prompt was), or the editor failed to answer.
-        _ => (
-            Decision::Deny,
-            "not allowed: the editor's prompt was cancelled".to_string(),
-        ),
-    };
+    let (decision, reason) = decision_of(&answer, &session, &ask);
     let allowed = matches!(decision, Decision::AllowOnce | Decision::AllowAlways);
     reply(decision, reason).await;
     let after = match &under {
@@ -201,5 +178,37 @@ pub async fn ask(
             "session/update",
             json!({"sessionId": session.id, "update": update}),
         );
+    }
+}
+
+/// What the editor's answer to the ask means for the daemon.
+fn decision_of(
+    answer: &Result<serde_json::Value, serde_json::Value>,
+    session: &Session,
+    ask: &pb::PermissionRequest,
+) -> (Decision, String) {
+    match answer {
+        Ok(result) if result["outcome"]["outcome"] == "selected" => {
+            match result["outcome"]["optionId"].as_str() {
+                Some(ALLOW_ONCE) => (Decision::AllowOnce, String::new()),
+                Some(ALLOW_ALWAYS) => (Decision::AllowAlways, String::new()),
+                Some(REJECT_ALWAYS) => {
+                    session.reject_always(&ask.tool_name);
+                    (
+                        Decision::Deny,
+                        "the person rejected it in the editor".to_string(),
+                    )
+                }
+                _ => (
+                    Decision::Deny,
+                    "the person rejected it in the editor".to_string(),
+                ),
+            }
+        }
+        // Cancelled (the prompt was), or the editor failed to answer.
+        _ => (
+            Decision::Deny,
+            "not allowed: the editor's prompt was cancelled".to_string(),
+        ),
     }
 }
