@@ -64,4 +64,15 @@ pub trait AgentHost: Send + Sync + 'static {
         let _ = agent;
         None
     }
+
+    /// Before every model request (DESIGN §24): waits for a slot of each
+    /// family's `max_concurrent_requests` that `agent` is under; the
+    /// request is sent while they are held.
+    fn request_permits<'a>(
+        &'a self,
+        agent: &'a AgentRecord,
+    ) -> BoxFuture<'a, Vec<tokio::sync::OwnedSemaphorePermit>> {
+        let _ = agent;
+        Box::pin(async { Vec::new() })
+    }
 }

@@ -107,6 +107,11 @@ pub fn entries(config: &Config) -> Vec<Entry> {
         ("max_turns", config.max_turns.to_string()),
         ("max_running_agents", config.max_running_agents.to_string()),
         ("max_subagent_depth", config.max_subagent_depth.to_string()),
+        ("max_children", or_none(config.max_children)),
+        (
+            "max_concurrent_requests",
+            or_none(config.max_concurrent_requests),
+        ),
         ("max_output_tokens", config.max_output_tokens.to_string()),
         (
             "shutdown_grace_secs",
@@ -284,6 +289,11 @@ impl Collected<'_> {
             });
         }
     }
+}
+
+/// An optional limit as `agentctl config` shows it.
+fn or_none(limit: Option<u32>) -> String {
+    limit.map_or_else(|| "none".to_string(), |v| v.to_string())
 }
 
 #[cfg(test)]

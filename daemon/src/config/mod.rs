@@ -72,8 +72,15 @@ pub struct Config {
     pub max_output_tokens: u32,
     /// Agents running at once; more wait as `pending` and start in order.
     pub max_running_agents: u32,
-    /// How deep subagents may nest (a client's agent is depth 0).
+    /// How deep subagents may nest (a client's agent is depth 0): every
+    /// family's `max_depth` (DESIGN §24), also written `max_depth`.
+    #[serde(alias = "max_depth")]
     pub max_subagent_depth: u32,
+    /// Every family's limits besides its depth (DESIGN §24): descendants
+    /// of a client's agent running at once, and model requests in flight
+    /// at once across it and them. None: no limit but the daemon's.
+    pub max_children: Option<u32>,
+    pub max_concurrent_requests: Option<u32>,
     /// The budget a client's agent started without one gets (DESIGN §24):
     /// USD for it and every descendant; tokens for models without a price.
     pub budget_usd: Option<f64>,
@@ -200,6 +207,8 @@ impl Default for Config {
             max_output_tokens: 16_384,
             max_running_agents: 16,
             max_subagent_depth: 3,
+            max_children: None,
+            max_concurrent_requests: None,
             budget_usd: None,
             budget_tokens: None,
             resume_on_start: true,
@@ -284,6 +293,17 @@ impl Config {
                 message: format!("budget_usd / budget_tokens: {why}"),
             });
         }
+        if let Err(why) = crate::domain::FamilyLimits::new(
+            config.max_children,
+            Some(config.max_subagent_depth),
+            config.max_concurrent_requests,
+        ) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: 0,
+                message: why,
+            });
+        }
         config.env_set = entries::env_set();
         let table: toml::Table = toml::from_str(&text).map_err(invalid)?;
         for (key, value) in &table {
@@ -304,6 +324,9 @@ impl Config {
         if config.file_keys.contains("sandbox.mode") {
             config.file_keys.insert("sandbox".into());
         }
+        if config.file_keys.contains("max_depth") {
+            config.file_keys.insert("max_subagent_depth".into());
+        }
         if config.file_keys.contains("network.mode") {
             config.file_keys.insert("network".into());
         }
@@ -314,6 +337,16 @@ impl Config {
     /// the file was read).
     pub fn default_budget(&self) -> Option<crate::domain::Budget> {
         crate::domain::Budget::new(self.budget_usd, self.budget_tokens).ok()
+    }
+
+    /// The limits every family has, its root holding them (checked when
+    /// the file was read).
+    pub fn family_limits(&self) -> crate::domain::FamilyLimits {
+        crate::domain::FamilyLimits {
+            max_children: self.max_children,
+            max_depth: Some(self.max_subagent_depth),
+            max_concurrent_requests: self.max_concurrent_requests,
+        }
     }
 
     /// Keys and endpoints for the real providers, the environment first.

@@ -42,7 +42,8 @@ impl AgentApi {
     fn extras(&self, record: &AgentRecord) -> Extras {
         let id = record.id;
         let waiting_for = match record.status {
-            domain::Status::Waiting => self.sup.waiting_for(id),
+            // A running agent may wait for a request slot (DESIGN §24).
+            domain::Status::Waiting | domain::Status::Running => self.sup.waiting_for(id),
             domain::Status::Interrupted if self.sup.resume_deferred_for_disk(id) => {
                 Some("disk space: it resumes on its own once space is freed".to_string())
             }

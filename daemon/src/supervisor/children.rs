@@ -14,8 +14,7 @@ use crate::agent::{OrchestrationCall, WaitEnd};
 use crate::config::agent_types as types;
 use crate::domain::text::non_blank;
 use crate::domain::{
-    AgentName, AgentRecord, ExternalAgentName, FORK_TYPE, ForkTools, ForkTurns, Isolation, Status,
-    ToolName,
+    AgentName, ExternalAgentName, FORK_TYPE, ForkTools, ForkTurns, Isolation, Status, ToolName,
 };
 use crate::error::quote;
 use crate::model::{MessageBytes, ModelSpec};
@@ -47,6 +46,12 @@ fn field<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
                 "`{name}` is required and must be a non-empty string"
             ))
         })
+}
+
+/// A family limit the new child waits behind, as a line of the call's
+/// result (empty when it starts at once).
+fn queued_line(queued: Option<String>) -> String {
+    queued.map(|q| format!("{q}\n")).unwrap_or_default()
 }
 
 impl Supervisor {
@@ -122,6 +127,7 @@ impl Supervisor {
             &working_dir,
         )?;
         let background = req.background;
+        let queued = self.queued_behind(caller);
         let prepared = self
             .prepare(&req, Some(caller), agent_type.as_ref())
             .map_err(|e| ToolOutput::error(e.to_string()))?;
@@ -134,7 +140,8 @@ impl Supervisor {
         let id = child.id;
         if background {
             return Ok(ToolOutput::ok(format!(
-                "Agent launched in the background.\ntask_id: {id}\nYou will receive a <task-notification> when it finishes; do not poll it or start another agent for the same task. Use SendMessage to steer it and ListAgents to see it."
+                "Agent launched in the background.\ntask_id: {id}\n{}You will receive a <task-notification> when it finishes; do not poll it or start another agent for the same task. Use SendMessage to steer it and ListAgents to see it.",
+                queued_line(queued)
             )));
         }
         // A parent blocked on its child must not hold a running slot the
@@ -299,6 +306,7 @@ impl Supervisor {
             at_turn: None,
             budget: None,
         };
+        let queued = self.queued_behind(caller);
         let origin = Origin::Call {
             tool_use_id: call.tool_use_id,
             history: call.history,
@@ -311,19 +319,9 @@ impl Supervisor {
             .await
             .map_err(|e| ToolOutput::error(e.to_string()))?;
         Ok(ToolOutput::ok(format!(
-            "{PLACEHOLDER}.\ntask_id: {id}\nThe fork has your whole conversation and works on its directive alone. You will receive a <task-notification> with its report when it finishes; do not poll it or do its task yourself.",
-            id = child.id
+            "{PLACEHOLDER}.\ntask_id: {id}\n{queued}The fork has your whole conversation and works on its directive alone. You will receive a <task-notification> with its report when it finishes; do not poll it or do its task yourself.",
+            id = child.id,
+            queued = queued_line(queued)
         )))
-    }
-
-    fn within_depth(&self, caller: &AgentRecord) -> Result<(), ToolOutput> {
-        let max_depth = self.config().max_subagent_depth;
-        if caller.depth + 1 > max_depth {
-            return Err(ToolOutput::error(format!(
-                "subagents may nest at most {max_depth} deep and this agent is at depth {}; do the work yourself",
-                caller.depth
-            )));
-        }
-        Ok(())
     }
 }

@@ -98,6 +98,9 @@ pub(super) struct Prepared {
     pub(super) tree_files: Option<super::checkpoints::TreeFiles>,
     /// Its own budget, kept before it is stored (`budgets`).
     pub(super) budget: Option<crate::domain::Budget>,
+    /// The limits its agent type sets on its family (`family_limits`),
+    /// kept before it is stored.
+    pub(super) limits: crate::domain::FamilyLimits,
 }
 
 /// Where a new agent works, before its worktree (if any) is planned.
@@ -189,13 +192,18 @@ impl Supervisor {
             fan_out: FanOutRole::Alone,
             worktree: plan,
             tree_files: None,
-            budget: req.budget.or_else(|| {
-                // A client's agent without one gets config.toml's default.
-                parent
-                    .is_none()
-                    .then(|| self.config().default_budget())
-                    .flatten()
-            }),
+            // Its own; else its type's; else, for a client's agent,
+            // config.toml's default.
+            budget: req
+                .budget
+                .or(agent_type.and_then(|t| t.budget))
+                .or_else(|| {
+                    parent
+                        .is_none()
+                        .then(|| self.config().default_budget())
+                        .flatten()
+                }),
+            limits: agent_type.map(|t| t.limits).unwrap_or_default(),
             mcp_pending: Some(McpPending {
                 requested: req.mcp_servers.clone(),
                 of_type: agent_type.and_then(TypeServers::of),
@@ -325,6 +333,23 @@ impl Supervisor {
         self.store_and_start(prepared, None).await
     }
 
+    /// Keeps a new agent's budget and family limits, if it has any, before
+    /// the agent itself is stored (an agent is never seen without them).
+    async fn keep_caps(
+        &self,
+        id: crate::domain::AgentId,
+        budget: Option<crate::domain::Budget>,
+        limits: crate::domain::FamilyLimits,
+    ) -> Result<(), AgentdError> {
+        if budget.is_some() {
+            self.store.set_budget_durable(id, budget).await?;
+        }
+        if !limits.is_empty() {
+            self.store.set_family_limits_durable(id, limits).await?;
+        }
+        Ok(())
+    }
+
     /// Stores an agent that waits for its first message.
     async fn store_idle(&self, prepared: Prepared) -> Result<AgentRecord, AgentdError> {
         let Prepared {
@@ -332,14 +357,13 @@ impl Supervisor {
             mut prompt,
             mcp_pending,
             budget,
+            limits,
             ..
         } = prepared;
         if let Some(pending) = mcp_pending {
             self.freeze_mcp(&mut record, &mut prompt, &pending).await;
         }
-        if budget.is_some() {
-            self.store.set_budget_durable(record.id, budget).await?;
-        }
+        self.keep_caps(record.id, budget, limits).await?;
         self.store
             .append_durable(
                 record.id,
@@ -377,12 +401,11 @@ impl Supervisor {
             mcp_pending,
             tree_files,
             budget,
+            limits,
         } = prepared;
         let id = record.id;
         // On disk before its first request can be sent.
-        if budget.is_some() {
-            self.store.set_budget_durable(id, budget).await?;
-        }
+        self.keep_caps(id, budget, limits).await?;
         record.transcript_len = entries.len() as u64;
         let tree_guard = match &worktree {
             Some(plan) => Some(self.make_worktree(plan, &record).await?),

@@ -202,6 +202,8 @@ impl Supervisor {
             worktree: plan,
             tree_files,
             budget: req.budget,
+            // A fork is of no type: its parent's limits hold it.
+            limits: crate::domain::FamilyLimits::default(),
         })
     }
 

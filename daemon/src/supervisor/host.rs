@@ -36,6 +36,13 @@ impl AgentHost for SupervisorHost {
         self.0.budget_spent(agent)
     }
 
+    fn request_permits<'a>(
+        &'a self,
+        agent: &'a AgentRecord,
+    ) -> BoxFuture<'a, Vec<tokio::sync::OwnedSemaphorePermit>> {
+        Box::pin(self.0.request_permits(agent))
+    }
+
     fn turn_begins<'a>(&'a self, agent: &'a AgentRecord, seq: u64) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             // A turn boundary: what the agent committed in the turn before

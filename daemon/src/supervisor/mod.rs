@@ -39,6 +39,8 @@ mod create;
 mod egress;
 mod external_agents;
 mod family;
+mod family_gates;
+mod family_limits;
 mod fanout;
 mod fork;
 mod host;
@@ -128,6 +130,8 @@ pub struct Supervisor {
     mcp_pool: Arc<crate::mcp::pool::McpPool>,
     /// The proxy connections being served now.
     open_connections: egress::OpenConnections,
+    /// The gates family limits are held with (DESIGN §24).
+    family_gates: family_gates::FamilyGates,
 }
 
 impl Supervisor {
@@ -170,6 +174,7 @@ impl Supervisor {
             trees: tree_keeping::TreeKeeping::default(),
             asks: asks::Asks::default(),
             open_connections: egress::OpenConnections::default(),
+            family_gates: family_gates::FamilyGates::default(),
             fan_outs: fanout::FanOuts::default(),
             mcp_pool: Arc::default(),
         })

@@ -83,7 +83,7 @@ impl Supervisor {
         });
         let sup = self.clone();
         self.runs.spawn(async move {
-            let slot = Arc::new(RunPermit::new(sup.runs.slots()));
+            let slot = Arc::new(RunPermit::new(sup.run_slots(&record)));
             let extra_hosts = match &runner {
                 Runner::External(x) => crate::config::agent_hosts::allowed(&x.def),
                 Runner::Model(_) => Vec::new(),

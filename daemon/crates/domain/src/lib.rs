@@ -10,6 +10,7 @@ mod allowlist;
 mod budget;
 mod confinement;
 mod external_run;
+mod family_limits;
 mod file_change;
 mod fork;
 mod id;
@@ -38,6 +39,7 @@ pub use confinement::Confinement;
 pub use external_run::{
     ContextFill, ExternalAgentName, ExternalRun, ExternalToolKind, ReportedCost,
 };
+pub use family_limits::FamilyLimits;
 pub use file_change::{Before, FileChange, FileText, RECORDED_BYTES, ToolFileChange};
 pub use fork::{FORK_MAX_TURNS, FORK_TYPE, ForkTools, ForkTurns, QuerySource};
 pub use id::{AgentId, SHORT_ID_LEN, ShortId};

@@ -24,6 +24,8 @@
 //!   (`approvals`)
 //! - `v1/budgets`: agent id → the cap on what it and its descendants
 //!   spend (`budgets`)
+//! - `v1/family_limits`: agent id → the limits its agent type set on its
+//!   family (`family_limits`)
 //! - `v1/call_decisions`: agent id ++ tool_use_id → what a PreToolUse hook
 //!   decided of a call not yet answered (`call_decisions`)
 //! - `meta`: `schema_version` → u32 big-endian (`migrate`)
@@ -48,6 +50,7 @@ mod budgets;
 mod call_decisions;
 mod codec;
 mod error;
+mod family_limits;
 mod full_disk;
 mod inbox;
 pub mod memory;
@@ -142,6 +145,8 @@ pub(crate) struct Trees {
     network_allow: sled::Tree,
     /// Agents' budgets (`budgets`).
     budgets: sled::Tree,
+    /// Limits agent types set on families (`family_limits`).
+    family_limits: sled::Tree,
     /// PreToolUse hooks' decisions of calls not yet answered.
     call_decisions: sled::Tree,
 }
@@ -250,6 +255,7 @@ impl Trees {
             connections: db.open_tree("v1/connections")?,
             network_allow: db.open_tree("v1/network_allow")?,
             budgets: db.open_tree("v1/budgets")?,
+            family_limits: db.open_tree("v1/family_limits")?,
             call_decisions: db.open_tree("v1/call_decisions")?,
             db,
         })

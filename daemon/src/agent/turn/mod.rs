@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::events::StatusSnapshot;
 use super::fanout::FanOutRole;
 use super::run::{Finished, Halt, RunCore, RunEnd};
 use crate::domain::{
@@ -215,6 +216,29 @@ impl ModelDriver {
         }
     }
 
+    /// A slot of each family's `max_concurrent_requests` this agent is
+    /// under; while it waits for one, `list` and `show` say so.
+    async fn request_permits(&mut self) -> Result<Vec<tokio::sync::OwnedSemaphorePermit>, Halt> {
+        let mut permits = self.core.host.request_permits(&self.core.record);
+        if let Some(now) = futures::FutureExt::now_or_never(&mut permits) {
+            return Ok(now);
+        }
+        self.core.hub.publish_status(StatusSnapshot {
+            waiting_for: Some(
+                "a model request slot of its family (max_concurrent_requests)".into(),
+            ),
+            ..StatusSnapshot::of(&self.core.record)
+        });
+        let permits = tokio::select! {
+            stop = self.core.stops.any() => return Err(Halt::Stop(stop)),
+            permits = permits => permits,
+        };
+        self.core
+            .hub
+            .publish_status(StatusSnapshot::of(&self.core.record));
+        Ok(permits)
+    }
+
     /// One model call with the conversation so far. A stop asked for while
     /// the model answers ends the run (`Halt::Stop`); so does a failed call.
     async fn call_model(&mut self) -> Result<ModelResponse, Halt> {
@@ -238,6 +262,10 @@ impl ModelDriver {
                 None
             }
         };
+        // A family's `max_concurrent_requests`: held until the response
+        // has ended (taken after the fan-out wait, so a follower never
+        // holds one its leader needs).
+        let _in_flight = self.request_permits().await?;
         let hub = self.core.hub.clone();
         let releases = leader.clone();
         let on_event = move |e: crate::model::ModelEvent| {
