@@ -125,16 +125,21 @@ impl Supervisor {
         Ok(())
     }
 
-    /// What a new child of `caller` waits for, when a `max_children` gate
-    /// it will be under has no slot free now: said in the `Agent` call's
-    /// result.
+    /// What a new child of `caller` waits for, when a `max_children` it
+    /// will be under is already taken up by live descendants (running or
+    /// pending): said in the `Agent` call's result.
     pub(super) fn queued_behind(&self, caller: &AgentRecord) -> Option<String> {
         self.holders(caller).into_iter().find_map(|h| {
             let n = h.limits.max_children?;
-            let gate = self.family_gates.gate(h.id, GateKind::Children, n);
-            (gate.available_permits() == 0).then(|| {
+            let live = self
+                .descendants(h.id)
+                .ok()?
+                .iter()
+                .filter(|d| self.handle(d).is_ok_and(|handle| handle.is_running()))
+                .count();
+            (live >= n as usize).then(|| {
                 format!(
-                    "Queued: {n} agent(s) of this family already run (max_children = {n}, from {}); it waits as pending and starts when one of them ends.",
+                    "Queued: {live} agent(s) of this family already run or wait (max_children = {n}, from {}); it waits as pending and starts when a slot frees.",
                     h.source
                 )
             })

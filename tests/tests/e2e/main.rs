@@ -26,6 +26,7 @@ mod documented_codes;
 mod durability;
 mod events;
 mod external;
+mod family_limits;
 mod fork_rules;
 mod forks;
 mod fuzz_api;
