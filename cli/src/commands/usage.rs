@@ -100,6 +100,16 @@ pub async fn run(target: &Target, args: Args) -> Result<u8, Failure> {
         "cost:  {}",
         cost::cost_line(&report.cost.unwrap_or_default())
     );
+    // Budgets, each over its holder's whole family (DESIGN §24).
+    for a in &report.agents {
+        if let Some(b) = &a.budget {
+            say!(
+                "{} (agent {} and its descendants)",
+                render::budget_line(b),
+                render::cell(&a.short_id, usize::MAX)
+            );
+        }
+    }
     if report.agents.iter().any(|a| a.cost_reported) {
         say!("* as the external agent reported it (agentd did not price its tokens)");
     }

@@ -399,7 +399,9 @@ impl AgentService for AgentApi {
             .into());
         }
         let report = self.sup.usage(&r.id, r.family)?;
-        Ok(Response::new(convert::usage_report(report)))
+        Ok(Response::new(convert::usage_report(report, |id| {
+            self.sup.budget_view(id).as_ref().map(convert::budget)
+        })))
     }
 
     async fn list_mcp_servers(

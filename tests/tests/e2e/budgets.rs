@@ -133,6 +133,45 @@ fn a_family_stops_at_its_budget_stays_stopped_across_a_sigkill_and_goes_on_when_
         total <= raised + 6.0 * dearest_request(&env, &parent),
         "spent {total} of {raised}"
     );
+    // `usage --family` shows it against the family's spend, text and JSON.
+    let usage = env
+        .ctl(&["usage", &parent, "--family"])
+        .expect_code(0)
+        .stdout
+        .clone();
+    assert!(
+        usage.contains(&format!("of ${raised:.2} spent")) && usage.contains("and its descendants"),
+        "{usage}"
+    );
+    let usage = env
+        .ctl(&["usage", &parent, "--family", "--json"])
+        .expect_code(0)
+        .json();
+    let own = &usage["agents"][0]["budget"];
+    assert!(
+        (own["usd"].as_f64().unwrap() - raised).abs() < 1e-6,
+        "{usage}"
+    );
+    assert!(
+        (own["spent_usd"].as_f64().unwrap() - total).abs() < 1e-6,
+        "{usage}"
+    );
+    // The parent's and the one fork's given its own; the rest have none.
+    let with_budget: Vec<&str> = usage["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a.get("budget").is_some())
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(with_budget.len(), 2, "{usage}");
+    assert!(
+        with_budget.contains(&forks[0].as_str())
+            || with_budget
+                .iter()
+                .any(|id| id.starts_with(forks[0].as_str())),
+        "{usage}"
+    );
     let shown = env.ctl(&["budget", &parent]).expect_code(0).stdout.clone();
     assert!(
         shown.contains("spent") && shown.contains(&format!("{raised:.2}")),

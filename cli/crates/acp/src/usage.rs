@@ -19,6 +19,9 @@ pub struct UsageShown {
     window: Option<u64>,
     used: Option<u64>,
     cost_usd: Option<f64>,
+    /// The session agent's own budget against its family's spend (DESIGN
+    /// §24), sent in `_meta.agentd.budget` beside the cost.
+    budget: Option<pb::AgentBudget>,
     /// The daemon gives the fill (an external agent's report): responses'
     /// usage does not set it.
     reported_fill: bool,
@@ -65,6 +68,7 @@ impl UsageShown {
             self.used = Some(used);
             self.reported_fill = true;
         }
+        self.budget = own.and_then(|a| a.budget.clone());
         // The family's cost, when any of it has one.
         self.cost_usd = report
             .agents
@@ -78,6 +82,15 @@ impl UsageShown {
         let mut u = json!({"sessionUpdate": "usage_update", "used": used, "size": window});
         if let Some(usd) = self.cost_usd {
             u["cost"] = json!({"amount": usd, "currency": "USD"});
+        }
+        if let Some(b) = &self.budget {
+            // ACP has no field for a cap: agentd's, under `_meta`. 0 is
+            // no cap of the kind, as on the gRPC API.
+            u["_meta"] = json!({"agentd": {"budget": {
+                "usd": b.usd, "tokens": b.tokens,
+                "spent_usd": b.spent_usd, "spent_tokens": b.spent_tokens,
+                "unmeasured": b.unmeasured,
+            }}});
         }
         Some(u)
     }
@@ -142,6 +155,20 @@ mod tests {
             shown.update(),
             Some(json!({"sessionUpdate": "usage_update", "used": 101, "size": 50_000}))
         );
+        // A budget of its own goes with it.
+        let mut budgeted = report(50_000, Some(0.25));
+        budgeted.agents[0].budget = Some(pb::AgentBudget {
+            usd: 2.0,
+            spent_usd: 0.25,
+            ..Default::default()
+        });
+        shown.read(&budgeted);
+        let update = shown.update().unwrap();
+        assert_eq!(
+            update["_meta"]["agentd"]["budget"],
+            json!({"usd": 2.0, "tokens": 0, "spent_usd": 0.25, "spent_tokens": 0, "unmeasured": ""})
+        );
+        assert_eq!(update["cost"]["amount"], 0.25);
         // An unknown window (an external agent that never said): nothing.
         shown.read(&report(0, Some(1.0)));
         assert_eq!(shown.update(), None);

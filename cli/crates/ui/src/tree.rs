@@ -28,6 +28,7 @@ const AGE_W: usize = 4;
 const TURNS_W: usize = 5;
 const PLAN_W: usize = 5;
 const COST_W: usize = 8;
+const BUDGET_W: usize = 6;
 
 /// The colour of a status, or none without colour.
 pub fn status_style(s: i32, color: bool) -> Style {
@@ -85,6 +86,8 @@ fn right(text: &str, width: usize) -> String {
 /// characters while anything else can go.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Col {
+    /// Shown only while some agent in the tree has a budget.
+    Budget,
     Turns,
     Cost,
     Plan,
@@ -92,12 +95,20 @@ enum Col {
     Type,
 }
 
-const GIVE_UP: [Col; 5] = [Col::Turns, Col::Cost, Col::Plan, Col::Age, Col::Type];
+const GIVE_UP: [Col; 6] = [
+    Col::Budget,
+    Col::Turns,
+    Col::Cost,
+    Col::Plan,
+    Col::Age,
+    Col::Type,
+];
 const NAME_MIN: usize = 16;
 
 impl Col {
     fn width(self) -> usize {
         match self {
+            Col::Budget => BUDGET_W,
             Col::Turns => TURNS_W,
             Col::Cost => COST_W,
             Col::Plan => PLAN_W,
@@ -116,9 +127,13 @@ struct Columns {
 }
 
 impl Columns {
-    /// What fits in `width` with ids `id_w` wide.
-    fn fit(width: usize, id_w: usize) -> Columns {
+    /// What fits in `width` with ids `id_w` wide (the budget column only
+    /// when `budgets`).
+    fn fit(width: usize, id_w: usize, budgets: bool) -> Columns {
         let mut shown = GIVE_UP.to_vec();
+        if !budgets {
+            shown.retain(|c| *c != Col::Budget);
+        }
         let mut gone = GIVE_UP.iter();
         loop {
             // The mark, the spaces after the id and the name, a margin.
@@ -143,13 +158,14 @@ impl Columns {
     }
 
     /// The columns after the status, each with its leading space.
-    fn tail(&self, age: &str, turns: &str, plan: &str, cost: &str) -> String {
+    fn tail(&self, age: &str, turns: &str, plan: &str, cost: &str, budget: &str) -> String {
         let mut out = String::new();
         for (col, text) in [
             (Col::Age, age),
             (Col::Turns, turns),
             (Col::Plan, plan),
             (Col::Cost, cost),
+            (Col::Budget, budget),
         ] {
             if self.has(col) {
                 out.push(' ');
@@ -169,6 +185,21 @@ impl Columns {
     }
 }
 
+/// How much of its budget an agent's family has spent, the nearer cap of
+/// USD and tokens: "37%"; "?" when it cannot be measured (the family is
+/// stopped then).
+fn budget_spent(b: &pb::AgentBudget) -> String {
+    if !b.unmeasured.is_empty() {
+        return "?".into();
+    }
+    let usd = (b.usd > 0.0).then(|| b.spent_usd / b.usd);
+    let tokens = (b.tokens > 0).then(|| b.spent_tokens as f64 / b.tokens as f64);
+    match usd.into_iter().chain(tokens).reduce(f64::max) {
+        Some(share) => format!("{:.0}%", (share * 100.0).min(999.0)),
+        None => String::new(),
+    }
+}
+
 fn header(cols: &Columns) -> String {
     format!(
         "  {} {} {}{}{}",
@@ -176,7 +207,7 @@ fn header(cols: &Columns) -> String {
         fit("NAME", cols.name_w),
         cols.kind("TYPE"),
         fit("STATUS", STATUS_W),
-        cols.tail("AGE", "TURNS", "PLAN", "COST"),
+        cols.tail("AGE", "TURNS", "PLAN", "COST", "BUDGET"),
     )
 }
 
@@ -228,7 +259,13 @@ fn row_line(
             fit(status::name(a.status), STATUS_W),
             status_style(a.status, color),
         ),
-        Span::raw(cols.tail(&age, &a.turns.to_string(), &plan, &cost)),
+        Span::raw(cols.tail(
+            &age,
+            &a.turns.to_string(),
+            &plan,
+            &cost,
+            &a.budget.as_ref().map(budget_spent).unwrap_or_default(),
+        )),
     ])
 }
 
@@ -252,7 +289,10 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer, color: bool) {
     let lines = model.built_lines();
     let deepest = lines.iter().map(|l| l.prefix.chars().count()).max();
     let id_w = (deepest.unwrap_or(0) + 8).min(24);
-    let cols = Columns::fit(inner.width as usize, id_w);
+    let budgets = lines
+        .iter()
+        .any(|l| model.row(&l.id).is_some_and(|r| r.agent.budget.is_some()));
+    let cols = Columns::fit(inner.width as usize, id_w, budgets);
     buf.set_string(
         inner.x,
         inner.y,

@@ -125,6 +125,43 @@ fn the_tree_shows_the_family_with_types_statuses_marks_plan_and_cost() {
 }
 
 #[test]
+fn a_budget_column_appears_with_a_budget_and_says_how_much_of_it_is_spent() {
+    use pb::AgentStatus::*;
+    let mut capped = agent("cccc0001", "", 5, Running);
+    capped.name = "capped".into();
+    capped.budget = Some(pb::AgentBudget {
+        usd: 2.0,
+        spent_usd: 0.5,
+        tokens: 1000,
+        spent_tokens: 900,
+        ..Default::default()
+    });
+    let mut unmeasured = agent("cccc0002", "", 5, Paused);
+    unmeasured.name = "unpriced".into();
+    unmeasured.budget = Some(pb::AgentBudget {
+        usd: 1.0,
+        unmeasured: "model x has no price".into(),
+        ..Default::default()
+    });
+    let mut free = agent("cccc0003", "", 5, Running);
+    free.name = "free".into();
+    let mut m = Model::default();
+    m.set_now(Some(UNIX_EPOCH + Duration::from_secs(NOW as u64)));
+    m.replace_all(vec![capped, unmeasured, free]);
+    m.lines();
+    let mut buf = Buffer::empty(Rect::new(0, 0, 96, 5));
+    crate::tree::render(&m, buf.area, &mut buf, false);
+    let lines = text(&buf);
+    assert!(lines[1].ends_with("COST BUDGET │"), "{lines:?}");
+    // The nearer cap: 90% of the tokens, not 25% of the dollars.
+    let row = |name: &str| lines.iter().find(|l| l.contains(name)).unwrap().clone();
+    assert!(row("capped").ends_with("-    90% │"), "{lines:?}");
+    assert!(row("unpriced").ends_with("-      ? │"), "{lines:?}");
+    assert!(row("free").ends_with("-        │"), "{lines:?}");
+    // Without any budget the column is not there (the snapshots above).
+}
+
+#[test]
 fn a_narrow_tree_gives_up_turns_cost_plan_age_and_type_before_the_name() {
     let m = family();
     let draw = |width: u16| {

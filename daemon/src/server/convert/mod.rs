@@ -10,11 +10,13 @@ pub mod network;
 mod plan;
 mod requests;
 pub mod rules;
+mod usage;
 
 pub use checkpoints::{checkpoints, rewind_scope_from_wire};
 pub use compact::boundary;
 pub use plan::plan_update;
 pub use requests::{budget_from_wire, fork_request, new_agent};
+pub use usage::{budget, usage, usage_report};
 
 use agentd_shared::proto as pb;
 
@@ -23,13 +25,12 @@ use crate::agent::events::{RetryNotice, StatusSnapshot, ToolEvent};
 use crate::agent::permission::{Answer, PermissionAsk};
 use crate::domain::{
     AgentRecord, AgentWorktree, Isolation, Outcome, PermissionMode, ReleaseReason,
-    ResumeBlockedReason, Role, SandboxMode, Status, StopReason, TranscriptEntry, Usage,
-    WorkSummary, WorktreeState,
+    ResumeBlockedReason, Role, SandboxMode, Status, StopReason, TranscriptEntry, WorkSummary,
+    WorktreeState,
 };
 use crate::error::AgentdError;
 use crate::model::StreamDelta;
-use crate::pricing::Cost;
-use crate::supervisor::{UsageReport, WorktreeReport};
+use crate::supervisor::WorktreeReport;
 use crate::worktree::Merged;
 
 pub fn timestamp(ms: i64) -> prost_types::Timestamp {
@@ -153,55 +154,6 @@ pub fn release_reason(r: ReleaseReason) -> pb::ReleaseReason {
     match r {
         ReleaseReason::Request => pb::ReleaseReason::Request,
         ReleaseReason::Auto => pb::ReleaseReason::Auto,
-    }
-}
-
-pub fn usage(u: &Usage) -> pb::Usage {
-    pb::Usage {
-        input_tokens: u.input_tokens,
-        output_tokens: u.output_tokens,
-        cache_read_input_tokens: u.cache_read_input_tokens,
-        cache_creation_input_tokens: u.cache_creation_input_tokens,
-    }
-}
-
-pub fn cost(c: &Cost) -> pb::Cost {
-    pb::Cost {
-        usd: c.usd,
-        without_cache_usd: c.without_cache_usd,
-    }
-}
-
-pub fn usage_report(r: UsageReport) -> pb::UsageReport {
-    pb::UsageReport {
-        total: Some(usage(&r.total)),
-        by_model: r
-            .by_model
-            .iter()
-            .map(|(model, u)| (model.clone(), usage(u)))
-            .collect(),
-        requests: r.requests,
-        compactions: r.compactions,
-        cost: Some(cost(&r.cost)),
-        agents: r
-            .agents
-            .into_iter()
-            .map(|a| pb::AgentUsage {
-                id: a.record.id.to_string(),
-                short_id: a.record.short_id.to_string(),
-                parent_id: a.record.parent.map(|p| p.to_string()).unwrap_or_default(),
-                usage: Some(usage(&a.record.usage)),
-                requests: u64::from(a.record.turns) + u64::from(a.record.compactions),
-                compactions: a.record.compactions,
-                cost: a.cost.as_ref().map(cost),
-                cost_reported: a.cost_reported(),
-                context_window: a.context_window.unwrap_or(0),
-                context_used: a.context_used(),
-                subagent_type: a.record.subagent_type,
-                model: a.record.model,
-            })
-            .collect(),
-        unpriced_models: r.unpriced,
     }
 }
 
@@ -522,28 +474,6 @@ pub fn config_entry(e: crate::config::entries::Entry) -> pb::ConfigEntry {
         source: source as i32,
         env_var,
         reloadable: e.reloadable,
-    }
-}
-
-/// An agent's budget and its family's spend, as `Agent.budget` carries it.
-pub fn budget(
-    (b, spent): &(crate::domain::Budget, Result<crate::domain::Spent, String>),
-) -> pb::AgentBudget {
-    use crate::domain::MICROS_PER_USD;
-    let (spent_usd, spent_tokens, unmeasured) = match spent {
-        Ok(s) => (
-            s.usd_micros as f64 / MICROS_PER_USD,
-            s.tokens,
-            String::new(),
-        ),
-        Err(why) => (0.0, 0, why.clone()),
-    };
-    pb::AgentBudget {
-        usd: b.usd().unwrap_or(0.0),
-        tokens: b.tokens.unwrap_or(0),
-        spent_usd,
-        spent_tokens,
-        unmeasured,
     }
 }
 

@@ -3,7 +3,7 @@
 use agentd_shared::proto as pb;
 use serde::Serialize;
 
-use super::render::UsageJson;
+use super::render::{BudgetJson, UsageJson};
 
 /// Dollars with enough digits for small amounts: `$0.0123`, `$12.35`.
 pub fn usd(amount: f64) -> String {
@@ -85,6 +85,9 @@ pub struct AgentUsageJson<'a> {
     pub context_window: Option<u64>,
     /// Tokens in an external agent's context, as it last reported them.
     pub context_used: Option<u64>,
+    /// Its own budget against what its family spent (absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetJson<'a>>,
 }
 
 /// The JSON of a usage report (`usage --json`).
@@ -124,6 +127,7 @@ impl<'a> ReportJson<'a> {
                     cost_reported: a.cost_reported,
                     context_window: (a.context_window > 0).then_some(a.context_window),
                     context_used: a.context_used,
+                    budget: a.budget.as_ref().map(BudgetJson::of),
                 })
                 .collect(),
         }
