@@ -519,3 +519,53 @@ fn session_start_session_end_pre_compact_and_notification_hooks_run_with_their_f
     assert_eq!(n["agent_id"], asker);
     env.ctl(&["stop", &asker]).expect_code(0);
 }
+
+#[test]
+fn a_pre_tool_use_continue_false_pauses_the_agent_before_the_call_and_a_message_continues_it() {
+    let env = Env::new();
+    let p = env.project();
+    // Stops the agent while a STOP file exists; lets everything run after.
+    let pre = hook_script(
+        &env,
+        "stop.sh",
+        &format!(
+            r#"cat >/dev/null
+if [ -e {dir}/STOP ]; then
+  echo '{{"continue": false, "stopReason": "enough for today"}}'
+fi
+exit 0"#,
+            dir = p.display()
+        ),
+    );
+    std::fs::write(p.join("STOP"), "").unwrap();
+    user_settings(
+        &env,
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [command_hook(&pre)]}]}}),
+    );
+    let _daemon = env.start_daemon();
+    let model = env.script("stop.json", &bash_each(&["touch MARKER".into()]));
+    let id = env.start_model(&model, &["--permission-mode", "bypass"]);
+    let a = env.wait_for_agent(&id, "the hook's stop", |a| a["status"] == "paused");
+    assert_eq!(a["status"], "paused", "{a}");
+    assert!(!p.join("MARKER").exists(), "the call never ran");
+    let all = serde_json::to_string(&env.transcript(&id)).unwrap();
+    assert!(
+        all.contains("a PreToolUse hook stopped the agent: enough for today"),
+        "{all}"
+    );
+    // The model is told why the call did not run (not "a permission ask").
+    let got = tool_results(&env.transcript(&id));
+    assert!(
+        got[0].0
+            && got[0].1.contains(
+                "a PreToolUse hook stopped the agent before this Bash call (enough for today)"
+            ),
+        "{got:?}"
+    );
+    // Once the hook lets it, a message continues the agent (the stopped
+    // call is the model's to make again: nothing runs behind its back).
+    std::fs::remove_file(p.join("STOP")).unwrap();
+    env.ctl(&["send", &id, "go on"]).expect_code(0);
+    env.wait_status(&id, "completed", std::time::Duration::from_secs(120));
+    assert!(!p.join("MARKER").exists());
+}

@@ -7,8 +7,25 @@ use crate::agent::run::RunEnd;
 use crate::domain::{AgentRecord, ToolName};
 use crate::tools::ToolOutput;
 
+/// Where a call that never started was when the agent stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Before {
+    /// Before its turn came.
+    Start,
+    /// While its permission was being asked.
+    Answer,
+    /// A PreToolUse hook stopped the agent (`continue: false`), for this
+    /// reason.
+    Hook(String),
+}
+
 /// A call that never started: a stop came first.
-pub fn not_run(tool: impl std::fmt::Display, stop: &RunEnd, while_asking: bool) -> ToolOutput {
+pub fn not_run(tool: impl std::fmt::Display, stop: &RunEnd, at: &Before) -> ToolOutput {
+    if let Before::Hook(why) = at {
+        return ToolOutput::error(format!(
+            "Not run: a PreToolUse hook stopped the agent before this {tool} call ({why}). Nothing of it happened; make it again if it is still needed."
+        ));
+    }
     let why = match stop {
         RunEnd::Paused => "the agent was paused",
         RunEnd::Interrupted => "agentd was shutting down",
@@ -17,7 +34,7 @@ pub fn not_run(tool: impl std::fmt::Display, stop: &RunEnd, while_asking: bool) 
         RunEnd::BudgetExhausted(_) => "its family's budget is spent",
         RunEnd::Completed(_) | RunEnd::Failed(_) | RunEnd::Unchanged(_) => "the agent stopped",
     };
-    let when = if while_asking {
+    let when = if *at == Before::Answer {
         "while it waited for permission to run it"
     } else {
         "before it started"

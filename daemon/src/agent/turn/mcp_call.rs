@@ -33,9 +33,9 @@ impl ModelDriver {
             return Ok(McpRoundEnd::Answered(tool_result(call, &out), true));
         }
         let input = match self.permit(ToolRef::Mcp(tool.clone()), call).await? {
-            Err(stop) => {
-                let out = interrupted::not_run(tool, &stop, true);
-                return Ok(McpRoundEnd::Stopped(tool_result(call, &out), stop));
+            Err(super::round::Unpermitted { end, at }) => {
+                let out = interrupted::not_run(tool, &end, &at);
+                return Ok(McpRoundEnd::Stopped(tool_result(call, &out), end));
             }
             Ok(super::round::Permitted {
                 refusal: Some(refusal),

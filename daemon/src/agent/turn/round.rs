@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::ModelDriver;
-use super::interrupted;
+use super::interrupted::{self, Before};
 use super::mcp_call::McpRoundEnd;
 use crate::agent::events::ToolEvent;
 use crate::agent::host::OrchestrationCall;
@@ -18,6 +18,13 @@ use crate::agent::run::{Halt, RunEnd};
 use crate::domain::{AgentRecord, Role, ToolFileChange, ToolName, ToolRef, json_bytes};
 use crate::store::StoreError;
 use crate::tools::{self, ToolOutput};
+
+/// A call that may not run because the agent stopped: how it ended, and
+/// where the call was then.
+pub(super) struct Unpermitted {
+    pub end: RunEnd,
+    pub at: Before,
+}
 
 /// A call put to its hooks, rules and mode.
 pub(super) struct Permitted {
@@ -140,11 +147,11 @@ impl ModelDriver {
                 // asked: allowing it could not make it run.
                 Some(tool) if !self.may_run(tool) => self.not_allowed(tool),
                 Some(tool) => match self.permit(tool.into(), call).await? {
-                    Err(stop) => {
-                        let not_run = interrupted::not_run(tool, &stop, true);
+                    Err(Unpermitted { end, at }) => {
+                        let not_run = interrupted::not_run(tool, &end, &at);
                         results.answer(call, not_run);
                         return Err(self
-                            .close_round(seq, &calls[index + 1..], results, stop)
+                            .close_round(seq, &calls[index + 1..], results, end)
                             .await);
                     }
                     Ok(Permitted {
@@ -218,9 +225,9 @@ impl ModelDriver {
     ) -> Halt {
         for call in rest {
             let output = match ToolName::parse(&call.name) {
-                Some(tool) => interrupted::not_run(tool, &stop, false),
+                Some(tool) => interrupted::not_run(tool, &stop, &Before::Start),
                 None if self.mcp.tool(&call.name).is_some() => {
-                    interrupted::not_run(&call.name, &stop, false)
+                    interrupted::not_run(&call.name, &stop, &Before::Start)
                 }
                 None => {
                     ToolOutput::error(format!("No such tool: {}", crate::error::quote(&call.name)))
@@ -272,7 +279,7 @@ impl ModelDriver {
                 // Put to the rules (and hooks) again: a deny still holds.
                 Some(tool) if tool.is_read_only() && self.may_run(tool) => {
                     match self.permit_again(tool, call).await? {
-                        Err(stop) => interrupted::not_run(tool, &stop, true),
+                        Err(Unpermitted { end, at }) => interrupted::not_run(tool, &end, &at),
                         Ok(Permitted {
                             refusal: Some(refusal),
                             ..
@@ -337,7 +344,7 @@ impl ModelDriver {
         &mut self,
         tool: ToolRef,
         call: &Call,
-    ) -> Result<Result<Permitted, RunEnd>, Halt> {
+    ) -> Result<Result<Permitted, Unpermitted>, Halt> {
         let read_only = matches!(&tool, ToolRef::Mcp(m) if self.mcp.is_read_only(m));
         let hooks = self
             .core
@@ -347,7 +354,10 @@ impl ModelDriver {
             let note = json!([{"type": "text", "text": format!("a PreToolUse hook stopped the agent: {why}")}]);
             self.write_entry(Role::System, json_bytes(&note), None, None, &[])
                 .await?;
-            return Ok(Err(RunEnd::Paused));
+            return Ok(Err(Unpermitted {
+                end: RunEnd::Paused,
+                at: Before::Hook(why.clone()),
+            }));
         }
         // On disk before the call runs: after a crash it is not asked again.
         if let Some(v) = &hooks.verdict {
@@ -363,7 +373,12 @@ impl ModelDriver {
             self.core
                 .gate_with_hook(&tool, read_only, &input, &call.id, hooks.verdict.as_ref());
         let refusal = match self.core.permit(gate, tool, &input, &call.id).await? {
-            Err(stop) => return Ok(Err(stop)),
+            Err(end) => {
+                return Ok(Err(Unpermitted {
+                    end,
+                    at: Before::Answer,
+                }));
+            }
             Ok(r) => r,
         };
         Ok(Ok(Permitted {
@@ -381,7 +396,7 @@ impl ModelDriver {
         &mut self,
         tool: ToolName,
         call: &Call,
-    ) -> Result<Result<Permitted, RunEnd>, Halt> {
+    ) -> Result<Result<Permitted, Unpermitted>, Halt> {
         let id = self.core.record.id;
         let Some(kept) = self.core.store.call_decision(id, &call.id)? else {
             return self.permit(tool.into(), call).await;
@@ -392,7 +407,12 @@ impl ModelDriver {
             .core
             .gate_with_hook(&tool, false, &call.input, &call.id, Some(&verdict));
         let refusal = match self.core.permit(gate, tool, &call.input, &call.id).await? {
-            Err(stop) => return Ok(Err(stop)),
+            Err(end) => {
+                return Ok(Err(Unpermitted {
+                    end,
+                    at: Before::Answer,
+                }));
+            }
             Ok(r) => r,
         };
         Ok(Ok(Permitted {
