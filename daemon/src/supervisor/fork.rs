@@ -202,8 +202,7 @@ impl Supervisor {
             worktree: plan,
             tree_files,
             budget: req.budget,
-            // A fork is of no type: its parent's limits hold it.
-            limits: crate::domain::FamilyLimits::default(),
+            limits: crate::domain::FamilyLimits::default(), // of no type
         })
     }
 

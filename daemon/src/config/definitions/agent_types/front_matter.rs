@@ -83,6 +83,19 @@ enum ToolList {
     Comma(String),
 }
 
+/// The family limits and budget a type sets. They only tighten: a
+/// repository's type may set them.
+fn caps(fm: &FrontMatter) -> Result<(FamilyLimits, Option<Budget>), String> {
+    let limits = FamilyLimits::new(fm.max_children, fm.max_depth, fm.max_concurrent_requests)?;
+    let budget = match (fm.budget_usd, fm.budget_tokens) {
+        (None, None) => None,
+        (usd, tokens) => Some(
+            Budget::new(usd, tokens).map_err(|why| format!("budget_usd / budget_tokens: {why}"))?,
+        ),
+    };
+    Ok((limits, budget))
+}
+
 /// Parses a type file: `---`, YAML front matter, `---`, then the prompt.
 pub fn parse_type_file(path: &Path, text: &str) -> Result<AgentType, String> {
     parse_type_file_as(path, text, Dialect::Agentd)
@@ -160,16 +173,7 @@ pub fn parse_type_file_as(path: &Path, text: &str, dialect: Dialect) -> Result<A
             )
         })?),
     };
-    // Limits and budgets only tighten: a repository's type may set them.
-    let limits = FamilyLimits::new(fm.max_children, fm.max_depth, fm.max_concurrent_requests)
-        .map_err(|why| format!("{where_}: {why}"))?;
-    let budget = match (fm.budget_usd, fm.budget_tokens) {
-        (None, None) => None,
-        (usd, tokens) => Some(
-            Budget::new(usd, tokens)
-                .map_err(|why| format!("{where_}: budget_usd / budget_tokens: {why}"))?,
-        ),
-    };
+    let (limits, budget) = caps(&fm).map_err(|why| format!("{where_}: {why}"))?;
     let mcp = match &fm.mcp_servers {
         None => TypeMcp::default(),
         Some(value) => TypeMcp::parse(value).map_err(|e| format!("{where_}: {e}"))?,
