@@ -681,7 +681,12 @@ fn subagents_nest_at_most_three_deep() {
     assert_eq!(agents.len(), 4, "depths 0..=3");
     let deepest = agents.last().unwrap()["id"].as_str().unwrap().to_string();
     let text = all_text(&env.transcript(&deepest));
-    assert!(text.contains("nest at most 3 deep"), "{text}");
+    assert!(
+        text.contains("at most 3 levels below agent")
+            && text.contains("(max_depth, from config.toml)")
+            && text.contains("would be 4 below"),
+        "{text}"
+    );
 }
 
 #[test]
