@@ -89,7 +89,8 @@ impl From<crate::config::ConfigError> for AgentdError {
     /// that cannot be read, the machine's.
     fn from(e: crate::config::ConfigError) -> Self {
         match e {
-            crate::config::ConfigError::Invalid { .. } => AgentdError::invalid(e.to_string()),
+            crate::config::ConfigError::Invalid { .. }
+            | crate::config::ConfigError::Value { .. } => AgentdError::invalid(e.to_string()),
             _ => AgentdError::refused(e.to_string()),
         }
     }

@@ -38,6 +38,9 @@ pub enum ConfigError {
         line: usize,
         message: String,
     },
+    /// A value the file gives is out of range (it parsed).
+    #[error("invalid config {path}: {message}")]
+    Value { path: PathBuf, message: String },
     #[error("cannot set up the HTTP client: {0}")]
     Http(String),
 }
@@ -287,9 +290,8 @@ impl Config {
         if (config.budget_usd.is_some() || config.budget_tokens.is_some())
             && let Err(why) = crate::domain::Budget::new(config.budget_usd, config.budget_tokens)
         {
-            return Err(ConfigError::Invalid {
+            return Err(ConfigError::Value {
                 path: path.to_path_buf(),
-                line: 0,
                 message: format!("budget_usd / budget_tokens: {why}"),
             });
         }
@@ -298,9 +300,8 @@ impl Config {
             Some(config.max_subagent_depth),
             config.max_concurrent_requests,
         ) {
-            return Err(ConfigError::Invalid {
+            return Err(ConfigError::Value {
                 path: path.to_path_buf(),
-                line: 0,
                 message: why,
             });
         }
@@ -430,6 +431,28 @@ mod tests {
         let cfg = Config::load(&path).unwrap();
         assert!(!cfg.implicit_fork);
         assert_eq!(cfg.prices["openai:my-local-*"].input, 0.0);
+    }
+
+    #[test]
+    fn family_limits_and_budgets_out_of_range_name_the_key_and_no_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        for (text, key) in [
+            ("max_children = 0\n", "max_children"),
+            ("max_concurrent_requests = 0\n", "max_concurrent_requests"),
+            ("budget_usd = -1\n", "budget_usd"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = Config::load(&path).unwrap_err().to_string();
+            assert!(err.contains(key) && !err.contains("line"), "{err}");
+        }
+        std::fs::write(&path, "max_depth = 2\nmax_children = 4\n").unwrap();
+        let cfg = Config::load(&path).unwrap();
+        assert_eq!(
+            cfg.family_limits(),
+            crate::domain::FamilyLimits::new(Some(4), Some(2), None).unwrap()
+        );
+        assert!(cfg.file_keys.contains("max_subagent_depth"));
     }
 
     #[test]
