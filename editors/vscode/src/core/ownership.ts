@@ -8,7 +8,8 @@
 // agentctl then reads the listening process's uid from the connected socket
 // (SO_PEERCRED). Node offers no way to read it, so the extension closes the
 // same gap another way: the path is checked again once connected, and must
-// still be the very socket file checked before (same device and inode).
+// still be the very socket file checked before (same device, inode and
+// inode change time).
 // connect(2) reached the socket bound to that inode, and that file was made
 // by the process that bound it, which is this user's: its owner is this
 // user. Swapping the file in between needs write access to a directory only
@@ -33,8 +34,10 @@ export class UnsafeSocket extends Error {
 
 /** The socket file that was checked. */
 export interface SocketIdentity {
-  readonly dev: number;
-  readonly ino: number;
+  readonly dev: bigint;
+  readonly ino: bigint;
+  /** The inode's change time, in ns: a file made again in a freed inode differs. */
+  readonly ctimeNs: bigint;
 }
 
 function mode(m: number): string {
@@ -66,28 +69,28 @@ export function checkSocketPath(socket: string, me: number): SocketIdentity | un
   if (writableByOthers && !sharedSticky) {
     throw new UnsafeSocket(socket, `its directory ${dir} is writable by other users (mode ${mode(d.mode)})`);
   }
-  let s: fs.Stats;
+  let s: fs.BigIntStats;
   try {
-    s = fs.lstatSync(socket);
+    s = fs.lstatSync(socket, { bigint: true });
   } catch (e) {
     if (notFound(e)) return undefined;
     throw new UnsafeSocket(socket, `cannot check it: ${(e as Error).message}`);
   }
   if (!s.isSocket()) throw new UnsafeSocket(socket, "it is not a socket");
-  if (s.uid !== me) {
+  if (s.uid !== BigInt(me)) {
     throw new UnsafeSocket(socket, `the socket belongs to uid ${s.uid}, not to you (uid ${me})`);
   }
-  if ((s.mode & 0o022) !== 0) {
-    throw new UnsafeSocket(socket, `the socket is writable by other users (mode ${(s.mode & 0o777).toString(8)})`);
+  if ((s.mode & 0o022n) !== 0n) {
+    throw new UnsafeSocket(socket, `the socket is writable by other users (mode ${(s.mode & 0o777n).toString(8)})`);
   }
-  return { dev: s.dev, ino: s.ino };
+  return { dev: s.dev, ino: s.ino, ctimeNs: s.ctimeNs };
 }
 
 /** After connecting: the path must still be the socket file checked before. */
 export function recheckSocketPath(socket: string, me: number, before: SocketIdentity): void {
   const now = checkSocketPath(socket, me);
   if (now === undefined) throw new UnsafeSocket(socket, "the socket went away while connecting");
-  if (now.dev !== before.dev || now.ino !== before.ino) {
+  if (now.dev !== before.dev || now.ino !== before.ino || now.ctimeNs !== before.ctimeNs) {
     throw new UnsafeSocket(socket, "the socket was replaced while connecting");
   }
 }

@@ -11,26 +11,10 @@ import { answerAsk, type Decision } from "../core/attach";
 import { describeError } from "../core/client";
 import { proposal } from "../core/proposal";
 import type { Session } from "../core/session";
+import { askLine } from "../core/askLine";
 import type { PermissionRequest } from "../core/types";
 import * as visible from "../core/visible";
 import { baseName, type VirtualDocuments } from "./virtualDocs";
-
-const MAX_INLINE = 300;
-
-/** The line the notification shows of an ask. */
-export function askLine(ask: PermissionRequest): { text: string; inline: boolean } {
-  let what = ask.summary;
-  try {
-    const input = JSON.parse(ask.input_json) as Record<string, unknown>;
-    if (ask.tool_name === "Bash" && typeof input.command === "string") what = input.command;
-    else if (typeof input.file_path === "string") what = input.file_path;
-  } catch {
-    // The summary then.
-  }
-  const shown = visible.line(what);
-  const inline = shown.length <= MAX_INLINE && !/\[[^\]]*\]\(/.test(shown);
-  return { text: shown, inline };
-}
 
 const ALLOW_ONCE = "Allow once";
 const ALLOW_ALWAYS = "Allow always";
